@@ -1,0 +1,366 @@
+"""Configuration: ``foureyes.toml``, environment overrides, strict validation.
+
+Where it comes from, lowest priority first:
+
+1. built-in defaults (every role on the ``offline`` route, SQLite store in the working dir);
+2. the TOML file named by ``--config`` or ``FOUREYES_CONFIG``;
+3. environment variables ``FOUREYES_<SECTION>__<KEY>``, e.g. ``FOUREYES_STORE__URL`` or
+   ``FOUREYES_ROUTES__FLASH__MODEL``.
+
+Unknown keys are errors that name the key. Secrets never appear here: a route names the
+environment variable holding its key (``api_key_env``) and the key is read only when the
+route is built.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from foureyes.core.errors import ConfigError
+from foureyes.core.roles import Role
+
+__all__ = [
+    "CONFIG_ENV",
+    "OFFLINE_ROUTE",
+    "Config",
+    "GateConfig",
+    "Locale",
+    "PrivacyConfig",
+    "ReviewConfig",
+    "RiskConfig",
+    "RolesConfig",
+    "RouteConfig",
+    "ServerConfig",
+    "StoreConfig",
+    "load_config",
+    "mask_url",
+]
+
+CONFIG_ENV = "FOUREYES_CONFIG"
+"""Environment variable naming the config file when ``--config`` is not given."""
+OFFLINE_ROUTE = "offline"
+"""Name of the built-in offline route, always present unless the config redefines it."""
+DEFAULT_STORE_URL = "sqlite+aiosqlite:///foureyes.db"
+
+Locale = Literal["zh-Hans", "zh-Hant", "en"]
+"""The languages user-facing strings come in."""
+
+_ENV_PREFIX = "FOUREYES_"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+def mask_url(url: str) -> str:
+    """Replace a password in a URL's userinfo with ``***``."""
+    return re.sub(r"(//[^/:@]*:)[^@/]*@", r"\1***@", url)
+
+
+class StoreConfig(_Section):
+    """``[store]``: where traces, ledgers and facts are kept."""
+
+    url: str = DEFAULT_STORE_URL
+    """SQLAlchemy async URL: ``sqlite+aiosqlite:///path.db`` or ``postgresql+asyncpg://...``."""
+
+    @model_validator(mode="after")
+    def _known_driver(self) -> StoreConfig:
+        if not self.url.startswith(("sqlite+aiosqlite://", "postgresql+asyncpg://")):
+            raise ValueError(
+                "store.url must start with sqlite+aiosqlite:// or postgresql+asyncpg:// "
+                f"(got {mask_url(self.url)!r})"
+            )
+        return self
+
+
+class RouteConfig(_Section):
+    """``[routes.NAME]``: one model endpoint and its limits."""
+
+    kind: str = Field(default="openai", pattern=r"^[a-z][a-z0-9_-]*$")
+    """Provider kind: ``openai`` (any OpenAI-compatible API) or ``offline`` (built-in engine)."""
+    base_url: str | None = None
+    """Endpoint base URL, e.g. ``https://api.deepseek.com/v1``; required for ``openai``."""
+    model: str = "foureyes-offline"
+    """Model name sent to the endpoint."""
+    api_key_env: str | None = Field(default=None, pattern=_ENV_NAME.pattern)
+    """Name of the environment variable holding the API key (never the key itself)."""
+    timeout_s: float = Field(default=30.0, gt=0, le=600)
+    """Per-call timeout in seconds; a run's deadline may shorten it."""
+    max_tokens: int = Field(default=600, ge=1, le=200_000)
+    """Completion token cap per call."""
+    temperature: float = Field(default=0.3, ge=0, le=2)
+    """Sampling temperature."""
+    daily_calls: int | None = Field(default=None, ge=0)
+    """Calls allowed per UTC day on this route; unset for no limit."""
+    daily_budget_usd: float | None = Field(default=None, ge=0)
+    """Spend allowed per UTC day in USD; needs ``price_in`` and ``price_out``."""
+    price_in: float | None = Field(default=None, ge=0)
+    """USD per million prompt tokens."""
+    price_out: float | None = Field(default=None, ge=0)
+    """USD per million completion tokens."""
+    transport: Literal["aiohttp", "httpx"] = "aiohttp"
+    """HTTP transport of the ``openai`` SDK; aiohttp measured faster (benchmarks/README.md)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RouteConfig:
+        if self.kind == "openai" and not self.base_url:
+            raise ValueError("base_url is required for kind 'openai'")
+        if self.daily_budget_usd is not None and (self.price_in is None or self.price_out is None):
+            raise ValueError("daily_budget_usd needs price_in and price_out")
+        return self
+
+    def __repr__(self) -> str:
+        url = mask_url(self.base_url) if self.base_url else None
+        return f"RouteConfig(kind={self.kind!r}, base_url={url!r}, model={self.model!r})"
+
+
+class RolesConfig(_Section):
+    """``[roles]``: which route serves each role."""
+
+    counselor: str = OFFLINE_ROUTE
+    """Route of the Counselor (drafts replies)."""
+    supervisor: str = OFFLINE_ROUTE
+    """Route of the Supervisor (reviews drafts)."""
+    risk_l1: str = OFFLINE_ROUTE
+    """Route of the L1 risk assessment."""
+    risk_l2: str = OFFLINE_ROUTE
+    """Route of the L2 independent risk review."""
+    reviewer: str = OFFLINE_ROUTE
+    """Route of the masked session reviewer."""
+    selector: str = OFFLINE_ROUTE
+    """Route of the evidence selector."""
+
+    def route_for(self, role: Role) -> str:
+        """The route name configured for ``role``."""
+        return str(getattr(self, role.value))
+
+
+class GateConfig(_Section):
+    """``[gate]``: the release gate."""
+
+    max_revisions: int = Field(default=1, ge=0, le=5)
+    """How many times the Counselor may revise after a rejection."""
+    deadline_s: float = Field(default=30.0, gt=0, le=600)
+    """Deadline for a whole draft-review-decide run."""
+    max_calls: int = Field(default=6, ge=1, le=50)
+    """Model calls one run may make."""
+    locale: Literal["auto", "zh-Hans", "zh-Hant", "en"] = "auto"
+    """Language of fallback replies; ``auto`` follows the user's message."""
+
+
+class RiskConfig(_Section):
+    """``[risk]``: crisis triage."""
+
+    confirm_confidence: float = Field(default=0.85, ge=0, le=1)
+    """Both L1 and L2 must reach this confidence to confirm a crisis."""
+    l1_daily_limit: int = Field(default=40, ge=0)
+    """L1 assessments allowed per conversation per UTC day."""
+    context_turns: int = Field(default=10, ge=0, le=100)
+    """Earlier turns L2 sees."""
+    trend_days: int = Field(default=7, ge=1, le=90)
+    """Days of assessment history L2's trend covers."""
+
+
+class ReviewConfig(_Section):
+    """``[review]``: masked review of agent sessions."""
+
+    max_snapshot_chars: int = Field(default=65536, ge=1)
+    """Projections larger than this are skipped, never truncated."""
+    max_images: int = Field(default=20, ge=0)
+    """Projections with more images than this are skipped."""
+    packet_max_chars: int = Field(default=10000, ge=1)
+    """Largest serialised review packet accepted."""
+    publish: Literal["updates-only", "always", "never"] = "updates-only"
+    """Which accepted packets are published."""
+
+
+class PrivacyConfig(_Section):
+    """``[privacy]``: what of the user's text is kept."""
+
+    store_raw_text: bool = False
+    """Keep raw user text in traces; otherwise only an HMAC of it."""
+    retention_days: int = Field(default=30, ge=1, le=3650)
+    """How long raw text is kept when it is kept at all."""
+    hmac_key_env: str | None = Field(default=None, pattern=_ENV_NAME.pattern)
+    """Variable holding the HMAC key; unset: a random key kept in the store is used."""
+
+
+class ServerConfig(_Section):
+    """``[server]``: the HTTP service."""
+
+    host: str = "127.0.0.1"
+    """Interface to listen on."""
+    port: int = Field(default=8000, ge=1, le=65535)
+    """Port to listen on."""
+    api_keys_env: str | None = Field(default=None, pattern=_ENV_NAME.pattern)
+    """Variable holding comma-separated client API keys; unset: no client keys from env."""
+
+
+def _default_routes() -> dict[str, RouteConfig]:
+    return {OFFLINE_ROUTE: RouteConfig(kind="offline", model="foureyes-offline")}
+
+
+class Config(BaseSettings):
+    """The whole effective configuration. Frozen: per-call changes use ``model_copy``."""
+
+    model_config = SettingsConfigDict(
+        extra="forbid",
+        frozen=True,
+        use_attribute_docstrings=True,
+    )
+
+    store: StoreConfig = StoreConfig()
+    """Durable store."""
+    routes: dict[str, RouteConfig] = Field(default_factory=_default_routes)
+    """Model endpoints by name; ``offline`` is always present."""
+    roles: RolesConfig = RolesConfig()
+    """Role to route mapping."""
+    gate: GateConfig = GateConfig()
+    """Release gate."""
+    risk: RiskConfig = RiskConfig()
+    """Crisis triage."""
+    review: ReviewConfig = ReviewConfig()
+    """Masked review."""
+    privacy: PrivacyConfig = PrivacyConfig()
+    """Privacy of user text."""
+    server: ServerConfig = ServerConfig()
+    """HTTP service."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # load_config merges the environment itself (so callers and tests can pass an
+        # explicit mapping) and hands the result over as init values; nothing else is read.
+        return (init_settings,)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _add_offline_route(cls, data: Any) -> Any:
+        # The built-in route exists even when a file lists only its own routes.
+        if isinstance(data, dict) and isinstance(data.get("routes"), dict):
+            data = {**data, "routes": {OFFLINE_ROUTE: {"kind": "offline"}, **data["routes"]}}
+        return data
+
+    @model_validator(mode="after")
+    def _roles_name_routes(self) -> Config:
+        missing = [
+            f"roles.{role.value} names route {self.roles.route_for(role)!r}, "
+            f"which is not defined (defined: {', '.join(sorted(self.routes))})"
+            for role in Role
+            if self.roles.route_for(role) not in self.routes
+        ]
+        if missing:
+            raise ValueError("; ".join(missing))
+        return self
+
+    def route_for(self, role: Role) -> tuple[str, RouteConfig]:
+        """The route name and its config serving ``role``."""
+        name = self.roles.route_for(role)
+        return name, self.routes[name]
+
+    def missing_secrets(self, environ: Mapping[str, str]) -> list[str]:
+        """Names of API-key variables that routes in use need and ``environ`` lacks."""
+        used = {self.roles.route_for(role) for role in Role}
+        names = {
+            r.api_key_env
+            for name, r in self.routes.items()
+            if name in used and r.api_key_env and not environ.get(r.api_key_env)
+        }
+        if self.privacy.hmac_key_env and not environ.get(self.privacy.hmac_key_env):
+            names.add(self.privacy.hmac_key_env)
+        return sorted(names)
+
+    def require_secrets(self, environ: Mapping[str, str]) -> None:
+        """Check at start-up that every secret variable in use is set.
+
+        Raises:
+            ConfigError: naming each missing variable (never printing any value).
+        """
+        missing = self.missing_secrets(environ)
+        if missing:
+            raise ConfigError([f"environment variable {n} is not set" for n in missing])
+
+    def masked(self) -> dict[str, Any]:
+        """The effective config as plain data, with passwords in URLs masked."""
+        data = self.model_dump(mode="json")
+        data["store"]["url"] = mask_url(data["store"]["url"])
+        for route in data["routes"].values():
+            if route.get("base_url"):
+                route["base_url"] = mask_url(route["base_url"])
+        return data
+
+
+def _format_validation(err: ValidationError) -> list[str]:
+    problems = []
+    for e in err.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        if e["type"] == "extra_forbidden":
+            problems.append(f"unknown key {where!r}")
+        else:
+            msg = e["msg"].removeprefix("Value error, ")
+            problems.append(msg if where == "(top level)" else f"{where}: {msg}")
+    return problems
+
+
+def load_config(
+    path: str | Path | None = None, *, environ: Mapping[str, str] | None = None
+) -> Config:
+    """Load the effective config.
+
+    Args:
+        path: TOML file; when ``None``, ``FOUREYES_CONFIG`` names it, and when that is
+            unset too, the built-in defaults are used.
+        environ: the environment to read overrides from (``os.environ`` by default).
+
+    Raises:
+        ConfigError: the file is missing or not TOML, a key is unknown, a value is out of
+            range, or a role names a route that does not exist.
+    """
+    env = dict(os.environ if environ is None else environ)
+    chosen = path if path is not None else env.get(CONFIG_ENV) or None
+    data: dict[str, Any] = {}
+    if chosen is not None:
+        file = Path(chosen)
+        try:
+            data = tomllib.loads(file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError([f"config file {str(file)!r} does not exist"]) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError([f"config file {str(file)!r} cannot be read: {exc}"]) from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError([f"config file {str(file)!r} is not valid TOML: {exc}"]) from None
+    try:
+        return Config(**_merge_env(data, env))
+    except ValidationError as exc:
+        raise ConfigError(_format_validation(exc)) from None
+
+
+def _merge_env(data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """Overlay ``FOUREYES_SECTION__KEY=value`` variables on the file's data (a copy)."""
+    merged: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
+    for name in sorted(environ):
+        if not name.startswith(_ENV_PREFIX) or name == CONFIG_ENV:
+            continue
+        path = name[len(_ENV_PREFIX) :].lower().split("__")
+        node = merged
+        for part in path[:-1]:
+            child = node.get(part)
+            node[part] = child = dict(child) if isinstance(child, dict) else {}
+            node = child
+        node[path[-1]] = environ[name]
+    return merged

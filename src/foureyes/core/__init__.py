@@ -1,0 +1,79 @@
+"""The shared spine: digests, reason codes, roles, deadlines, budgets, trace, errors.
+
+``core`` imports nothing else from foureyes.
+"""
+
+from foureyes.core.budget import (
+    CallBudget,
+    Reservation,
+    SpendLedger,
+    SpendLimit,
+    SpendUsage,
+    cost_usd,
+    utc_day,
+)
+from foureyes.core.deadline import Clock, Deadline
+from foureyes.core.digest import (
+    Proposal,
+    canonical_json,
+    is_sha256_hex,
+    sha256_hex,
+    text_fingerprint,
+)
+from foureyes.core.errors import (
+    BudgetExhausted,
+    ConfigError,
+    ContractError,
+    DeadlineExceeded,
+    FoureyesError,
+    LimitExceeded,
+    RouteBadResponse,
+    RouteConnectionError,
+    RouteError,
+    RouteHTTPError,
+    RouteRateLimited,
+    RouteTimeout,
+    StoreError,
+    UsageError,
+)
+from foureyes.core.reasons import ReasonCode
+from foureyes.core.roles import Role
+from foureyes.core.trace import EventKind, TraceEvent, TraceRecord, TraceRun, TraceWriter
+
+__all__ = [
+    "BudgetExhausted",
+    "CallBudget",
+    "Clock",
+    "ConfigError",
+    "ContractError",
+    "Deadline",
+    "DeadlineExceeded",
+    "EventKind",
+    "FoureyesError",
+    "LimitExceeded",
+    "Proposal",
+    "ReasonCode",
+    "Reservation",
+    "Role",
+    "RouteBadResponse",
+    "RouteConnectionError",
+    "RouteError",
+    "RouteHTTPError",
+    "RouteRateLimited",
+    "RouteTimeout",
+    "SpendLedger",
+    "SpendLimit",
+    "SpendUsage",
+    "StoreError",
+    "TraceEvent",
+    "TraceRecord",
+    "TraceRun",
+    "TraceWriter",
+    "UsageError",
+    "canonical_json",
+    "cost_usd",
+    "is_sha256_hex",
+    "sha256_hex",
+    "text_fingerprint",
+    "utc_day",
+]

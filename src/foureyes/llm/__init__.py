@@ -1,0 +1,1 @@
+"""Model routes, providers, structured output, the offline engine and the simulator."""

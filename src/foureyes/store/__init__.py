@@ -1,0 +1,1 @@
+"""Durable store: traces, spend ledger, migrations (SQLite default, PostgreSQL by URL)."""
