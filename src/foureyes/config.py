@@ -25,14 +25,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from foureyes.core.errors import ConfigError
+from foureyes.core.locale import Locale
 from foureyes.core.roles import Role
 
 __all__ = [
     "CONFIG_ENV",
-    "OFFLINE_ROUTE",
     "Config",
     "GateConfig",
-    "Locale",
+    "OFFLINE_ROUTE",
     "PrivacyConfig",
     "ReviewConfig",
     "RiskConfig",
@@ -50,11 +50,9 @@ OFFLINE_ROUTE = "offline"
 """Name of the built-in offline route, always present unless the config redefines it."""
 DEFAULT_STORE_URL = "sqlite+aiosqlite:///foureyes.db"
 
-Locale = Literal["zh-Hans", "zh-Hant", "en"]
-"""The languages user-facing strings come in."""
 
 _ENV_PREFIX = "FOUREYES_"
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class _Section(BaseModel):
@@ -71,6 +69,8 @@ class StoreConfig(_Section):
 
     url: str = DEFAULT_STORE_URL
     """SQLAlchemy async URL: ``sqlite+aiosqlite:///path.db`` or ``postgresql+asyncpg://...``."""
+    timeout_s: float = Field(default=5.0, gt=0, le=600)
+    """How long a store operation waits for a locked or unreachable database."""
 
     @model_validator(mode="after")
     def _known_driver(self) -> StoreConfig:
@@ -153,7 +153,7 @@ class GateConfig(_Section):
     """Deadline for a whole draft-review-decide run."""
     max_calls: int = Field(default=6, ge=1, le=50)
     """Model calls one run may make."""
-    locale: Literal["auto", "zh-Hans", "zh-Hant", "en"] = "auto"
+    locale: Literal["auto"] | Locale = "auto"
     """Language of fallback replies; ``auto`` follows the user's message."""
 
 
@@ -244,6 +244,7 @@ class Config(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Read only the values :func:`load_config` passes in."""
         # load_config merges the environment itself (so callers and tests can pass an
         # explicit mapping) and hands the result over as init values; nothing else is read.
         return (init_settings,)

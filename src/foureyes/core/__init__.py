@@ -36,6 +36,7 @@ from foureyes.core.errors import (
     StoreError,
     UsageError,
 )
+from foureyes.core.locale import Locale, detect_locale
 from foureyes.core.reasons import ReasonCode
 from foureyes.core.roles import Role
 from foureyes.core.trace import EventKind, TraceEvent, TraceRecord, TraceRun, TraceWriter
@@ -51,6 +52,7 @@ __all__ = [
     "EventKind",
     "FoureyesError",
     "LimitExceeded",
+    "Locale",
     "Proposal",
     "ReasonCode",
     "Reservation",
@@ -72,6 +74,7 @@ __all__ = [
     "UsageError",
     "canonical_json",
     "cost_usd",
+    "detect_locale",
     "is_sha256_hex",
     "sha256_hex",
     "text_fingerprint",

@@ -81,5 +81,9 @@ class Proposal(Generic[T]):
     def of_json(cls, value: Any, *, role: str, route: str, **meta: Any) -> Proposal[Any]:
         """A structured proposal whose digest is the SHA-256 of its canonical JSON."""
         return Proposal(
-            content=value, sha256=sha256_hex(canonical_json(value)), role=role, route=route, meta=meta
+            content=value,
+            sha256=sha256_hex(canonical_json(value)),
+            role=role,
+            route=route,
+            meta=meta,
         )

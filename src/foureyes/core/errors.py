@@ -136,8 +136,9 @@ class ContractError(FoureyesError):
 
     Attributes:
         schema: name of the expected schema (the pydantic model's name).
-        reason: a short machine-readable failure kind, e.g. ``no_json``, ``invalid_json``,
-            ``schema_invalid``, ``enum_invalid``.
+        reason: a machine-readable failure kind, a
+            :class:`foureyes.llm.structured.ParseFailure` value (``no_json``,
+            ``invalid_json``, ``enum_invalid``, ...).
         detail: human-readable detail (field paths and messages; no model text beyond
             a short excerpt).
     """

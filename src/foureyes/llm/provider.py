@@ -111,8 +111,8 @@ class ChatRequest(_Frozen):
     tools: tuple[Mapping[str, Any], ...] = ()
     """OpenAI tool specs, passed through as given."""
     subject: Mapping[str, str] = Field(default_factory=dict)
-    """Named inputs the offline engine may read instead of parsing the prompt
-    (e.g. ``candidate``); never sent to a remote endpoint."""
+    """Named inputs the offline engine reads instead of parsing the prompt (``user_message``:
+    the user's own words; capabilities add their own keys); never sent to an endpoint."""
 
 
 class Usage(_Frozen):

@@ -1,0 +1,41 @@
+# The two Quick-start commands: `make serve` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install system-deps serve test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Debian packages the test suite needs (PostgreSQL server); no-op when present.
+system-deps:
+	bash scripts/system-deps.sh
+
+## Install, then run the main job on the embedded default (offline routes, SQLite).
+serve: install
+	$(BIN)/foureyes serve
+
+lint: install
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: install
+	$(BIN)/mypy src
+
+unit: install
+	$(BIN)/pytest
+
+## Install everything, then run the whole suite: lint, types, tests.
+test: install system-deps lint typecheck unit
+
+bench: install
+	$(BIN)/python benchmarks/transport.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

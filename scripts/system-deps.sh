@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the test suite needs when they are missing:
+# PostgreSQL 15 (server binaries for the tests' own throw-away cluster).
+set -euo pipefail
+
+need=()
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  need+=(postgresql)
+fi
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO="sudo"
+else
+  echo "system-deps: need Debian packages: ${need[*]} (run as root or install them)" >&2
+  exit 1
+fi
+
+echo "system-deps: installing ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

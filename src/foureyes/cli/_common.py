@@ -1,0 +1,62 @@
+"""Shared pieces of the CLI: the one sync edge, common options, error rendering."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+
+from foureyes.config import Config, load_config
+from foureyes.core.errors import ConfigError, FoureyesError
+
+T = TypeVar("T")
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        help="Config file (default: $FOUREYES_CONFIG, else built-in offline defaults).",
+        dir_okay=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run one coroutine to completion: the CLI's only bridge from sync to async."""
+    return asyncio.run(coro)
+
+
+def emit_json(value: Any) -> None:
+    """Print ``value`` as one JSON document on stdout."""
+    typer.echo(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True))
+
+
+def fail(error: FoureyesError, *, as_json: bool) -> NoReturn:
+    """Report ``error`` (on stdout as JSON, or on stderr) and exit with status 1."""
+    problems = list(error.problems) if isinstance(error, ConfigError) else [str(error)]
+    if as_json:
+        emit_json({"ok": False, "error": type(error).__name__, "problems": problems})
+    else:
+        err_console.print(f"[bold red]{type(error).__name__}[/]")
+        for problem in problems:
+            err_console.print(f"  - {problem}", markup=False, highlight=False)
+    raise typer.Exit(1)
+
+
+def load(path: Path | None, *, as_json: bool) -> Config:
+    """Load the effective config or exit with its problems listed."""
+    try:
+        return load_config(path, environ=os.environ)
+    except ConfigError as exc:
+        fail(exc, as_json=as_json)

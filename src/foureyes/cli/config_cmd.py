@@ -1,0 +1,56 @@
+"""``foureyes config ...``: inspect and validate configuration."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+from rich.table import Table
+
+from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load
+from foureyes.core.errors import ConfigError
+from foureyes.core.roles import Role
+from foureyes.llm.routes import known_kinds
+
+app = typer.Typer(no_args_is_help=True, help="Inspect and validate configuration.")
+
+
+@app.command("check")
+def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
+    """Validate the config and print it as it takes effect, secrets masked.
+
+    Fails (exit 1) on unknown keys, values out of range, roles naming missing routes,
+    unknown route kinds, or API-key variables that are not set. Key values are never
+    printed: only the variables' names and whether they are set.
+    """
+    cfg = load(config, as_json=as_json)
+    kinds = known_kinds()
+    problems = [
+        f"routes.{name}.kind {route.kind!r} is unknown (known: {', '.join(kinds)})"
+        for name, route in sorted(cfg.routes.items())
+        if route.kind not in kinds
+    ]
+    problems += [f"environment variable {n} is not set" for n in cfg.missing_secrets(os.environ)]
+    if problems:
+        fail(ConfigError(problems), as_json=as_json)
+    secrets = sorted(
+        {r.api_key_env for r in cfg.routes.values() if r.api_key_env}
+        | ({cfg.privacy.hmac_key_env} if cfg.privacy.hmac_key_env else set())
+    )
+    secret_status = {name: ("set" if os.environ.get(name) else "missing") for name in secrets}
+    if as_json:
+        emit_json({"ok": True, "config": cfg.masked(), "secrets": secret_status})
+        return
+    table = Table(title="roles")
+    table.add_column("role")
+    table.add_column("route")
+    table.add_column("kind")
+    table.add_column("model")
+    for role in Role:
+        name, route = cfg.route_for(role)
+        table.add_row(role.value, name, route.kind, route.model)
+    console.print(table)
+    console.print_json(data={k: v for k, v in cfg.masked().items()})
+    for name, status in secret_status.items():
+        console.print(f"secret variable {name}: {status}")
+    console.print("[green]config OK[/]")

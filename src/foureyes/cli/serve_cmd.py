@@ -1,0 +1,42 @@
+"""``foureyes serve``: run the HTTP service."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from foureyes.cli._common import ConfigOption, JsonOption, console, fail, load
+from foureyes.core.errors import ConfigError
+from foureyes.core.roles import Role
+
+
+def serve(
+    config: ConfigOption = None,
+    host: Annotated[str | None, typer.Option(help="Interface (default: server.host).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default: server.port).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run the support service; with no config: offline routes and a local SQLite store."""
+    cfg = load(config, as_json=as_json)
+    try:
+        cfg.require_secrets(os.environ)
+    except ConfigError as exc:
+        fail(exc, as_json=as_json)
+    # Imported here so that other commands do not pay for FastAPI's import.
+    from foureyes.server.app import create_app
+
+    bind_host = host or cfg.server.host
+    bind_port = cfg.server.port if port is None else port
+    in_use = ", ".join(sorted({cfg.roles.route_for(role) for role in Role}))
+    if not as_json:
+        console.print(f"foureyes serving on http://{bind_host}:{bind_port} (routes: {in_use})")
+    uvicorn.run(
+        create_app(cfg, dict(os.environ)),
+        host=bind_host,
+        port=bind_port,
+        log_level="info",
+        lifespan="on",
+    )

@@ -1,0 +1,102 @@
+"""Locales: the languages user-facing text comes in, and detecting one from a message.
+
+Detection is a pure function of the text, cheap enough to run on every message: no
+dictionary, no model, no I/O. It answers only the question foureyes needs (which of its
+three locales to reply in), not "what language is this".
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = ["Locale", "detect_locale"]
+
+
+class Locale(StrEnum):
+    """A language foureyes writes user-facing text in (templates, fallbacks, resources)."""
+
+    ZH_HANS = "zh-Hans"
+    """Chinese in Simplified characters."""
+    ZH_HANT = "zh-Hant"
+    """Chinese in Traditional characters."""
+    EN = "en"
+    """English."""
+
+
+# Frequent characters whose Traditional and Simplified forms differ, as (Traditional,
+# Simplified). A pair is left out when either form is also ordinary in the other script
+# (后/後, 里/裡, 台/臺, 著/着, 泪/淚...), because such a character would vote for the
+# wrong script.
+_PAIRS = (
+    "這这 說说 個个 們们 會会 對对 時时 來来 還还 為为 麼么 麽么 國国 過过 沒没 讓让 覺觉 "
+    "應应 開开 關关 樣样 學学 動动 問问 間间 聽听 見见 現现 點点 實实 經经 與与 發发 話话 "
+    "長长 東东 車车 電电 頭头 愛爱 錢钱 買买 賣卖 讀读 寫写 書书 氣气 飛飞 認认 識识 變变 "
+    "歡欢 難难 幫帮 樂乐 親亲 邊边 當当 從从 壓压 傷伤 嗎吗 謝谢 請请 給给 無无 處处 總总 "
+    "誰谁 該该 媽妈 聯联 條条 隨随 題题 試试 語语 記记 許许 論论 訴诉 談谈 講讲 辦办 進进 "
+    "運运 遠远 選选 醫医 門门 雖虽 離离 飯饭 殺杀 獨独 盡尽 確确 聲声 腦脑 舊旧 藥药 錯错 "
+    "憂忧 慮虑 煩烦 緒绪 擔担 絕绝 遺遗 歲岁 於于"
+).split()
+_TRADITIONAL = frozenset(pair[0] for pair in _PAIRS)
+_SIMPLIFIED = frozenset(pair[1] for pair in _PAIRS)
+
+# CJK Unified Ideographs and their extensions, plus the compatibility ideographs.
+_HAN_RANGES = (
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xF900, 0xFAFF),
+    (0x20000, 0x2FA1F),
+    (0x30000, 0x323AF),
+)
+
+# An alphabetic word carries about as much as two Chinese characters (Chinese words
+# average under two characters), so a few English terms in a Chinese sentence, or a
+# place name in an English one, do not flip the result.
+_CHARS_PER_WORD = 2
+
+
+def _is_han(ch: str) -> bool:
+    code = ord(ch)
+    return any(lo <= code <= hi for lo, hi in _HAN_RANGES)
+
+
+def detect_locale(text: str, default: Locale = Locale.EN) -> Locale:
+    """Detect which of foureyes' locales ``text`` is written in.
+
+    The text is Chinese when its Han ideographs outweigh its other words (each run of
+    non-Han letters counts as one word worth two ideographs); digits, punctuation and
+    emoji do not count. Chinese text is Traditional when it holds more characters from a
+    curated set of Traditional-only forms than from their Simplified counterparts.
+
+    Args:
+        text: the message to classify.
+        default: the answer when the text gives no signal: it has no letters at all,
+            or its Han and other letters weigh the same. A Chinese ``default`` also
+            decides between the scripts when their counts tie; otherwise a tie (such as
+            text with no distinguishing character) is Simplified.
+
+    Returns:
+        ``zh-Hans``, ``zh-Hant`` or ``en``.
+    """
+    han = words = traditional = simplified = 0
+    in_word = False
+    for ch in text:
+        if _is_han(ch):
+            han += 1
+            traditional += ch in _TRADITIONAL
+            simplified += ch in _SIMPLIFIED
+            in_word = False
+        elif ch.isalpha():
+            words += not in_word
+            in_word = True
+        else:
+            in_word = False
+    weight = words * _CHARS_PER_WORD
+    if han == weight:
+        return default
+    if han < weight:
+        return Locale.EN
+    if traditional > simplified:
+        return Locale.ZH_HANT
+    if simplified > traditional or default != Locale.ZH_HANT:
+        return Locale.ZH_HANS
+    return Locale.ZH_HANT

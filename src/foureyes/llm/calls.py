@@ -1,0 +1,218 @@
+"""The one way a capability calls a model: deadline, call budget, spend ledger and trace.
+
+Every model call in foureyes goes through :meth:`ModelCaller.call`, which
+
+1. takes the call's timeout from the run's deadline (``min(route timeout, time left)``),
+2. takes one call from the run's :class:`~foureyes.core.budget.CallBudget`,
+3. reserves worst-case room in the persistent spend ledger for the route's daily limits
+   (and any named limits the caller adds),
+4. calls the route's provider,
+5. commits what the call used, or releases the room when the call never started,
+6. appends one ``model_call`` event to the run's trace.
+
+Limits raise before the provider is touched, so an exhausted budget costs nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from foureyes.core.budget import CallBudget, Reservation, SpendLedger, SpendLimit, cost_usd
+from foureyes.core.deadline import Deadline
+from foureyes.core.errors import FoureyesError, RouteConnectionError, RouteError, RouteTimeout
+from foureyes.core.roles import Role
+from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
+from foureyes.llm.provider import ChatRequest, ChatResult
+from foureyes.llm.routes import Routes
+
+__all__ = ["CallScope", "ModelCaller", "route_limit"]
+
+
+def route_limit(
+    name: str, *, daily_calls: int | None, daily_budget_usd: float | None
+) -> SpendLimit:
+    """The ledger limit of route ``name``."""
+    return SpendLimit(key=f"route:{name}", max_calls=daily_calls, max_usd=daily_budget_usd)
+
+
+@dataclass(frozen=True, slots=True)
+class CallScope:
+    """What bounds the calls of one run: its deadline, its call budget and its trace."""
+
+    deadline: Deadline
+    """No call starts after it; each call's timeout is cut to the time left."""
+    budget: CallBudget
+    """Calls the run may still make."""
+    trace_id: str | None = None
+    """Run to record ``model_call`` events in; ``None`` records nothing."""
+
+
+class ModelCaller:
+    """Calls the route of a role within a run's limits and records the call.
+
+    One instance serves a whole process; per-run state lives in the :class:`CallScope`.
+    """
+
+    def __init__(
+        self,
+        routes: Routes,
+        *,
+        ledger: SpendLedger | None = None,
+        trace: TraceWriter | None = None,
+    ) -> None:
+        """Use ``routes`` for providers, ``ledger`` for daily limits, ``trace`` for records."""
+        self.routes = routes
+        self.ledger = ledger
+        self.trace = trace
+
+    async def call(
+        self,
+        role: Role,
+        request: ChatRequest,
+        scope: CallScope,
+        *,
+        stage: str,
+        limits: Sequence[SpendLimit] = (),
+    ) -> ChatResult:
+        """Complete ``request`` on the route serving ``role``.
+
+        Args:
+            role: the role calling; selects the route.
+            request: the chat request (its ``role`` is set to ``role`` if unset).
+            scope: the run's deadline, call budget and trace id.
+            stage: pipeline stage recorded in the trace (``draft``, ``review``, ...).
+            limits: extra named daily limits to reserve against (e.g. per conversation).
+
+        Raises:
+            DeadlineExceeded: the run's deadline has passed; nothing was called.
+            BudgetExhausted: the run's call budget or a daily limit is used up.
+            RouteError: the provider failed (recorded in the trace first).
+            StoreError: the ledger could not be read or written.
+        """
+        route_name = self.routes.config.roles.route_for(role)
+        route_cfg, provider = self.routes.for_role(role)
+        if request.role is None:
+            request = request.model_copy(update={"role": role})
+        timeout_s = scope.deadline.timeout_for(route_cfg.timeout_s)
+        scope.budget.take()
+        all_limits = [
+            route_limit(
+                route_name,
+                daily_calls=route_cfg.daily_calls,
+                daily_budget_usd=route_cfg.daily_budget_usd,
+            ),
+            *limits,
+        ]
+        worst_usd = _worst_case_usd(
+            request, route_cfg.max_tokens, route_cfg.price_in, route_cfg.price_out
+        )
+        reservations = await self._reserve(all_limits, worst_usd)
+        started = time.monotonic()
+        result: ChatResult | None = None
+        error: FoureyesError | None = None
+        try:
+            result = await provider.complete(request, timeout_s=timeout_s)
+            return result
+        except RouteError as exc:
+            error = exc
+            raise
+        finally:
+            used_usd = self._used_usd(
+                result, error, worst_usd, route_cfg.price_in, route_cfg.price_out
+            )
+            await self._settle(reservations, error, used_usd)
+            await self._record(scope, role, route_name, stage, started, result, error, used_usd)
+
+    async def _reserve(self, limits: Sequence[SpendLimit], usd: float) -> list[Reservation]:
+        if self.ledger is None:
+            return []
+        taken: list[Reservation] = []
+        try:
+            for limit in limits:
+                if limit.max_calls is None and limit.max_usd is None:
+                    continue
+                taken.append(await self.ledger.reserve(limit, calls=1, usd=usd))
+        except BaseException:
+            for reservation in taken:
+                await self.ledger.release(reservation)
+            raise
+        return taken
+
+    @staticmethod
+    def _used_usd(
+        result: ChatResult | None,
+        error: FoureyesError | None,
+        worst_usd: float,
+        price_in: float | None,
+        price_out: float | None,
+    ) -> float:
+        if result is not None:
+            return cost_usd(
+                result.usage.prompt_tokens,
+                result.usage.completion_tokens,
+                price_in=price_in or 0.0,
+                price_out=price_out or 0.0,
+            )
+        # A timed-out call may still be billed in full; an error answer is not.
+        return worst_usd if isinstance(error, RouteTimeout) else 0.0
+
+    async def _settle(
+        self, reservations: list[Reservation], error: FoureyesError | None, used_usd: float
+    ) -> None:
+        if self.ledger is None:
+            return
+        for reservation in reservations:
+            if isinstance(error, RouteConnectionError) and not isinstance(error, RouteTimeout):
+                # The endpoint was never reached, so nothing was spent.
+                await self.ledger.release(reservation)
+            else:
+                await self.ledger.commit(reservation, calls=1, usd=used_usd)
+
+    async def _record(
+        self,
+        scope: CallScope,
+        role: Role,
+        route: str,
+        stage: str,
+        started: float,
+        result: ChatResult | None,
+        error: FoureyesError | None,
+        used_usd: float,
+    ) -> None:
+        if self.trace is None or scope.trace_id is None:
+            return
+        data: dict[str, Any] = {
+            "role": role.value,
+            "route": route,
+            "latency_ms": round((time.monotonic() - started) * 1000, 3),
+            "cost_usd": used_usd,
+            "outcome": "ok" if error is None else type(error).__name__,
+        }
+        if result is not None:
+            data |= {
+                "model": result.model,
+                "offline": result.offline,
+                "finish_reason": result.finish_reason,
+                "prompt_tokens": result.usage.prompt_tokens,
+                "completion_tokens": result.usage.completion_tokens,
+            }
+        if error is not None:
+            data["error"] = str(error)
+        await self.trace.append(scope.trace_id, TraceEvent(EventKind.MODEL_CALL, stage, data))
+
+
+def _worst_case_usd(
+    request: ChatRequest, route_max_tokens: int, price_in: float | None, price_out: float | None
+) -> float:
+    if price_in is None and price_out is None:
+        return 0.0
+    # A token never covers less than one character in any tokenizer we meet, so the
+    # character count bounds the prompt's tokens from above.
+    prompt_chars = sum(
+        len(m.content or "") + len(m.reasoning_content or "") for m in request.messages
+    )
+    completion = request.max_tokens or route_max_tokens
+    return cost_usd(prompt_chars, completion, price_in=price_in or 0.0, price_out=price_out or 0.0)

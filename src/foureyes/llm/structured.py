@@ -1,0 +1,411 @@
+"""Structured output: the one parser every model answer with a schema goes through.
+
+The contract (DESIGN.md 4, invariant 3): take the first JSON object in the answer,
+validate it strictly against a pydantic model that forbids extra keys, accept enum
+values only from their whitelist, clamp numbers only where a field is declared
+:class:`Clamped`, retry once, and otherwise fail with a typed :class:`ContractError`.
+Nothing here ever fills in, coerces or guesses a value.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import math
+import re
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationError
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
+
+from foureyes.core.errors import ContractError, UsageError
+from foureyes.llm.provider import ChatMessage, ChatRequest, ChatResult, JsonSchemaFormat
+
+__all__ = [
+    "ChatCall",
+    "Clamped",
+    "ParseFailure",
+    "StructuredFailure",
+    "StructuredSuccess",
+    "complete_structured",
+    "json_schema_format",
+    "parse_structured",
+]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ChatCall(Protocol):
+    """One model call: the caller's provider wrapped with its deadline, budget, ledger and trace.
+
+    Any ``async def call(request: ChatRequest) -> ChatResult`` satisfies it.
+    """
+
+    def __call__(self, request: ChatRequest, /) -> Awaitable[ChatResult]:
+        """Complete ``request``; failures of the route are raised, not returned."""
+        ...
+
+
+class ParseFailure(StrEnum):
+    """Why a model answer broke its contract; the ``reason`` of the :class:`ContractError`."""
+
+    EMPTY = "empty"
+    """The answer was empty or only whitespace."""
+    TRUNCATED = "truncated"
+    """The endpoint cut the answer off at its token limit (``finish_reason == "length"``)."""
+    NO_JSON = "no_json"
+    """The answer holds no ``{`` at all: prose only."""
+    NOT_OBJECT = "not_object"
+    """The whole answer is JSON, but an array, string, number or literal, not an object."""
+    INVALID_JSON = "invalid_json"
+    """Braces appear, but no complete, valid JSON object starts at any of them: an object
+    that never closes (truncated), malformed syntax, ``NaN``/``Infinity``, duplicate keys."""
+    ENUM_INVALID = "enum_invalid"
+    """A field holds a value outside its whitelist of allowed values."""
+    EXTRA_FIELDS = "extra_fields"
+    """The object has keys the schema does not declare."""
+    SCHEMA_INVALID = "schema_invalid"
+    """The object breaks the schema otherwise: a missing field, a wrong type, a number out
+    of a range that is not declared clampable, a failed model check."""
+
+
+_RETRY_PROBLEMS = {
+    ParseFailure.EMPTY: "it was empty",
+    ParseFailure.TRUNCATED: "it was cut off at the length limit, so keep it shorter",
+    ParseFailure.NO_JSON: "it contained no JSON object",
+    ParseFailure.NOT_OBJECT: "it was JSON, but not a single JSON object",
+    ParseFailure.INVALID_JSON: "it did not contain a complete, valid JSON object",
+    ParseFailure.ENUM_INVALID: "a field used a value outside its allowed values",
+    ParseFailure.EXTRA_FIELDS: "it had keys that the schema does not allow",
+    ParseFailure.SCHEMA_INVALID: "it did not match the schema (a field was missing or mistyped)",
+}
+# The note is fixed per failure and never quotes the error detail: field paths can hold
+# keys the model wrote, and model text in a prompt is data, not instructions (invariant 7).
+_RETRY_NOTE = (
+    "Your previous answer could not be used: {problem}. Answer again with only one JSON "
+    "object that follows the requested schema exactly: no other text, no code fence, no "
+    "extra keys, and only the allowed values."
+)
+
+_MAX_DETAIL_ERRORS = 5
+_MAX_LOC_PART = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Clamped:
+    """Field annotation: a finite number that is clamped into ``[lo, hi]``.
+
+    Use it as ``Annotated[float, Clamped(0, 1)]`` for scores a model reports: ``1.2``
+    becomes ``1.0``, ``-0.1`` becomes ``0.0``. It never coerces: booleans, strings, ``NaN``
+    and infinities are rejected, whatever the validation mode. The JSON schema shows the
+    range, so a prompt asks for exactly what the parser keeps.
+
+    Raises:
+        UsageError: when the bounds are not finite with ``lo <= hi``, or the annotated
+            type is not ``float``.
+    """
+
+    lo: float
+    """Lower bound (inclusive)."""
+    hi: float
+    """Upper bound (inclusive)."""
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.lo) and math.isfinite(self.hi) and self.lo <= self.hi):
+            raise UsageError(f"Clamped needs finite bounds with lo <= hi, got {self!r}")
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        if source is not float:
+            raise UsageError(f"Clamped applies to float fields, not {source!r}")
+        return core_schema.no_info_after_validator_function(
+            self._clamp, core_schema.float_schema(strict=True, allow_inf_nan=False)
+        )
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        json_schema.update(minimum=self.lo, maximum=self.hi)
+        return json_schema
+
+    def _clamp(self, value: float) -> float:
+        return float(min(max(value, self.lo), self.hi))
+
+
+class _NotJson(ValueError):
+    """Valid to Python's decoder, but not JSON we accept (NaN, 1e400, duplicate keys)."""
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise _NotJson(f"number {literal[:20]} is out of range")
+    return value
+
+
+def _reject_constant(literal: str) -> Any:
+    raise _NotJson(f"{literal} is not JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # With a repeated key, which value the model meant is a guess; refuse to make it.
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _NotJson(f"duplicate key {key[:_MAX_LOC_PART]!r}")
+        obj[key] = value
+    return obj
+
+
+_DECODER = json.JSONDecoder(
+    parse_float=_finite_float, parse_constant=_reject_constant, object_pairs_hook=_unique_keys
+)
+
+
+def _unfenced(text: str) -> str:
+    """``text`` without one surrounding Markdown code fence, if it has one."""
+    if text.startswith("```") and text.endswith("```") and "\n" in text:
+        return text[text.index("\n") + 1 : -3].strip()
+    return text
+
+
+def _whole_value(text: str) -> tuple[bool, Any]:
+    """Whether ``text`` is exactly one JSON value, and that value."""
+    try:
+        value, end = _DECODER.raw_decode(text)
+    except (ValueError, RecursionError):
+        return False, None
+    return not text[end:].strip(), value
+
+
+def _first_object(text: str, schema: str) -> str:
+    """The source text of the first complete JSON object in ``text``.
+
+    Raises:
+        ContractError: ``empty``, ``not_object``, ``no_json`` or ``invalid_json``.
+    """
+    stripped = text.strip()
+    if not stripped:
+        raise ContractError(schema, ParseFailure.EMPTY)
+    whole, value = _whole_value(_unfenced(stripped))
+    if whole and not isinstance(value, dict):
+        raise ContractError(schema, ParseFailure.NOT_OBJECT, f"got a JSON {type(value).__name__}")
+    start = text.find("{")
+    if start < 0:
+        raise ContractError(schema, ParseFailure.NO_JSON)
+    first_error = ""
+    while start >= 0:
+        try:
+            _, end = _DECODER.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            first_error = first_error or f"{exc.msg} at offset {exc.pos}"
+            # A brace inside an object that began earlier and then broke is never a
+            # candidate: a truncated answer must not yield one of its inner objects.
+            start = text.find("{", max(exc.pos, start + 1))
+            continue
+        except _NotJson as exc:
+            raise ContractError(schema, ParseFailure.INVALID_JSON, str(exc)) from None
+        except RecursionError:
+            raise ContractError(schema, ParseFailure.INVALID_JSON, "nested too deeply") from None
+        return text[start:end]
+    raise ContractError(schema, ParseFailure.INVALID_JSON, first_error)
+
+
+def _failure_of(err: ValidationError) -> ParseFailure:
+    types = {e["type"] for e in err.errors()}
+    if "json_invalid" in types:
+        return ParseFailure.INVALID_JSON
+    if types & {"enum", "literal_error"}:
+        return ParseFailure.ENUM_INVALID
+    if "extra_forbidden" in types:
+        return ParseFailure.EXTRA_FIELDS
+    return ParseFailure.SCHEMA_INVALID
+
+
+def _describe(err: ValidationError) -> str:
+    errors = err.errors(include_input=False, include_url=False)
+    parts = []
+    for e in errors[:_MAX_DETAIL_ERRORS]:
+        where = ".".join(str(p)[:_MAX_LOC_PART] for p in e["loc"]) or "(object)"
+        parts.append(f"{where}: {e['msg']}")
+    if len(errors) > _MAX_DETAIL_ERRORS:
+        parts.append(f"(+{len(errors) - _MAX_DETAIL_ERRORS} more)")
+    return "; ".join(parts)
+
+
+@functools.cache
+def _closed_json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of ``schema``, checked to forbid extra keys at every level."""
+    json_schema = schema.model_json_schema()
+    pending: list[Any] = [json_schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            if "properties" in node and node.get("additionalProperties") is not False:
+                raise UsageError(
+                    f"{schema.__name__} must forbid extra keys at every level "
+                    f"(model_config extra='forbid'); {node.get('title', 'an object')} does not"
+                )
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return json_schema
+
+
+def parse_structured(text: str, schema: type[M]) -> M:
+    """Parse a model's answer into ``schema``, strictly.
+
+    The first complete JSON object in ``text`` is taken; prose before and after it, a
+    Markdown code fence around it and any later objects are ignored. It is validated in
+    strict mode: no string-to-number or number-to-bool coercion, enum values only from
+    their whitelist, no extra keys, every required field present. Numbers are clamped
+    only in fields annotated with :class:`Clamped`.
+
+    Args:
+        text: the model's visible answer.
+        schema: a pydantic model whose ``model_config`` (and every nested model's) sets
+            ``extra="forbid"``.
+
+    Returns:
+        The validated instance.
+
+    Raises:
+        ContractError: the answer breaks the contract; ``reason`` is a :class:`ParseFailure`
+            value and ``detail`` names the fields at fault.
+        UsageError: ``schema`` allows extra keys somewhere.
+    """
+    _closed_json_schema(schema)
+    source = _first_object(text, schema.__name__)
+    try:
+        return schema.model_validate_json(source, strict=True)
+    except ValidationError as exc:
+        raise ContractError(schema.__name__, _failure_of(exc), _describe(exc)) from exc
+
+
+def json_schema_format(schema: type[BaseModel], *, strict: bool = False) -> JsonSchemaFormat:
+    """The ``response_format`` asking an endpoint for ``schema``: the one the parser enforces.
+
+    Args:
+        schema: a pydantic model that forbids extra keys at every level.
+        strict: ask the endpoint to enforce the schema itself (not all can); answers are
+            parsed with :func:`parse_structured` either way.
+
+    Raises:
+        UsageError: ``schema`` allows extra keys somewhere.
+    """
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64]
+    # A copy, so no caller can alter the cached schema the parser checks against.
+    json_schema = copy.deepcopy(_closed_json_schema(schema))
+    return JsonSchemaFormat(name=name, schema=json_schema, strict=strict)
+
+
+@dataclass(frozen=True, slots=True)
+class StructuredSuccess(Generic[M]):
+    """A structured call whose answer met its contract."""
+
+    value: M
+    """The validated value."""
+    calls: tuple[ChatResult, ...]
+    """Every call made, in order; the last one gave ``value``."""
+    ok: Literal[True] = field(default=True, init=False)
+    """Discriminator: always ``True``."""
+
+    @property
+    def text(self) -> str:
+        """The raw answer ``value`` was parsed from."""
+        return self.calls[-1].text
+
+    @property
+    def attempts(self) -> int:
+        """How many calls it took (1, or more after retries)."""
+        return len(self.calls)
+
+
+@dataclass(frozen=True, slots=True)
+class StructuredFailure:
+    """A structured call whose every attempt broke its contract. There is no value."""
+
+    error: ContractError
+    """The failure of the last attempt."""
+    calls: tuple[ChatResult, ...]
+    """Every call made, in order."""
+    ok: Literal[False] = field(default=False, init=False)
+    """Discriminator: always ``False``."""
+
+    @property
+    def reason(self) -> ParseFailure:
+        """Why the last attempt failed."""
+        return ParseFailure(self.error.reason)
+
+    @property
+    def attempts(self) -> int:
+        """How many calls were made."""
+        return len(self.calls)
+
+
+def _parse_result(result: ChatResult, schema: type[M]) -> M:
+    if result.finish_reason == "length":
+        # Even a complete object is refused: what the cut-off rest would have said
+        # (a correction, a second object) is unknown.
+        raise ContractError(schema.__name__, ParseFailure.TRUNCATED, "finish_reason is 'length'")
+    return parse_structured(result.text, schema)
+
+
+def _retry_request(request: ChatRequest, bad: ChatResult, error: ContractError) -> ChatRequest:
+    turns = list(request.messages)
+    if bad.text:
+        turns.append(ChatMessage(role="assistant", content=bad.text))
+    problem = _RETRY_PROBLEMS[ParseFailure(error.reason)]
+    turns.append(ChatMessage.user(_RETRY_NOTE.format(problem=problem)))
+    return request.model_copy(update={"messages": tuple(turns)})
+
+
+async def complete_structured(
+    call: ChatCall, request: ChatRequest, schema: type[M], *, retries: int = 1
+) -> StructuredSuccess[M] | StructuredFailure:
+    """Call a model and parse its answer into ``schema``, retrying a broken answer.
+
+    An answer cut off at the token limit, or one :func:`parse_structured` rejects, is
+    retried: the retry repeats ``request`` with the bad answer as an assistant turn and a
+    short user note saying what was wrong. After ``retries`` retries the result is a
+    :class:`StructuredFailure`; no value is ever guessed.
+
+    Args:
+        call: makes one model call.
+        request: the request, usually with ``response_format=json_schema_format(schema)``.
+        schema: the pydantic model to parse into.
+        retries: how many times to retry a broken answer (one by default).
+
+    Returns:
+        :class:`StructuredSuccess` or :class:`StructuredFailure`, with every call made;
+        tell them apart by ``ok`` (or ``isinstance``).
+
+    Raises:
+        RouteError: whatever ``call`` raises (timeouts, HTTP errors, ...) propagates
+            untouched, as do budget and deadline errors; the caller maps them to its
+            reason codes. Only contract failures are caught here.
+        UsageError: ``retries`` is negative, or ``schema`` allows extra keys.
+    """
+    if retries < 0:
+        raise UsageError(f"retries must be zero or more, got {retries}")
+    _closed_json_schema(schema)
+    calls: list[ChatResult] = []
+    attempt = request
+    while True:
+        result = await call(attempt)
+        calls.append(result)
+        try:
+            value = _parse_result(result, schema)
+        except ContractError as error:
+            if len(calls) > retries:
+                return StructuredFailure(error=error, calls=tuple(calls))
+            attempt = _retry_request(request, result, error)
+            continue
+        return StructuredSuccess(value=value, calls=tuple(calls))

@@ -1,0 +1,231 @@
+"""The engine behind a store, and the one boundary where driver errors become ``StoreError``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from alembic.util import CommandError
+from sqlalchemy import Connection, Insert, Table, event
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError, StatementError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from foureyes.config import mask_url
+from foureyes.core.errors import ConfigError, StoreError, UsageError
+
+__all__ = ["Database", "translate_errors"]
+
+# Everything raised for a database that is locked, unreachable, or refuses a write.
+# SQLAlchemy wraps the drivers' own errors; OSError comes through bare when a socket
+# cannot be opened at all (connection refused, timeout), sqlite3's from the open probe,
+# and Alembic has its own class.
+_FOREIGN_ERRORS: tuple[type[BaseException], ...] = (
+    SQLAlchemyError,
+    OSError,
+    sqlite3.Error,
+    CommandError,
+)
+_MAX_DETAIL = 500
+_WRITE_OPTION = "foureyes_write"
+
+
+@contextlib.asynccontextmanager
+async def translate_errors(operation: str, url: URL) -> AsyncIterator[None]:
+    """Turn any driver, SQLAlchemy or Alembic failure inside the block into ``StoreError``.
+
+    Raises:
+        StoreError: naming ``operation``, raised from the original; its detail has the
+            driver's message only (no SQL parameters, which may hold user text) and no
+            password from ``url``.
+    """
+    try:
+        yield
+    except _FOREIGN_ERRORS as exc:
+        raise StoreError(operation, _describe(exc, url)) from exc
+
+
+def _describe(exc: BaseException, url: URL) -> str:
+    cause = exc.orig if isinstance(exc, StatementError) and exc.orig is not None else exc
+    text = f"{type(cause).__name__}: {cause}".strip().rstrip(":")
+    text = mask_url(text)
+    if url.password:
+        text = text.replace(str(url.password), "***")
+    return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 3] + "..."
+
+
+class Database:
+    """An async engine with transaction helpers that translate every failure.
+
+    On SQLite the file is in WAL mode (see :meth:`probe`), every connection has a busy
+    timeout and foreign keys on, and write transactions start with ``BEGIN IMMEDIATE``:
+    the write lock is taken up front, so a transaction never fails half-way for want of it.
+    Writers in one process also queue on an asyncio lock, leaving the busy timeout to
+    arbitrate between processes only.
+    """
+
+    def __init__(self, engine: AsyncEngine, url: URL, *, timeout_s: float) -> None:
+        self._engine = engine
+        self._timeout_s = timeout_s
+        self._writer = engine.execution_options(**{_WRITE_OPTION: True})
+        self._url = url
+        self._sqlite_writes = asyncio.Lock() if url.get_backend_name() == "sqlite" else None
+        self._closed = False
+
+    @classmethod
+    def create(cls, url: str, *, timeout_s: float) -> Database:
+        """Build the engine for ``url`` without connecting yet.
+
+        Args:
+            url: ``sqlite+aiosqlite:///path`` or ``postgresql+asyncpg://...``.
+            timeout_s: how long to wait for the database: SQLite's busy timeout,
+                PostgreSQL's connect and lock timeouts.
+
+        Raises:
+            ConfigError: the URL is malformed or names an in-memory SQLite database (each
+                pooled connection would see its own empty database).
+        """
+        try:
+            parsed = make_url(url)
+        except ArgumentError:
+            raise ConfigError([f"store.url is not a database URL: {mask_url(url)!r}"]) from None
+        millis = max(1, round(timeout_s * 1000))
+        if parsed.get_backend_name() == "sqlite":
+            if parsed.database in (None, "", ":memory:"):
+                raise ConfigError(
+                    ["store.url: SQLite needs a file path, not an in-memory database"]
+                )
+            engine = create_async_engine(parsed)
+            _configure_sqlite(engine, millis)
+        else:
+            engine = create_async_engine(
+                parsed,
+                pool_pre_ping=True,
+                connect_args={
+                    "timeout": timeout_s,
+                    "server_settings": {"lock_timeout": str(millis)},
+                },
+            )
+        return cls(engine, parsed, timeout_s=timeout_s)
+
+    @property
+    def dialect(self) -> str:
+        """The backend's name: ``sqlite`` or ``postgresql``."""
+        return self._url.get_backend_name()
+
+    @property
+    def masked_url(self) -> str:
+        """The URL with its password hidden."""
+        return self._url.render_as_string(hide_password=True)
+
+    async def probe(self, operation: str) -> None:
+        """Check that the database can be reached; on SQLite, also switch the file to WAL.
+
+        On SQLite the file is first opened with the standard driver: aiosqlite leaves the
+        worker thread of a connection that failed to open to stop on its own, and if the
+        event loop closes first (a CLI exiting on the error), that thread prints "Event
+        loop is closed" after the real message. WAL mode is kept by the file itself, so it
+        is set here once rather than on every connection.
+
+        Raises:
+            StoreError: the database cannot be reached, opened or created.
+        """
+        if self.dialect == "sqlite":
+            path, timeout_s = str(self._url.database), self._timeout_s
+            async with translate_errors(operation, self._url):
+                await asyncio.to_thread(_open_in_wal_mode, path, timeout_s)
+        async with self.read(operation):
+            pass
+
+    @contextlib.asynccontextmanager
+    async def write(self, operation: str) -> AsyncIterator[AsyncConnection]:
+        """A connection in a write transaction, committed when the block ends.
+
+        An exception in the block rolls everything back, so a failed operation leaves
+        nothing half-written.
+
+        Raises:
+            StoreError: the database failed (see :func:`translate_errors`).
+            UsageError: the store is closed.
+        """
+        self._check_open(operation)
+        async with translate_errors(operation, self._url):
+            lock = self._sqlite_writes or contextlib.nullcontext()
+            async with lock, self._writer.begin() as conn:
+                yield conn
+
+    @contextlib.asynccontextmanager
+    async def read(self, operation: str) -> AsyncIterator[AsyncConnection]:
+        """A connection in a read transaction (one consistent snapshot), rolled back at the end.
+
+        Raises:
+            StoreError: the database failed (see :func:`translate_errors`).
+            UsageError: the store is closed.
+        """
+        self._check_open(operation)
+        async with translate_errors(operation, self._url), self._engine.connect() as conn:
+            yield conn
+
+    def insert_ignoring_conflict(
+        self, table: Table, values: Mapping[str, Any], conflict_columns: Sequence[str]
+    ) -> Insert:
+        """An INSERT that does nothing when a row with the same ``conflict_columns`` exists."""
+        dialect_insert = sqlite.insert if self.dialect == "sqlite" else postgresql.insert
+        return (
+            dialect_insert(table)
+            .values(**values)
+            .on_conflict_do_nothing(index_elements=list(conflict_columns))
+        )
+
+    async def dispose(self) -> None:
+        """Close every pooled connection; the database cannot be used afterwards."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._engine.dispose()
+
+    def _check_open(self, operation: str) -> None:
+        if self._closed:
+            raise UsageError(f"the store is closed; cannot {operation}")
+
+
+def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+        # The driver's own implicit BEGIN skips SELECTs and DDL; SQLAlchemy's begin hook
+        # below emits a real one instead.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        immediate = connection.get_execution_options().get(_WRITE_OPTION, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _open_in_wal_mode(path: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    with contextlib.closing(sqlite3.connect(path, timeout=timeout_s)) as connection:
+        if connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+            return
+        while True:
+            try:
+                connection.execute("PRAGMA journal_mode = WAL").fetchone()
+                return
+            except sqlite3.OperationalError as exc:
+                # Switching to WAL does not wait on the busy handler; when another opener
+                # holds the file, wait here as long as any other operation would.
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)

@@ -1,0 +1,155 @@
+"""Opening and closing the store: engine, schema upgrade, HMAC key, writer and ledger."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from types import TracebackType
+
+from sqlalchemy import select
+
+from foureyes.config import PrivacyConfig, StoreConfig
+from foureyes.core.errors import ConfigError
+from foureyes.store._clock import WallClock, require_utc, utc_now
+from foureyes.store._database import Database
+from foureyes.store._migrate import upgrade_to_head
+from foureyes.store.ledger import SqlSpendLedger
+from foureyes.store.tables import store_secrets
+from foureyes.store.traces import SqlTraceWriter
+
+__all__ = ["Store"]
+
+_HMAC_KEY_NAME = "trace_hmac_key"
+
+
+class Store:
+    """The durable store: the trace writer and the spend ledger over one database.
+
+    Open it with :meth:`open`, which brings the schema to the newest revision, and close
+    it with :meth:`close` (or use it as an async context manager). Every failure of the
+    database surfaces as :class:`~foureyes.core.errors.StoreError`.
+    """
+
+    def __init__(self, db: Database, *, traces: SqlTraceWriter, ledger: SqlSpendLedger) -> None:
+        self._db = db
+        self._traces = traces
+        self._ledger = ledger
+
+    @classmethod
+    async def open(
+        cls,
+        store: StoreConfig,
+        privacy: PrivacyConfig,
+        environ: Mapping[str, str],
+        *,
+        timeout_s: float | None = None,
+        clock: WallClock = utc_now,
+    ) -> Store:
+        """Connect to ``store.url``, upgrade its schema to head, and return the open store.
+
+        Args:
+            store: where the database is (SQLite file by default, PostgreSQL by URL).
+            privacy: whether raw input is kept, for how long, and where the HMAC key is.
+            environ: the environment holding the variable ``privacy.hmac_key_env`` names.
+                With no variable configured, a random key generated once and kept in the
+                database is used, so fingerprints stay stable across restarts.
+            timeout_s: how long an operation waits for a locked or unreachable database
+                (SQLite busy timeout; PostgreSQL connect and lock timeouts); ``None``
+                takes ``store.timeout_s``.
+            clock: the wall clock for timestamps, daily limits and expiry.
+
+        Raises:
+            ConfigError: the URL is unusable, or the HMAC key variable is configured but
+                not set.
+            StoreError: the database cannot be reached, created or migrated.
+        """
+        env_key = _hmac_key_from_env(privacy, environ)
+        db = Database.create(
+            store.url, timeout_s=store.timeout_s if timeout_s is None else timeout_s
+        )
+        try:
+            await db.probe("open")
+            await upgrade_to_head(db)
+            key = env_key if env_key is not None else await _stored_hmac_key(db, clock)
+        except BaseException:
+            await db.dispose()
+            raise
+        return cls(
+            db,
+            traces=SqlTraceWriter(db, privacy=privacy, hmac_key=key, clock=clock),
+            ledger=SqlSpendLedger(db, clock=clock),
+        )
+
+    @property
+    def traces(self) -> SqlTraceWriter:
+        """The trace writer (a :class:`~foureyes.core.trace.TraceWriter`)."""
+        return self._traces
+
+    @property
+    def ledger(self) -> SqlSpendLedger:
+        """The spend ledger (a :class:`~foureyes.core.budget.SpendLedger`)."""
+        return self._ledger
+
+    @property
+    def dialect(self) -> str:
+        """The database backend: ``sqlite`` or ``postgresql``."""
+        return self._db.dialect
+
+    async def ping(self) -> None:
+        """Check that the database answers a read.
+
+        Raises:
+            StoreError: the database cannot be reached.
+        """
+        async with self._db.read("ping") as conn:
+            await conn.execute(select(1))
+
+    async def close(self) -> None:
+        """Close every connection; the store and its writer and ledger are unusable after."""
+        await self._db.dispose()
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"Store(url={self._db.masked_url!r})"
+
+
+def _hmac_key_from_env(privacy: PrivacyConfig, environ: Mapping[str, str]) -> bytes | None:
+    if privacy.hmac_key_env is None:
+        return None
+    value = environ.get(privacy.hmac_key_env)
+    if not value:
+        # Falling back to the stored key would silently change every fingerprint.
+        raise ConfigError([f"environment variable {privacy.hmac_key_env} is not set"])
+    return value.encode("utf-8")
+
+
+async def _stored_hmac_key(db: Database, clock: WallClock) -> bytes:
+    async with db.write("hmac_key") as conn:
+        # Instances starting together each offer a key; the first insert wins for all.
+        await conn.execute(
+            db.insert_ignoring_conflict(
+                store_secrets,
+                {
+                    "name": _HMAC_KEY_NAME,
+                    "value": secrets.token_bytes(32),
+                    "created_at": require_utc(clock(), "the store clock"),
+                },
+                ["name"],
+            )
+        )
+        value = (
+            await conn.execute(
+                select(store_secrets.c.value).where(store_secrets.c.name == _HMAC_KEY_NAME)
+            )
+        ).scalar_one()
+    return bytes(value)

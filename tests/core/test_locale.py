@@ -1,0 +1,108 @@
+"""Locale detection: zh-Hans, zh-Hant or en from the text alone."""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from foureyes.core.locale import _PAIRS, _SIMPLIFIED, _TRADITIONAL, Locale, detect_locale
+
+WEIBO = Path("/work/shared/data/risk/zh/sos1k_fold1.tsv")
+
+SIMPLIFIED = [
+    "我最近压力很大，晚上总是睡不着觉。",
+    "为什么我觉得自己什么都做不好？",
+    "谢谢你听我说这些，我现在好多了。",
+    "我妈妈说我应该多出去走走，可是我没有力气。",
+    "这个学期的考试让我很担心。",
+]
+TRADITIONAL = [
+    "我最近壓力很大，晚上總是睡不著覺。",
+    "為什麼我覺得自己什麼都做不好？",
+    "謝謝你聽我說這些，我現在好多了。",
+    "我媽媽說我應該多出去走走，可是我沒有力氣。",
+    "這個學期的考試讓我很擔心。",
+]
+ENGLISH = [
+    "I haven't slept properly in weeks and I feel exhausted.",
+    "Thanks for listening, I feel a bit better now.",
+    "Why does everything feel so hard lately?",
+    "I moved to 北京 last year and I still feel lonely.",
+]
+
+
+@pytest.mark.parametrize("text", SIMPLIFIED)
+def test_simplified(text: str) -> None:
+    assert detect_locale(text) is Locale.ZH_HANS
+
+
+@pytest.mark.parametrize("text", TRADITIONAL)
+def test_traditional(text: str) -> None:
+    assert detect_locale(text) is Locale.ZH_HANT
+
+
+@pytest.mark.parametrize("text", ENGLISH)
+def test_english(text: str) -> None:
+    assert detect_locale(text, default=Locale.ZH_HANS) is Locale.EN
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("我今天用了ChatGPT写作业，还是很焦虑", Locale.ZH_HANS),
+        ("我覺得AI和ML都好難", Locale.ZH_HANT),
+        ("ok 我知道了，谢谢", Locale.ZH_HANS),
+        ("The word 谢谢 means thank you", Locale.EN),
+        ("我好累 😭😭😭 !!!", Locale.ZH_HANS),
+        ("这个這個", Locale.ZH_HANS),
+        ("這個這个", Locale.ZH_HANT),
+    ],
+)
+def test_mixed_text(text: str, expected: Locale) -> None:
+    assert detect_locale(text) is expected
+
+
+@pytest.mark.parametrize("default", list(Locale))
+@pytest.mark.parametrize("text", ["", "   ", "12345 !!! 😭", "…？！"])
+def test_no_letters_gives_the_default(text: str, default: Locale) -> None:
+    assert detect_locale(text, default=default) is default
+
+
+@pytest.mark.parametrize("default", list(Locale))
+def test_equal_weight_gives_the_default(default: Locale) -> None:
+    # Two ideographs against one word weigh the same.
+    assert detect_locale("hello 你好", default=default) is default
+
+
+def test_script_tie_is_simplified_unless_the_default_says_traditional() -> None:
+    # 我好想你 holds no character whose form differs between the scripts.
+    assert detect_locale("我好想你") is Locale.ZH_HANS
+    assert detect_locale("我好想你", default=Locale.ZH_HANS) is Locale.ZH_HANS
+    assert detect_locale("我好想你", default=Locale.ZH_HANT) is Locale.ZH_HANT
+
+
+def test_extension_ideographs_count_as_han() -> None:
+    assert detect_locale("\U00020000\U0002a700\u3400") is Locale.ZH_HANS
+
+
+def test_curated_pairs_are_consistent() -> None:
+    assert len(_PAIRS) >= 100
+    assert all(len(pair) == 2 and pair[0] != pair[1] for pair in _PAIRS)
+    assert not _TRADITIONAL & _SIMPLIFIED
+    assert len(_TRADITIONAL) == len(_PAIRS)
+
+
+def test_locale_values_are_pinned() -> None:
+    assert [locale.value for locale in Locale] == ["zh-Hans", "zh-Hant", "en"]
+
+
+def test_real_weibo_posts_are_simplified_chinese() -> None:
+    with WEIBO.open(newline="", encoding="utf-8") as f:
+        posts = [row["comment"] for row in csv.DictReader(f, delimiter="\t")]
+    counts = Counter(detect_locale(post) for post in posts)
+    assert len(posts) == 200
+    # One post of the fold is written in Traditional characters (原來, 燒, 殺, 現).
+    assert counts == {Locale.ZH_HANS: 199, Locale.ZH_HANT: 1}

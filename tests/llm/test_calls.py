@@ -1,0 +1,151 @@
+"""The metered model caller with real parts: the offline provider and an SQLite store."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from foureyes.config import Config, PrivacyConfig, RouteConfig, StoreConfig
+from foureyes.core.budget import CallBudget, SpendLimit, utc_day
+from foureyes.core.deadline import Deadline
+from foureyes.core.errors import (
+    BudgetExhausted,
+    DeadlineExceeded,
+    RouteBadResponse,
+    RouteConnectionError,
+)
+from foureyes.core.roles import Role
+from foureyes.core.trace import EventKind
+from foureyes.llm.calls import CallScope, ModelCaller
+from foureyes.llm.provider import ChatMessage, ChatRequest
+from foureyes.llm.routes import Routes
+from foureyes.store import Store
+
+HELLO = ChatRequest(messages=(ChatMessage.user("I had a rough day"),))
+
+
+def config(**route: object) -> Config:
+    offline = RouteConfig(kind="offline", **route)  # type: ignore[arg-type]
+    return Config(routes={"offline": offline})
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    s = await Store.open(
+        StoreConfig(url=f"sqlite+aiosqlite:///{tmp_path / 's.db'}"), PrivacyConfig(), {}
+    )
+    yield s
+    await s.close()
+
+
+async def new_scope(store: Store, *, calls: int = 5, seconds: float = 10) -> CallScope:
+    trace_id = await store.traces.start_run("test")
+    return CallScope(Deadline.after(seconds), CallBudget(calls), trace_id)
+
+
+async def model_calls(store: Store, trace_id: str | None) -> list[dict[str, object]]:
+    assert trace_id is not None
+    record = await store.traces.get(trace_id)
+    assert record is not None
+    return [dict(e.data) for e in record.events if e.kind is EventKind.MODEL_CALL]
+
+
+async def test_a_call_is_served_and_recorded(store: Store) -> None:
+    caller = ModelCaller(Routes.build(config(), {}), ledger=store.ledger, trace=store.traces)
+    scope = await new_scope(store)
+    result = await caller.call(Role.COUNSELOR, HELLO, scope, stage="draft")
+    assert result.offline and result.text
+    assert scope.budget.used == 1
+    [event] = await model_calls(store, scope.trace_id)
+    assert event["role"] == "counselor" and event["route"] == "offline"
+    assert event["outcome"] == "ok" and event["offline"] is True
+
+
+async def test_no_call_after_the_deadline(store: Store) -> None:
+    caller = ModelCaller(Routes.build(config(), {}), ledger=store.ledger, trace=store.traces)
+    trace_id = await store.traces.start_run("test")
+    clock_value = [0.0]
+    deadline = Deadline.after(1, clock=lambda: clock_value[0])
+    clock_value[0] = 2.0
+    scope = CallScope(deadline, CallBudget(3), trace_id)
+    with pytest.raises(DeadlineExceeded):
+        await caller.call(Role.COUNSELOR, HELLO, scope, stage="draft")
+    assert scope.budget.used == 0
+    assert await model_calls(store, trace_id) == []
+
+
+async def test_run_call_budget_stops_before_the_provider(store: Store) -> None:
+    caller = ModelCaller(Routes.build(config(), {}), ledger=store.ledger, trace=store.traces)
+    scope = await new_scope(store, calls=1)
+    await caller.call(Role.COUNSELOR, HELLO, scope, stage="draft")
+    with pytest.raises(BudgetExhausted) as info:
+        await caller.call(Role.COUNSELOR, HELLO, scope, stage="draft")
+    assert info.value.limit == "calls"
+    assert len(await model_calls(store, scope.trace_id)) == 1
+
+
+async def test_route_daily_calls_are_kept_in_the_ledger_across_callers(store: Store) -> None:
+    routes = Routes.build(config(daily_calls=2), {})
+    for _ in range(2):
+        caller = ModelCaller(routes, ledger=store.ledger, trace=store.traces)
+        await caller.call(Role.COUNSELOR, HELLO, await new_scope(store), stage="draft")
+    with pytest.raises(BudgetExhausted):
+        await caller.call(Role.COUNSELOR, HELLO, await new_scope(store), stage="draft")
+    usage = await store.ledger.usage("route:offline", utc_day())
+    assert (usage.calls, usage.reserved_calls) == (2, 0)
+
+
+async def test_named_limits_are_reserved_too_and_released_when_one_refuses(store: Store) -> None:
+    caller = ModelCaller(Routes.build(config(daily_calls=5), {}), ledger=store.ledger)
+    per_conversation = SpendLimit("limit:l1:conv-1", max_calls=1)
+    scope = await new_scope(store)
+    await caller.call(Role.COUNSELOR, HELLO, scope, stage="l1", limits=[per_conversation])
+    with pytest.raises(BudgetExhausted):
+        await caller.call(Role.COUNSELOR, HELLO, scope, stage="l1", limits=[per_conversation])
+    route_usage = await store.ledger.usage("route:offline", utc_day())
+    # The refused call's route reservation was handed back, not counted.
+    assert (route_usage.calls, route_usage.reserved_calls) == (1, 0)
+
+
+async def test_a_failing_route_is_recorded_and_counted(store: Store) -> None:
+    caller = ModelCaller(
+        Routes.build(config(daily_calls=5), {}), ledger=store.ledger, trace=store.traces
+    )
+    scope = await new_scope(store)
+    # The offline engine has no supervisor responder in the foundation: a typed failure.
+    with pytest.raises(RouteBadResponse):
+        await caller.call(Role.SUPERVISOR, HELLO, scope, stage="review")
+    [event] = await model_calls(store, scope.trace_id)
+    assert event["outcome"] == "RouteBadResponse"
+    assert (await store.ledger.usage("route:offline", utc_day())).calls == 1
+
+
+async def test_an_unreachable_endpoint_spends_nothing(store: Store, tmp_path: Path) -> None:
+    from tests.helpers.postgres import free_port
+
+    port = free_port()  # nothing listens there
+    route = RouteConfig(
+        kind="openai",
+        base_url=f"http://127.0.0.1:{port}/v1",
+        model="m",
+        timeout_s=5,
+        daily_calls=3,
+        daily_budget_usd=1.0,
+        price_in=1.0,
+        price_out=1.0,
+    )
+    cfg = Config(routes={"down": route}, roles={"counselor": "down"})  # type: ignore[arg-type]
+    routes = Routes.build(cfg, {})
+    caller = ModelCaller(routes, ledger=store.ledger, trace=store.traces)
+    scope = await new_scope(store)
+    try:
+        with pytest.raises(RouteConnectionError):
+            await caller.call(Role.COUNSELOR, HELLO, scope, stage="draft")
+    finally:
+        await routes.aclose()
+    usage = await store.ledger.usage("route:down", utc_day())
+    assert (usage.calls, usage.usd, usage.reserved_calls) == (0, 0.0, 0)
+    [event] = await model_calls(store, scope.trace_id)
+    assert event["outcome"] == "RouteConnectionError"

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from foureyes.config import PrivacyConfig, StoreConfig
+from foureyes.core.budget import SpendLimit
+from foureyes.core.errors import ConfigError, StoreError, UsageError
+from foureyes.core.trace import EventKind, TraceEvent
+from foureyes.store import Store
+from foureyes.store._database import Database
+from tests.helpers.postgres import free_port
+from tests.store._support import ManualClock, OpenStore
+
+
+async def test_sqlite_connections_use_wal_busy_timeout_and_foreign_keys(sqlite_url: str) -> None:
+    db = Database.create(sqlite_url, timeout_s=1.5)
+    try:
+        await db.probe("open")
+        async with db.read("pragmas") as conn:
+            values = [
+                (await conn.exec_driver_sql(f"PRAGMA {name}")).scalar()
+                for name in ("journal_mode", "busy_timeout", "foreign_keys")
+            ]
+    finally:
+        await db.dispose()
+    assert values == ["wal", 1500, 1]
+
+
+async def test_the_store_is_an_async_context_manager(sqlite_url: str) -> None:
+    async with await Store.open(StoreConfig(url=sqlite_url), PrivacyConfig(), {}) as store:
+        trace_id = await store.traces.start_run("t")
+        assert store.dialect == "sqlite"
+    with pytest.raises(UsageError, match="closed"):
+        await store.traces.get(trace_id)
+    await store.close()
+
+
+async def test_a_locked_database_is_a_store_error_and_nothing_is_half_written(
+    open_store: OpenStore, sqlite_url: str, sqlite_path: Path, clock: ManualClock
+) -> None:
+    store = await open_store(sqlite_url, timeout_s=0.2, clock=clock)
+    trace_id = await store.traces.start_run("t")
+    limit = SpendLimit("route:flash", max_calls=5)
+    holder = sqlite3.connect(sqlite_path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreError, match="locked") as appended:
+            await store.traces.append(trace_id, TraceEvent(EventKind.DECISION, "gate"))
+        waited = time.monotonic() - started
+        with pytest.raises(StoreError, match="locked") as reserved:
+            await store.ledger.reserve(limit, calls=1, usd=0.1)
+        with pytest.raises(StoreError, match="locked"):
+            await store.traces.start_run("t2")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+    assert (appended.value.operation, reserved.value.operation) == ("append", "reserve")
+    assert 0.15 <= waited < 3
+    assert isinstance(appended.value.__cause__, Exception)
+    record = await store.traces.get(trace_id)
+    assert record is not None and record.events == ()
+    assert (await store.ledger.usage("route:flash", clock.now.date())).reserved_calls == 0
+    await store.traces.append(trace_id, TraceEvent(EventKind.DECISION, "gate"))
+
+
+async def test_an_unwritable_sqlite_path_is_a_store_error(
+    open_store: OpenStore, tmp_path: Path
+) -> None:
+    # A regular file where a directory should be: refused even for root.
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    with pytest.raises(StoreError, match="unable to open") as caught:
+        await open_store(f"sqlite+aiosqlite:///{blocker / 'store.db'}")
+    assert caught.value.operation == "open"
+
+
+async def test_a_postgres_server_that_is_down_is_a_store_error_without_the_password(
+    open_store: OpenStore,
+) -> None:
+    url = f"postgresql+asyncpg://app:s3cret-pw@127.0.0.1:{free_port()}/foureyes"
+    with pytest.raises(StoreError) as caught:
+        await open_store(url, timeout_s=2)
+    assert caught.value.operation == "open"
+    assert "s3cret-pw" not in str(caught.value)
+    assert "refused" in caught.value.detail.lower() or "connect" in caught.value.detail.lower()
+
+
+@pytest.mark.postgres
+async def test_a_missing_postgres_database_is_a_store_error(
+    open_store: OpenStore, postgres_url: str
+) -> None:
+    url = postgres_url.rsplit("/", 1)[0] + "/no_such_database"
+    with pytest.raises(StoreError, match="no_such_database"):
+        await open_store(url)
+
+
+@pytest.mark.postgres
+async def test_the_store_repr_hides_the_password(open_store: OpenStore, postgres_url: str) -> None:
+    # The test server trusts loopback, so any password is accepted and must still be hidden.
+    url = postgres_url.replace("foureyes@", "foureyes:hunter2@")
+    store = await open_store(url)
+    assert "hunter2" not in repr(store) and "***" in repr(store)
+    assert store.dialect == "postgresql"
+
+
+@pytest.mark.parametrize("url", ["sqlite+aiosqlite://", "sqlite+aiosqlite:///:memory:"])
+async def test_an_in_memory_sqlite_database_is_refused(open_store: OpenStore, url: str) -> None:
+    with pytest.raises(ConfigError, match="file path"):
+        await open_store(url)

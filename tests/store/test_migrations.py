@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, inspect
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from foureyes.core.errors import StoreError
+from foureyes.store._migrate import alembic_config, head_revision
+from foureyes.store.tables import metadata
+from tests.store._support import OpenStore
+
+
+def _schema_state(connection: Connection) -> tuple[str | None, list[Any], list[str]]:
+    context = MigrationContext.configure(connection)
+    diff = compare_metadata(context, metadata)
+    return context.get_current_revision(), diff, sorted(inspect(connection).get_table_names())
+
+
+async def _inspect(url: str) -> tuple[str | None, list[Any], list[str]]:
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:
+            return await conn.run_sync(_schema_state)
+    finally:
+        await engine.dispose()
+
+
+def test_revisions_form_one_linear_history() -> None:
+    script = ScriptDirectory.from_config(alembic_config())
+    revisions = list(script.walk_revisions())
+    assert script.get_heads() == [head_revision()]
+    assert revisions[-1].down_revision is None
+    assert all(not r.is_merge_point and not r.is_branch_point for r in revisions)
+
+
+async def test_an_empty_database_upgrades_to_head_matching_tables_py(
+    open_store: OpenStore, store_url: str
+) -> None:
+    store = await open_store(store_url)
+    await store.close()
+
+    revision, diff, tables = await _inspect(store_url)
+
+    assert revision == head_revision()
+    assert diff == []
+    assert set(metadata.tables) | {"alembic_version"} == set(tables)
+
+
+async def test_reopening_an_upgraded_database_is_a_no_op(
+    open_store: OpenStore, sqlite_url: str, sqlite_path: Path
+) -> None:
+    first = await open_store(sqlite_url)
+    trace_id = await first.traces.start_run("t")
+    await first.close()
+    with sqlite3.connect(sqlite_path) as conn:
+        schema_before = conn.execute("SELECT sql FROM sqlite_master ORDER BY name").fetchall()
+    conn.close()
+
+    second = await open_store(sqlite_url)
+
+    with sqlite3.connect(sqlite_path) as conn:
+        schema_after = conn.execute("SELECT sql FROM sqlite_master ORDER BY name").fetchall()
+    conn.close()
+    assert schema_after == schema_before
+    assert await second.traces.get(trace_id) is not None
+
+
+async def test_stores_opening_a_fresh_database_together_migrate_it_once(
+    open_store: OpenStore, store_url: str
+) -> None:
+    stores = await asyncio.gather(*(open_store(store_url) for _ in range(3)))
+    fingerprints = {s.traces.fingerprint("same text") for s in stores}
+
+    revision, diff, _ = await _inspect(store_url)
+
+    assert revision == head_revision() and diff == []
+    # One generated HMAC key won, and every instance uses it.
+    assert len(fingerprints) == 1
+
+
+async def test_a_database_from_a_newer_foureyes_is_refused(
+    open_store: OpenStore, sqlite_url: str, sqlite_path: Path
+) -> None:
+    await (await open_store(sqlite_url)).close()
+    with sqlite3.connect(sqlite_path) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = 'f00dfeed'")
+    conn.close()
+
+    with pytest.raises(StoreError, match="f00dfeed") as caught:
+        await open_store(sqlite_url)
+    assert caught.value.operation == "migrate"
