@@ -37,6 +37,7 @@ from foureyes.core.errors import (
     UsageError,
 )
 from foureyes.core.locale import Locale, detect_locale
+from foureyes.core.policy import GenerationPolicy
 from foureyes.core.reasons import ReasonCode
 from foureyes.core.roles import Role
 from foureyes.core.trace import EventKind, TraceEvent, TraceRecord, TraceRun, TraceWriter
@@ -51,6 +52,7 @@ __all__ = [
     "DeadlineExceeded",
     "EventKind",
     "FoureyesError",
+    "GenerationPolicy",
     "LimitExceeded",
     "Locale",
     "Proposal",
