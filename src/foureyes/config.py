@@ -42,6 +42,7 @@ __all__ = [
     "StoreConfig",
     "load_config",
     "mask_url",
+    "validation_problems",
 ]
 
 CONFIG_ENV = "FOUREYES_CONFIG"
@@ -306,7 +307,8 @@ class Config(BaseSettings):
         return data
 
 
-def _format_validation(err: ValidationError) -> list[str]:
+def validation_problems(err: ValidationError) -> list[str]:
+    """One line per validation error, naming the key at fault (unknown keys by name)."""
     problems = []
     for e in err.errors():
         where = ".".join(str(p) for p in e["loc"]) or "(top level)"
@@ -348,7 +350,7 @@ def load_config(
     try:
         return Config(**_merge_env(data, env))
     except ValidationError as exc:
-        raise ConfigError(_format_validation(exc)) from None
+        raise ConfigError(validation_problems(exc)) from None
 
 
 def _merge_env(data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:

@@ -1,0 +1,360 @@
+"""The ``openai`` route kind: any OpenAI-compatible endpoint through the official SDK.
+
+DeepSeek, GLM, Qwen, vLLM, Ollama, llama.cpp server and the simulator all speak the chat
+completions API, so one provider serves them. The SDK is imported on the first call, not
+when foureyes is imported.
+
+Retries are not the SDK's business here (``max_retries=0``): the caller owns the retry
+policy, budgets and deadlines. Every SDK failure is translated into the foureyes error tree
+by :func:`translate_errors`, the one boundary where foreign exceptions are mapped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import time
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import pydantic
+
+from foureyes.config import RouteConfig, mask_url
+from foureyes.core.errors import (
+    ConfigError,
+    RouteBadResponse,
+    RouteConnectionError,
+    RouteError,
+    RouteHTTPError,
+    RouteRateLimited,
+    RouteTimeout,
+    UsageError,
+)
+from foureyes.llm.provider import ChatRequest, ChatResult, Provider, ToolCall, Usage
+from foureyes.llm.routes import route_kind
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = [
+    "NO_KEY",
+    "OpenAIProvider",
+    "build_openai_provider",
+    "sdk_error_table",
+    "translate_errors",
+]
+
+NO_KEY = "foureyes-no-key"
+"""Key sent to endpoints configured without ``api_key_env`` (local servers that ignore it).
+
+Passing it also stops the SDK from falling back to ``OPENAI_API_KEY`` behind our back.
+"""
+
+_Translate: TypeAlias = Callable[[Any, str, float], RouteError]
+
+
+def _retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """The server's retry hint: ``retry-after-ms``, else ``Retry-After`` (seconds or a date)."""
+    with contextlib.suppress(ValueError):
+        if (ms := headers.get("retry-after-ms")) is not None:
+            return max(0.0, float(ms) / 1000)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    with contextlib.suppress(ValueError):
+        return max(0.0, float(value))
+    with contextlib.suppress(TypeError, ValueError):
+        return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
+    return None
+
+
+def _code(exc: Any) -> str:
+    # The error body's code ("invalid_api_key", "model_not_found") only: server messages
+    # can quote the key that was sent, so they never reach our messages.
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, str) else ""
+
+
+def _root_os_error(exc: BaseException) -> OSError | None:
+    """The first non-timeout ``OSError`` (refused, unreachable, DNS) in ``exc``'s chain."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and not isinstance(current, TimeoutError):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _timeout(exc: Any, route: str, timeout_s: float) -> RouteError:
+    # The SDK's aiohttp transport reports every failed connect, a refusal included, as a
+    # connect *timeout*; the root cause tells the two apart.
+    refused = _root_os_error(exc)
+    if refused is not None:
+        return RouteConnectionError(
+            route, f"could not reach the endpoint ({type(refused).__name__})"
+        )
+    return RouteTimeout(route, timeout_s)
+
+
+def _connection(exc: Any, route: str, timeout_s: float) -> RouteError:
+    cause = exc.__cause__ or exc
+    return RouteConnectionError(route, f"could not reach the endpoint ({type(cause).__name__})")
+
+
+def _status(exc: Any, route: str, timeout_s: float) -> RouteError:
+    return RouteHTTPError(route, exc.status_code, _code(exc))
+
+
+def _rate_limited(exc: Any, route: str, timeout_s: float) -> RouteError:
+    retry_after = _retry_after_s(exc.response.headers)
+    return RouteRateLimited(route, retry_after, _code(exc) or "rate limited")
+
+
+def _bad_response(exc: Any, route: str, timeout_s: float) -> RouteError:
+    if isinstance(exc, pydantic.ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        return RouteBadResponse(route, f"not a chat completion: {where}: {first['msg']}")
+    return RouteBadResponse(route, type(exc).__name__)
+
+
+@functools.cache
+def sdk_error_table() -> dict[type[BaseException], _Translate]:
+    """Every exception class a call may raise, each with its translation into our tree.
+
+    Every ``OpenAIError`` subclass the SDK exports is listed by name, so a test can fail
+    when a new SDK version adds one nobody has decided about. Lookup walks the exception's
+    MRO, so an unlisted subclass still maps through its nearest listed parent.
+    """
+    import openai
+    from openai import _exceptions as sdk
+
+    return {
+        # Our own bound on the whole call (asyncio.timeout), for slow-drip responses.
+        TimeoutError: _timeout,
+        # A 200 body that is not JSON or not a chat completion (validated by _Completion).
+        pydantic.ValidationError: _bad_response,
+        openai.APITimeoutError: _timeout,
+        openai.APIConnectionError: _connection,
+        sdk.SubjectTokenProviderError: _connection,
+        openai.WebSocketConnectionClosedError: _connection,
+        openai.WebSocketQueueFullError: _connection,
+        openai.RateLimitError: _rate_limited,
+        openai.APIStatusError: _status,
+        openai.BadRequestError: _status,
+        openai.AuthenticationError: _status,
+        openai.OAuthError: _status,
+        openai.PermissionDeniedError: _status,
+        openai.NotFoundError: _status,
+        openai.ConflictError: _status,
+        openai.UnprocessableEntityError: _status,
+        openai.InternalServerError: _status,
+        openai.APIResponseValidationError: _bad_response,
+        openai.LengthFinishReasonError: _bad_response,
+        openai.ContentFilterFinishReasonError: _bad_response,
+        # Raised bare for an error event inside a stream: the endpoint answered, unusably.
+        openai.APIError: _bad_response,
+        openai.OpenAIError: _bad_response,
+    }
+
+
+@contextlib.contextmanager
+def translate_errors(route: str, timeout_s: float) -> Iterator[None]:
+    """Translate SDK (and bounding-timeout) exceptions raised inside into foureyes errors.
+
+    The foureyes error is raised ``from`` the original, so logs keep the whole story;
+    its message holds no server-provided text except an error code, never the key.
+
+    Raises:
+        RouteTimeout: the SDK timed out, or the ``asyncio.timeout`` around the call fired.
+        RouteConnectionError: the endpoint could not be reached.
+        RouteRateLimited: HTTP 429, with ``retry_after_s`` from the response headers.
+        RouteHTTPError: any other HTTP error status.
+        RouteBadResponse: a body that is not a usable chat completion.
+    """
+    table = sdk_error_table()
+    try:
+        yield
+    except tuple(table) as exc:
+        translate = next(table[cls] for cls in type(exc).__mro__ if cls in table)
+        raise translate(exc, route, timeout_s) from exc
+
+
+class _Wire(pydantic.BaseModel):
+    # Endpoints add fields of their own (DeepSeek: prompt_cache_hit_tokens, ...).
+    model_config = pydantic.ConfigDict(extra="ignore", frozen=True)
+
+
+class _Function(_Wire):
+    name: str
+    arguments: str
+
+
+class _ToolCall(_Wire):
+    id: str
+    function: _Function
+
+
+class _Message(_Wire):
+    content: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+
+
+class _Choice(_Wire):
+    message: _Message
+    finish_reason: str | None = None
+
+
+class _Usage(_Wire):
+    prompt_tokens: int = pydantic.Field(default=0, ge=0)
+    completion_tokens: int = pydantic.Field(default=0, ge=0)
+
+
+class _Completion(_Wire):
+    model: str | None = None
+    choices: list[_Choice] = pydantic.Field(min_length=1)
+    usage: _Usage | None = None
+
+
+class OpenAIProvider:
+    """A :class:`~foureyes.llm.provider.Provider` for one OpenAI-compatible route.
+
+    One instance (and one connection pool) per route, shared by all callers. The SDK client
+    is built on the first call, inside the running event loop (the aiohttp transport binds
+    its session to it), and the provider is bound to that loop from then on.
+    """
+
+    def __init__(self, route: str, config: RouteConfig, *, api_key: str) -> None:
+        """Serve route ``route`` as ``config`` describes, authenticating with ``api_key``.
+
+        Raises:
+            ConfigError: ``config`` has no ``base_url``.
+        """
+        if not config.base_url:
+            raise ConfigError([f"routes.{route}.base_url is required for kind 'openai'"])
+        self.route = route
+        """The route name."""
+        self.config = config
+        """The route's configuration."""
+        self._base_url = config.base_url
+        self._api_key = api_key
+        self._client: AsyncOpenAI | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        url = mask_url(self._base_url)
+        return (
+            f"OpenAIProvider(route={self.route!r}, base_url={url!r}, model={self.config.model!r})"
+        )
+
+    def _sdk(self) -> AsyncOpenAI:
+        if self._closed:
+            raise UsageError(f"the provider of route {self.route!r} is closed")
+        if self._client is None:
+            import openai
+
+            http_client = (
+                openai.DefaultAioHttpClient()
+                if self.config.transport == "aiohttp"
+                else openai.DefaultAsyncHttpxClient()
+            )
+            self._client = openai.AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=self._base_url,
+                max_retries=0,
+                http_client=http_client,
+            )
+        return self._client
+
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [message.to_wire() for message in request.messages],
+            # max_tokens, not max_completion_tokens: the name every compatible server knows.
+            "max_tokens": request.max_tokens or self.config.max_tokens,
+            "temperature": (
+                request.temperature if request.temperature is not None else self.config.temperature
+            ),
+        }
+        if request.response_format == "json_object":
+            params["response_format"] = {"type": "json_object"}
+        elif request.response_format is not None:
+            schema = request.response_format
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": schema.name,
+                    "schema": schema.schema_,
+                    "strict": schema.strict,
+                },
+            }
+        if request.tools:
+            params["tools"] = [dict(tool) for tool in request.tools]
+        return params
+
+    async def complete(self, request: ChatRequest, *, timeout_s: float) -> ChatResult:
+        """Complete ``request`` in one call, within ``timeout_s`` seconds all told.
+
+        Raises:
+            UsageError: the provider was closed.
+            RouteTimeout: no complete answer in time (including a body that drips slowly).
+            RouteConnectionError: the endpoint was unreachable.
+            RouteHTTPError: an HTTP error status (``RouteRateLimited`` for 429).
+            RouteBadResponse: a body that is not JSON, has no choices or has wrong types.
+        """
+        client = self._sdk()
+        started = time.monotonic()
+        with translate_errors(self.route, timeout_s):
+            async with asyncio.timeout(timeout_s):
+                # The raw body, validated by our own schema below: the SDK's parsing is
+                # lenient by design and would let a malformed completion through.
+                raw = await client.chat.completions.with_raw_response.create(
+                    **self._params(request), timeout=timeout_s
+                )
+            completion = _Completion.model_validate_json(raw.http_response.content)
+        latency_s = time.monotonic() - started
+        choice = completion.choices[0]
+        usage = completion.usage or _Usage()
+        return ChatResult(
+            text=choice.message.content or "",
+            reasoning_content=choice.message.reasoning_content,
+            tool_calls=tuple(
+                ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments)
+                for call in choice.message.tool_calls or ()
+            ),
+            finish_reason=choice.finish_reason,
+            usage=Usage(
+                prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens
+            ),
+            latency_s=latency_s,
+            route=self.route,
+            model=completion.model or self.config.model,
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection pool; calls afterwards raise ``UsageError``."""
+        self._closed = True
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+
+@route_kind("openai")
+def build_openai_provider(name: str, route: RouteConfig, environ: Mapping[str, str]) -> Provider:
+    """Build the provider of an ``openai`` route, its key read from ``route.api_key_env``.
+
+    Raises:
+        ConfigError: the route names a key variable that ``environ`` lacks.
+    """
+    if route.api_key_env is None:
+        return OpenAIProvider(name, route, api_key=NO_KEY)
+    key = environ.get(route.api_key_env)
+    if not key:
+        raise ConfigError([f"environment variable {route.api_key_env} is not set"])
+    return OpenAIProvider(name, route, api_key=key)

@@ -1,0 +1,514 @@
+"""The ``openai`` route kind against real HTTP: the simulator, plus a raw socket server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import httpx2
+import openai
+import pytest
+from openai import _exceptions as sdk_exceptions
+from openai.types.chat import ChatCompletion
+
+from foureyes.config import RouteConfig
+from foureyes.core.digest import sha256_hex
+from foureyes.core.errors import (
+    ConfigError,
+    RouteBadResponse,
+    RouteConnectionError,
+    RouteError,
+    RouteHTTPError,
+    RouteRateLimited,
+    RouteTimeout,
+    UsageError,
+)
+from foureyes.llm.openai_compat import (
+    NO_KEY,
+    OpenAIProvider,
+    build_openai_provider,
+    sdk_error_table,
+    translate_errors,
+)
+from foureyes.llm.provider import ChatMessage, ChatRequest, JsonSchemaFormat
+from foureyes.llm.routes import build_provider
+from tests.helpers.postgres import free_port
+from tests.helpers.simulator import SCENARIOS, RunningSimulator
+
+KEY = "sim-test-key"  # the api_key of tests/fixtures/scenarios/faults.toml
+TRANSPORTS = ["aiohttp", "httpx"]
+
+MakeProvider = Callable[..., OpenAIProvider]
+
+
+def _ask(text: str, **fields: Any) -> ChatRequest:
+    return ChatRequest(messages=(ChatMessage.user(text),), **fields)
+
+
+@pytest.fixture(params=TRANSPORTS)
+async def make_provider(request: pytest.FixtureRequest) -> AsyncIterator[MakeProvider]:
+    """Builds providers on the parametrized transport and closes them after the test."""
+    made: list[OpenAIProvider] = []
+
+    def make(config: RouteConfig, api_key: str = KEY) -> OpenAIProvider:
+        config = config.model_copy(update={"transport": request.param})
+        provider = OpenAIProvider("sim", config, api_key=api_key)
+        made.append(provider)
+        return provider
+
+    yield make
+    for provider in made:
+        await provider.aclose()
+
+
+@pytest.fixture
+def faulty(simulator: RunningSimulator) -> RouteConfig:
+    """A route to model ``faulty`` of faults.toml (one rule per fault, picked by text)."""
+    simulator.load(SCENARIOS / "faults.toml")
+    return simulator.route("faulty", timeout_s=2)
+
+
+# --- replies ------------------------------------------------------------------------------
+
+
+async def test_a_plain_reply(simulator: RunningSimulator, make_provider: MakeProvider) -> None:
+    simulator.load({"models": {"m": [{"content": "Hello.", "finish_reason": "stop"}]}})
+    result = await make_provider(simulator.route("m")).complete(_ask("hi"), timeout_s=2)
+    assert (result.text, result.finish_reason, result.route, result.model) == (
+        "Hello.",
+        "stop",
+        "sim",
+        "m",
+    )
+    assert result.reasoning_content is None and result.tool_calls == ()
+    assert 0 < result.latency_s < 2 and not result.offline
+
+
+async def test_reasoning_tool_calls_and_usage_come_through(
+    simulator: RunningSimulator, make_provider: MakeProvider
+) -> None:
+    simulator.load(
+        {
+            "models": {
+                "m": [
+                    {
+                        "reasoning_content": "I should look it up.",
+                        "tool_calls": [
+                            {"id": "call_1", "name": "lookup", "arguments": '{"q": "x"}'}
+                        ],
+                        "usage": {"prompt_tokens": 120, "completion_tokens": 30},
+                    }
+                ]
+            }
+        }
+    )
+    result = await make_provider(simulator.route("m")).complete(_ask("hi"), timeout_s=2)
+    assert result.text == "" and result.reasoning_content == "I should look it up."
+    assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [
+        ("call_1", "lookup", '{"q": "x"}')
+    ]
+    assert result.finish_reason == "tool_calls"
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (120, 30)
+    assert result.as_assistant_message().reasoning_content == "I should look it up."
+
+
+async def test_the_request_reaches_the_model_as_asked(
+    simulator: RunningSimulator, make_provider: MakeProvider
+) -> None:
+    simulator.load({"models": {"m": [{"content": "{}"}]}})
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    tool = {"type": "function", "function": {"name": "noop", "parameters": {"type": "object"}}}
+    provider = make_provider(simulator.route("m", max_tokens=300, temperature=0.7))
+    messages = (ChatMessage.system("Answer in JSON."), ChatMessage.user("Is it ok?"))
+    await provider.complete(
+        ChatRequest(
+            messages=messages,
+            max_tokens=50,
+            response_format=JsonSchemaFormat(name="verdict", schema=schema, strict=True),
+            tools=(tool,),
+            subject={"candidate": "never sent"},
+        ),
+        timeout_s=2,
+    )
+    await provider.complete(
+        ChatRequest(messages=messages, response_format="json_object"), timeout_s=2
+    )
+    first, second = simulator.requests()
+    assert first["model"] == "m"
+    assert first["messages"] == [m.to_wire() for m in messages]
+    assert first["options"]["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "verdict", "schema": schema, "strict": True},
+    }
+    assert first["options"]["tools"] == [tool]
+    assert (first["options"]["max_tokens"], first["options"]["temperature"]) == (50, 0.7)
+    assert "never sent" not in json.dumps(first)
+    assert second["options"]["response_format"] == {"type": "json_object"}
+    assert (second["options"]["max_tokens"], "tools" in second["options"]) == (300, False)
+
+
+async def test_one_provider_serves_concurrent_calls(
+    simulator: RunningSimulator, make_provider: MakeProvider
+) -> None:
+    simulator.load({"models": {"m": [{"content": "ok"}]}})
+    provider = make_provider(simulator.route("m"))
+    results = await asyncio.gather(*(provider.complete(_ask("x"), timeout_s=5) for _ in range(64)))
+    assert {r.text for r in results} == {"ok"}
+    assert len(simulator.requests()) == 64
+
+
+# --- faults -------------------------------------------------------------------------------
+
+
+async def test_a_delay_within_the_timeout_is_just_slow(
+    faulty: RouteConfig, make_provider: MakeProvider
+) -> None:
+    result = await make_provider(faulty).complete(_ask("slow"), timeout_s=2)
+    assert result.text == "slow but fine" and result.latency_s >= 0.2
+
+
+@pytest.mark.parametrize("text", ["too slow", "hang"])
+async def test_past_the_timeout_is_a_route_timeout_on_time(
+    faulty: RouteConfig, make_provider: MakeProvider, text: str
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(RouteTimeout) as caught:
+        await make_provider(faulty).complete(_ask(text), timeout_s=0.3)
+    assert 0.3 <= time.monotonic() - started < 0.8
+    assert caught.value.timeout_s == 0.3 and caught.value.route == "sim"
+
+
+async def test_429_is_rate_limited_with_retry_after(
+    faulty: RouteConfig, make_provider: MakeProvider
+) -> None:
+    with pytest.raises(RouteRateLimited) as caught:
+        await make_provider(faulty).complete(_ask("busy"), timeout_s=2)
+    assert (caught.value.status_code, caught.value.retry_after_s) == (429, 7.0)
+    assert isinstance(caught.value.__cause__, openai.RateLimitError)
+
+
+async def test_500_is_an_http_error(faulty: RouteConfig, make_provider: MakeProvider) -> None:
+    with pytest.raises(RouteHTTPError) as caught:
+        await make_provider(faulty).complete(_ask("boom"), timeout_s=2)
+    assert caught.value.status_code == 500 and caught.value.is_server_error
+
+
+async def test_401_never_shows_the_key(
+    simulator: RunningSimulator, faulty: RouteConfig, make_provider: MakeProvider
+) -> None:
+    secret = "sk-this-must-never-appear-0123456789"
+    provider = make_provider(faulty, api_key=secret)
+    with pytest.raises(RouteHTTPError) as wrong_key:
+        await provider.complete(_ask("hello"), timeout_s=2)
+    with pytest.raises(RouteHTTPError) as revoked:
+        await make_provider(faulty).complete(_ask("revoked"), timeout_s=2)
+    for caught in (wrong_key, revoked):
+        assert caught.value.status_code == 401
+        assert secret not in f"{caught.value} {caught.value!r} {caught.value.args}"
+    assert secret not in repr(provider)
+    assert secret not in simulator.log_path.read_text(encoding="utf-8")
+
+
+async def test_a_body_that_is_not_json_is_a_bad_response(
+    faulty: RouteConfig, make_provider: MakeProvider
+) -> None:
+    with pytest.raises(RouteBadResponse, match="Invalid JSON"):
+        await make_provider(faulty).complete(_ask("garbage"), timeout_s=2)
+
+
+async def test_truncated_comes_back_with_finish_reason_length(
+    faulty: RouteConfig, make_provider: MakeProvider
+) -> None:
+    result = await make_provider(faulty).complete(_ask("cut"), timeout_s=2)
+    assert result.finish_reason == "length"
+    assert result.text == "This reply is long enough to be cut in half by the simulator."[:30]
+
+
+async def test_wrong_digest_changes_the_echoed_digest(
+    faulty: RouteConfig, make_provider: MakeProvider
+) -> None:
+    digest = sha256_hex("the candidate reply")
+    provider = make_provider(faulty)
+    echoed = await provider.complete(_ask(f"digest {digest}"), timeout_s=2)
+    wrong = await provider.complete(_ask(f"wrong digest {digest}"), timeout_s=2)
+    assert json.loads(echoed.text)["candidate_sha256"] == digest
+    changed = json.loads(wrong.text)["candidate_sha256"]
+    assert changed != digest and len(changed) == 64
+
+
+async def test_unknown_model_and_unmatched_request_are_http_errors(
+    simulator: RunningSimulator, make_provider: MakeProvider
+) -> None:
+    simulator.load({"models": {"m": [{"match": "^only this$", "content": "ok"}]}})
+    with pytest.raises(RouteHTTPError) as unknown:
+        await make_provider(simulator.route("ghost")).complete(_ask("x"), timeout_s=2)
+    with pytest.raises(RouteHTTPError) as unmatched:
+        await make_provider(simulator.route("m")).complete(_ask("x"), timeout_s=2)
+    assert unknown.value.status_code == 404
+    assert unknown.value.detail.endswith("model_not_found")
+    assert unmatched.value.status_code == 400
+    assert unmatched.value.detail.endswith("no_matching_rule")
+
+
+async def test_a_closed_port_is_a_connection_error(make_provider: MakeProvider) -> None:
+    route = RouteConfig(kind="openai", base_url=f"http://127.0.0.1:{free_port()}/v1", model="m")
+    with pytest.raises(RouteConnectionError):
+        await make_provider(route).complete(_ask("x"), timeout_s=2)
+
+
+# --- bodies the simulator never sends: a raw HTTP server on loopback ----------------------
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@pytest.fixture
+async def raw_server() -> AsyncIterator[Callable[[Handler], Awaitable[str]]]:
+    """Serves each connection with a given handler; yields a function returning the base URL."""
+    servers: list[asyncio.Server] = []
+
+    async def start(handler: Handler) -> str:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":")[1])
+                for line in head.lower().split(b"\r\n")
+                if line.startswith(b"content-length:")
+            )
+            await reader.readexactly(length)
+            try:
+                await handler(reader, writer)
+            except ConnectionError:
+                pass
+            finally:
+                writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        servers.append(server)
+        return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+
+    yield start
+    for server in servers:
+        server.close()
+        await server.wait_closed()
+
+
+def _respond(body: bytes, content_type: bytes = b"application/json") -> Handler:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: " + content_type + b"\r\n"
+            b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body
+        )
+        await writer.drain()
+
+    return handler
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "expected"),
+    [
+        (b'{"id": "x", "choices": []}', b"application/json", "choices"),
+        (b'{"id": "x"}', b"application/json", "choices"),
+        (b"[1, 2]", b"application/json", "body"),
+        (b'{"choices": [{"message": {"content": 5}}]}', b"application/json", "content"),
+        (b'{"choices": [{"message": null}]}', b"application/json", "message"),
+        (b"<html>Bad gateway</html>", b"text/html", "Invalid JSON"),
+    ],
+)
+async def test_bodies_that_are_not_completions_are_bad_responses(
+    raw_server: Callable[[Handler], Awaitable[str]],
+    make_provider: MakeProvider,
+    body: bytes,
+    content_type: bytes,
+    expected: str,
+) -> None:
+    url = await raw_server(_respond(body, content_type))
+    provider = make_provider(RouteConfig(kind="openai", base_url=url, model="m"))
+    with pytest.raises(RouteBadResponse, match=expected):
+        await provider.complete(_ask("x"), timeout_s=2)
+
+
+async def test_a_slow_drip_cannot_outlast_the_timeout(
+    raw_server: Callable[[Handler], Awaitable[str]], make_provider: MakeProvider
+) -> None:
+    async def drip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n")
+        writer.write(b"content-length: 100000\r\n\r\n{")
+        for _ in range(100):  # each byte well inside the SDK's per-read timeout
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            writer.write(b" ")
+
+    url = await raw_server(drip)
+    provider = make_provider(RouteConfig(kind="openai", base_url=url, model="m"))
+    started = time.monotonic()
+    with pytest.raises(RouteTimeout):
+        await provider.complete(_ask("x"), timeout_s=0.5)
+    assert time.monotonic() - started < 1.0
+
+
+# --- the error boundary -------------------------------------------------------------------
+
+EXPECTED: dict[str, type[RouteError]] = {
+    "APIConnectionError": RouteConnectionError,
+    "APIError": RouteBadResponse,
+    "APIResponseValidationError": RouteBadResponse,
+    "APIStatusError": RouteHTTPError,
+    "APITimeoutError": RouteTimeout,
+    "AuthenticationError": RouteHTTPError,
+    "BadRequestError": RouteHTTPError,
+    "ConflictError": RouteHTTPError,
+    "ContentFilterFinishReasonError": RouteBadResponse,
+    "InternalServerError": RouteHTTPError,
+    "LengthFinishReasonError": RouteBadResponse,
+    "NotFoundError": RouteHTTPError,
+    "OAuthError": RouteHTTPError,
+    "OpenAIError": RouteBadResponse,
+    "PermissionDeniedError": RouteHTTPError,
+    "RateLimitError": RouteRateLimited,
+    "SubjectTokenProviderError": RouteConnectionError,
+    "UnprocessableEntityError": RouteHTTPError,
+    "WebSocketConnectionClosedError": RouteConnectionError,
+    "WebSocketQueueFullError": RouteConnectionError,
+}
+"""What each exception the SDK exports must become; a new SDK class fails until added."""
+
+
+def _exported_sdk_errors() -> Iterator[type[openai.OpenAIError]]:
+    public = [getattr(openai, n) for n in dir(openai) if not n.startswith("_")]
+    public += [getattr(sdk_exceptions, n) for n in sdk_exceptions.__all__]
+    found = {v for v in public if isinstance(v, type) and issubclass(v, openai.OpenAIError)}
+    yield from sorted(found, key=lambda cls: cls.__name__)
+
+
+def _instance(cls: type[openai.OpenAIError]) -> openai.OpenAIError:
+    """An instance built the way the SDK builds one (each family has its own signature)."""
+    request = httpx2.Request("POST", "https://example.invalid/v1/chat/completions")
+    status = {"RateLimitError": 429, "InternalServerError": 503, "APIStatusError": 418}.get(
+        cls.__name__, getattr(cls, "status_code", 400)
+    )
+    response = httpx2.Response(status, request=request, headers={"retry-after": "3"})
+    if issubclass(cls, openai.OAuthError):
+        return cls(response=response, body=None)
+    if issubclass(cls, openai.APIStatusError):
+        return cls("failed", response=response, body={"code": "some_code"})
+    if issubclass(cls, openai.APIResponseValidationError):
+        return cls(response=response, body=None)
+    if issubclass(cls, openai.APITimeoutError):
+        return cls(request=request)
+    if issubclass(cls, openai.APIConnectionError):
+        return cls(request=request)
+    if issubclass(cls, openai.APIError):
+        return cls("failed", request, body=None)
+    if issubclass(cls, openai.LengthFinishReasonError):
+        return cls(completion=ChatCompletion.construct(usage=None))
+    if issubclass(cls, openai.ContentFilterFinishReasonError):
+        return cls()
+    if issubclass(cls, openai.WebSocketConnectionClosedError):
+        return cls("closed", unsent_messages=[])
+    return cls("failed")
+
+
+def test_every_exported_sdk_exception_is_mapped() -> None:
+    exported = list(_exported_sdk_errors())
+    assert len(exported) >= 15
+    unmapped = [cls.__name__ for cls in exported if cls not in sdk_error_table()]
+    undecided = [cls.__name__ for cls in exported if cls.__name__ not in EXPECTED]
+    assert not unmapped, f"add to sdk_error_table(): {unmapped}"
+    assert not undecided, f"decide what these become and add them to EXPECTED: {undecided}"
+
+
+@pytest.mark.parametrize("cls", list(_exported_sdk_errors()), ids=lambda c: c.__name__)
+def test_each_sdk_exception_translates_from_its_original(cls: type[openai.OpenAIError]) -> None:
+    original = _instance(cls)
+    with pytest.raises(RouteError) as caught, translate_errors("r", 1.5):
+        raise original
+    assert type(caught.value) is EXPECTED[cls.__name__]
+    assert caught.value.__cause__ is original and caught.value.route == "r"
+    if isinstance(caught.value, RouteRateLimited):
+        assert caught.value.retry_after_s == 3.0
+
+
+def test_an_unlisted_sdk_subclass_maps_through_its_parent() -> None:
+    class PaymentRequiredError(openai.APIStatusError):
+        pass
+
+    request = httpx2.Request("POST", "https://example.invalid/")
+    original = PaymentRequiredError(
+        "pay", response=httpx2.Response(402, request=request), body=None
+    )
+    with pytest.raises(RouteHTTPError) as caught, translate_errors("r", 1):
+        raise original
+    assert caught.value.status_code == 402
+
+
+def test_other_exceptions_pass_through_untouched() -> None:
+    with pytest.raises(KeyError), translate_errors("r", 1):
+        raise KeyError("a bug stays a bug")
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"retry-after-ms": "1500", "retry-after": "9"}, 1.5),
+        ({"retry-after": "2"}, 2.0),
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),
+        ({"retry-after": "soon"}, None),
+        ({}, None),
+    ],
+)
+def test_retry_after_is_read_from_headers(headers: dict[str, str], expected: float | None) -> None:
+    request = httpx2.Request("POST", "https://example.invalid/")
+    original = openai.RateLimitError(
+        "slow down", response=httpx2.Response(429, request=request, headers=headers), body=None
+    )
+    with pytest.raises(RouteRateLimited) as caught, translate_errors("r", 1):
+        raise original
+    assert caught.value.retry_after_s == expected
+
+
+# --- the route kind -----------------------------------------------------------------------
+
+
+async def test_the_kind_is_registered_and_reads_the_key_from_the_environment() -> None:
+    route = RouteConfig(kind="openai", base_url="http://127.0.0.1:9/v1", model="m", api_key_env="K")
+    provider = build_provider("flash", route, {"K": "sk-from-env"})
+    try:
+        assert isinstance(provider, OpenAIProvider) and provider.route == "flash"
+        assert "sk-from-env" not in repr(provider)
+    finally:
+        await provider.aclose()
+    with pytest.raises(ConfigError, match="K is not set"):
+        build_openai_provider("flash", route, {})
+
+
+async def test_a_keyless_route_sends_the_placeholder_key(simulator: RunningSimulator) -> None:
+    simulator.load({"api_key": NO_KEY, "models": {"m": [{"content": "ok"}]}})
+    provider = build_openai_provider("local", simulator.route("m"), {})
+    try:
+        assert (await provider.complete(_ask("x"), timeout_s=2)).text == "ok"
+    finally:
+        await provider.aclose()
+
+
+async def test_a_closed_provider_refuses_calls() -> None:
+    route = RouteConfig(kind="openai", base_url="http://127.0.0.1:9/v1", model="m")
+    provider = OpenAIProvider("r", route, api_key="k")
+    await provider.aclose()
+    await provider.aclose()
+    with pytest.raises(UsageError, match="closed"):
+        await provider.complete(_ask("x"), timeout_s=1)
+
+
+def test_importing_foureyes_does_not_import_the_sdk() -> None:
+    code = (
+        "import sys, foureyes, foureyes.llm.routes, foureyes.llm.openai_compat\n"
+        "from foureyes.llm.routes import known_kinds\n"
+        "assert 'openai' in known_kinds()\n"
+        "assert 'openai' not in sys.modules, 'openai was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
