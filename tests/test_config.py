@@ -110,7 +110,9 @@ def test_unused_route_needs_no_key(tmp_path: Path) -> None:
 
 
 def test_masked_view_hides_url_passwords() -> None:
-    assert mask_url("postgresql+asyncpg://fy:pw@db:5432/x") == "postgresql+asyncpg://fy:***@db:5432/x"
+    assert (
+        mask_url("postgresql+asyncpg://fy:pw@db:5432/x") == "postgresql+asyncpg://fy:***@db:5432/x"
+    )
     cfg = load_config(
         environ={"FOUREYES_STORE__URL": "postgresql+asyncpg://fy:pw@db/x"},
     )
