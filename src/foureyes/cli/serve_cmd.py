@@ -8,8 +8,9 @@ from typing import Annotated
 import typer
 import uvicorn
 
-from foureyes.cli._common import ConfigOption, JsonOption, console, fail, load
-from foureyes.core.errors import ConfigError
+from foureyes.cli._common import ConfigOption, JsonOption, console, fail, load, run
+from foureyes.config import Config
+from foureyes.core.errors import ConfigError, StoreError
 from foureyes.core.roles import Role
 
 
@@ -23,7 +24,8 @@ def serve(
     cfg = load(config, as_json=as_json)
     try:
         cfg.require_secrets(os.environ)
-    except ConfigError as exc:
+        run(_preflight(cfg))
+    except (ConfigError, StoreError) as exc:
         fail(exc, as_json=as_json)
     # Imported here so that other commands do not pay for FastAPI's import.
     from foureyes.server.app import create_app
@@ -40,3 +42,14 @@ def serve(
         log_level="info",
         lifespan="on",
     )
+
+
+async def _preflight(cfg: Config) -> None:
+    """Open the store and build the routes once, so start-up errors read as one clean line."""
+    from foureyes.llm.routes import Routes
+    from foureyes.store import Store
+
+    routes = Routes.build(cfg, os.environ)
+    await routes.aclose()
+    store = await Store.open(cfg.store, cfg.privacy, os.environ)
+    await store.close()

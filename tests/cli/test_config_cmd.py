@@ -1,0 +1,87 @@
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from foureyes.cli import app
+
+runner = CliRunner()
+
+FLASH = """
+[routes.flash]
+kind = "openai"
+base_url = "https://user:hunter2@example-endpoint/v1"
+model = "glm-4.7-flash"
+api_key_env = "FLASH_API_KEY"
+
+[roles]
+counselor = "flash"
+"""
+
+
+def test_help_lists_the_commands() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in ("serve", "simulate", "config"):
+        assert command in result.output
+
+
+def test_check_without_config_shows_offline_defaults() -> None:
+    result = runner.invoke(app, ["config", "check", "--json"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    assert body["ok"] is True
+    assert set(body["config"]["roles"].values()) == {"offline"}
+
+
+def test_check_masks_secrets_and_names_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "f.toml"
+    path.write_text(FLASH, encoding="utf-8")
+    monkeypatch.setenv("FLASH_API_KEY", "sk-live-do-not-print")
+    result = runner.invoke(app, ["config", "check", "--config", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "sk-live-do-not-print" not in result.output
+    assert "hunter2" not in result.output
+    body = json.loads(result.output)
+    assert body["secrets"] == {"FLASH_API_KEY": "set"}
+    assert body["config"]["roles"]["counselor"] == "flash"
+    human = runner.invoke(app, ["config", "check", "--config", str(path)])
+    assert human.exit_code == 0 and "sk-live-do-not-print" not in human.output
+
+
+def test_check_fails_naming_a_missing_key_variable(tmp_path: Path) -> None:
+    path = tmp_path / "f.toml"
+    path.write_text(FLASH, encoding="utf-8")
+    result = runner.invoke(app, ["config", "check", "--config", str(path), "--json"])
+    assert result.exit_code == 1
+    body = json.loads(result.output)
+    assert body["problems"] == ["environment variable FLASH_API_KEY is not set"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[gate]\nmax_revisoins = 2\n", "unknown key 'gate.max_revisoins'"),
+        ('[routes.x]\nkind = "carrier-pigeon"\n', "routes.x.kind 'carrier-pigeon' is unknown"),
+        ('[roles]\nsupervisor = "ghost"\n', "roles.supervisor names route 'ghost'"),
+    ],
+)
+def test_check_fails_on_bad_config(tmp_path: Path, text: str, expected: str) -> None:
+    path = tmp_path / "f.toml"
+    path.write_text(text, encoding="utf-8")
+    result = runner.invoke(app, ["config", "check", "--config", str(path), "--json"])
+    assert result.exit_code == 1
+    assert any(expected in p for p in json.loads(result.output)["problems"])
+    human = runner.invoke(app, ["config", "check", "--config", str(path)])
+    assert human.exit_code == 1
+
+
+def test_config_file_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "f.toml"
+    path.write_text("[gate]\nmax_calls = 9\n", encoding="utf-8")
+    monkeypatch.setenv("FOUREYES_CONFIG", str(path))
+    result = runner.invoke(app, ["config", "check", "--json"])
+    assert json.loads(result.output)["config"]["gate"]["max_calls"] == 9

@@ -1,0 +1,122 @@
+"""`foureyes serve` as a real process on loopback, reached with the official openai SDK."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import pytest
+
+from tests.helpers.postgres import free_port
+
+FOUREYES = [sys.executable, "-m", "foureyes.cli"]
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FOUREYES_")}
+    env["FOUREYES_STORE__URL"] = f"sqlite+aiosqlite:///{tmp_path / 'serve.db'}"
+    return env | extra
+
+
+def _get(url: str) -> tuple[int, dict[str, object]]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [*FOUREYES, "serve", "--port", str(port)],
+        env=_env(tmp_path),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                _get(base + "/healthz")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    out = proc.stdout.read().decode() if proc.stdout else ""
+                    pytest.fail(f"foureyes serve did not start: {out}")
+                time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stdout:
+            proc.stdout.close()
+
+
+def test_serve_with_no_config_answers_healthz_offline_and_sqlite(
+    served: str, tmp_path: Path
+) -> None:
+    status, body = _get(served + "/healthz")
+    assert status == 200
+    assert body["status"] == "ok" and body["store"] == "sqlite"
+    assert set(body["offline_roles"]) == {  # type: ignore[arg-type]
+        "counselor",
+        "supervisor",
+        "risk_l1",
+        "risk_l2",
+        "reviewer",
+        "selector",
+    }
+    assert (tmp_path / "serve.db").exists()
+
+
+async def test_models_are_listed_for_the_openai_sdk(served: str) -> None:
+    async with openai.AsyncOpenAI(base_url=served + "/v1", api_key="unused") as client:
+        models = await client.models.list()
+    assert [m.id for m in models.data] == ["foureyes-support"]
+
+
+def test_serve_refuses_to_start_without_its_key_variable(tmp_path: Path) -> None:
+    config = tmp_path / "f.toml"
+    config.write_text(
+        '[routes.flash]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        'model = "m"\napi_key_env = "FLASH_API_KEY"\n[roles]\ncounselor = "flash"\n',
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [*FOUREYES, "serve", "--config", str(config), "--json"],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 1
+    assert json.loads(result.stdout)["problems"] == [
+        "environment variable FLASH_API_KEY is not set"
+    ]
+
+
+def test_serve_exits_non_zero_when_the_store_is_down(tmp_path: Path) -> None:
+    down = f"postgresql+asyncpg://fy:pw@127.0.0.1:{free_port()}/x"
+    result = subprocess.run(
+        [*FOUREYES, "serve", "--port", str(free_port())],
+        env=_env(tmp_path, FOUREYES_STORE__URL=down, FOUREYES_STORE__TIMEOUT_S="2"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "StoreError" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "pw@" not in result.stderr + result.stdout
