@@ -1,1 +1,1 @@
-"""The release gate: the Counselor drafts, the Supervisor reviews that exact version, only the gate delivers."""
+"""The release gate: the Counselor drafts, the Supervisor reviews it, only the gate delivers."""
