@@ -212,7 +212,7 @@ def _worst_case_usd(
     # A token never covers less than one character in any tokenizer we meet, so the
     # character count bounds the prompt's tokens from above.
     prompt_chars = sum(
-        len(m.content or "") + len(m.reasoning_content or "") for m in request.messages
+        len(m.text) + len(m.reasoning_content or "") for m in request.messages
     )
     completion = request.max_tokens or route_max_tokens
     return cost_usd(prompt_chars, completion, price_in=price_in or 0.0, price_out=price_out or 0.0)

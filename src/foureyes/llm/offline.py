@@ -183,8 +183,8 @@ def _counselor_templates() -> _CounselorTemplates:
 
 def _last_user_text(request: ChatRequest) -> str:
     for message in reversed(request.messages):
-        if message.role == "user" and message.content:
-            return message.content
+        if message.role == "user" and message.text:
+            return message.text
     return ""
 
 

@@ -13,8 +13,10 @@ __all__ = [
     "ChatMessage",
     "ChatRequest",
     "ChatResult",
+    "ImagePart",
     "JsonSchemaFormat",
     "Provider",
+    "TextPart",
     "ToolCall",
     "Usage",
 ]
@@ -35,13 +37,29 @@ class ToolCall(_Frozen):
     """Arguments as the model's raw JSON text (not parsed here)."""
 
 
+class TextPart(_Frozen):
+    """A text block of a multi-part message."""
+
+    type: Literal["text"] = "text"
+    text: str
+    """The text."""
+
+
+class ImagePart(_Frozen):
+    """An image block of a multi-part message, by URL (``https:`` or ``data:``)."""
+
+    type: Literal["image_url"] = "image_url"
+    url: str
+    """Where the image is; sent as ``image_url.url``."""
+
+
 class ChatMessage(_Frozen):
     """One message of an OpenAI-format conversation."""
 
     role: Literal["system", "user", "assistant", "tool"]
     """Who speaks."""
-    content: str | None = None
-    """Visible text (``None`` for an assistant turn that only calls tools)."""
+    content: str | tuple[TextPart | ImagePart, ...] | None = None
+    """Visible text, or text and image blocks (``None`` for a turn that only calls tools)."""
     reasoning_content: str | None = None
     """DeepSeek-style reasoning of an assistant turn; passed back within a tool loop."""
     tool_calls: tuple[ToolCall, ...] = ()
@@ -51,9 +69,26 @@ class ChatMessage(_Frozen):
     name: str | None = None
     """Optional participant or tool name."""
 
+    @property
+    def text(self) -> str:
+        """The visible text: the content, or its text blocks joined by newlines."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
+
     def to_wire(self) -> dict[str, Any]:
         """The message as the OpenAI chat-completions API expects it."""
-        wire: dict[str, Any] = {"role": self.role, "content": self.content}
+        content: Any = self.content
+        if isinstance(content, tuple):
+            content = [
+                {"type": "text", "text": p.text}
+                if isinstance(p, TextPart)
+                else {"type": "image_url", "image_url": {"url": p.url}}
+                for p in content
+            ]
+        wire: dict[str, Any] = {"role": self.role, "content": content}
         if self.name is not None:
             wire["name"] = self.name
         if self.tool_call_id is not None:
