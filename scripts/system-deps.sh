@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the test suite needs when they are missing:
-# PostgreSQL 15 (server binaries for the tests' own throw-away cluster).
+# PostgreSQL 15 (server binaries for the tests' own throw-away cluster) and Chromium
+# (the console's browser tests drive /usr/bin/chromium through Playwright).
 set -euo pipefail
 
 need=()
 if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   need+=(postgresql)
+fi
+
+if [ ! -x /usr/bin/chromium ]; then
+  need+=(chromium)
 fi
 
 if [ ${#need[@]} -eq 0 ]; then
