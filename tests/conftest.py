@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.helpers.postgres", "tests.helpers.simulator"]
+pytest_plugins = [
+    "tests.helpers.postgres",
+    "tests.helpers.server",
+    "tests.helpers.simulator",
+]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -29,6 +29,7 @@ from foureyes.core.locale import Locale
 from foureyes.core.roles import Role
 
 __all__ = [
+    "AlertConfig",
     "CONFIG_ENV",
     "Config",
     "GateConfig",
@@ -156,19 +157,115 @@ class GateConfig(_Section):
     """Model calls one run may make."""
     locale: Literal["auto"] | Locale = "auto"
     """Language of fallback replies; ``auto`` follows the user's message."""
+    history_turns: int = Field(default=4, ge=0, le=50)
+    """Earlier turns the Supervisor sees besides the current message (minimisation)."""
+    counselor_turns: int = Field(default=12, ge=0, le=200)
+    """Earlier turns the Counselor sees when drafting."""
+    max_chars: int = Field(default=1200, ge=1, le=20_000)
+    """Longest candidate reply, in characters; a longer one breaks rule ``too_long``."""
+    verdict_retries: int = Field(default=1, ge=0, le=2)
+    """Retries of a verdict that breaks its contract (each costs a call)."""
+    max_open_unknowns: int = Field(default=10, ge=0, le=50)
+    """Open unknowns of a conversation passed into a review, most recent first."""
+    region: str | None = Field(default=None, pattern=r"^[A-Z]{2}$")
+    """ISO 3166-1 alpha-2 region of the users (``CN``, ``HK``, ...) when a request names
+    none: it picks the crisis resources shown and the numbers a reply may contain; unset:
+    resources follow the reply's language and any registry number is accepted."""
+    resources_max_age_days: int = Field(default=365, ge=1, le=3650)
+    """Registry entries verified longer ago than this are reported as stale."""
+    extra_rules: dict[str, dict[Locale, str]] = Field(default_factory=dict)
+    """Rules added to the built-in catalogue: id (``[a-z][a-z0-9_]*``) to a description in
+    every locale. The Supervisor may cite them; add ``rule_patterns`` to check them in code."""
+    rule_patterns: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """Regular expressions per extra rule id; a candidate matching one breaks the rule."""
+
+    @model_validator(mode="after")
+    def _rules_complete(self) -> GateConfig:
+        problems = []
+        for rule, descriptions in self.extra_rules.items():
+            if not re.fullmatch(r"[a-z][a-z0-9_]{0,40}", rule):
+                problems.append(f"gate.extra_rules: {rule!r} is not a rule id ([a-z][a-z0-9_]*)")
+            missing = [loc.value for loc in Locale if not descriptions.get(loc, "").strip()]
+            if missing:
+                problems.append(f"gate.extra_rules.{rule} lacks {', '.join(missing)}")
+        for rule, patterns in self.rule_patterns.items():
+            if rule not in self.extra_rules:
+                problems.append(f"gate.rule_patterns.{rule} names no rule in gate.extra_rules")
+            for pattern in patterns:
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    problems.append(f"gate.rule_patterns.{rule}: {pattern!r} is invalid: {exc}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+class AlertConfig(_Section):
+    """``[risk.alert]``: the guardian alert, off unless a deployment turns it on.
+
+    An alert is only ever sent after double confirmation and every other precondition
+    (DESIGN.md 4, invariant 5); these settings can narrow that path, never widen it.
+    """
+
+    enabled: bool = False
+    """Whether this deployment may send guardian alerts at all."""
+    cooldown_h: float = Field(default=24.0, gt=0, le=24 * 30)
+    """Hours after an alert to a contact during which no other alert goes to that contact."""
+    daily_cap: int = Field(default=20, ge=0, le=100_000)
+    """Live alerts the whole deployment may attempt per UTC day (0: none)."""
+    max_send_attempts: int = Field(default=3, ge=1, le=10)
+    """Tries per alert before it is recorded as failed (first try included)."""
+    retry_backoff_s: float = Field(default=2.0, ge=0, le=60)
+    """Seconds to wait before each retry of a failed send."""
+    notifier: Literal["file", "webhook"] = "file"
+    """Delivery: ``file`` appends JSON lines to ``target`` (local use), ``webhook`` POSTs
+    JSON to the URL in ``target``."""
+    target: str | None = None
+    """The JSONL file of the ``file`` notifier, or the http(s) URL of the ``webhook``."""
+    timeout_s: float = Field(default=10.0, gt=0, le=120)
+    """How long one webhook delivery may take."""
+
+    @model_validator(mode="after")
+    def _deliverable(self) -> AlertConfig:
+        if self.enabled and not self.target:
+            raise ValueError("risk.alert.target is required when alerts are enabled")
+        if (
+            self.notifier == "webhook"
+            and self.target is not None
+            and not self.target.startswith(("http://", "https://"))
+        ):
+            raise ValueError("risk.alert.target of a webhook must be an http:// or https:// URL")
+        return self
+
+    def __repr__(self) -> str:
+        target = mask_url(self.target) if self.target else None
+        return (
+            f"AlertConfig(enabled={self.enabled!r}, notifier={self.notifier!r}, target={target!r})"
+        )
 
 
 class RiskConfig(_Section):
     """``[risk]``: crisis triage."""
 
-    confirm_confidence: float = Field(default=0.85, ge=0, le=1)
-    """Both L1 and L2 must reach this confidence to confirm a crisis."""
-    l1_daily_limit: int = Field(default=40, ge=0)
-    """L1 assessments allowed per conversation per UTC day."""
+    confirm_confidence: float = Field(default=0.85, gt=0.5, le=1)
+    """Both L1 and L2 must reach this confidence to confirm a crisis. Above 0.5, so the
+    offline assessor (whose confidence never exceeds 0.5) can never confirm."""
+    l1_daily_limit: int = Field(default=40, ge=0, le=100_000)
+    """L1 assessments allowed per conversation per UTC day (kept in the spend ledger)."""
     context_turns: int = Field(default=10, ge=0, le=100)
     """Earlier turns L2 sees."""
     trend_days: int = Field(default=7, ge=1, le=90)
     """Days of assessment history L2's trend covers."""
+    deadline_s: float = Field(default=20.0, gt=0, le=600)
+    """Deadline for one triage, L1 and L2 together."""
+    max_calls: int = Field(default=4, ge=1, le=20)
+    """Model calls one triage may make (L1 and L2, one retry each by default)."""
+    max_text_chars: int = Field(default=8000, ge=1, le=1_000_000)
+    """Longest text shown to L1 and L2; a longer one is never cut, its triage is
+    ``unknown`` with reason ``text_too_long`` (L0 still scans all of it)."""
+    alert: AlertConfig = AlertConfig()
+    """Guardian alert."""
 
 
 class ReviewConfig(_Section):
@@ -180,7 +277,7 @@ class ReviewConfig(_Section):
     """Projections with more images than this are skipped."""
     packet_max_chars: int = Field(default=10000, ge=1)
     """Largest serialised review packet accepted."""
-    publish: Literal["updates-only", "always", "never"] = "updates-only"
+    publish: Literal["updates-only", "all", "observe-only"] = "updates-only"
     """Which accepted packets are published."""
 
 
@@ -196,14 +293,60 @@ class PrivacyConfig(_Section):
 
 
 class ServerConfig(_Section):
-    """``[server]``: the HTTP service."""
+    """``[server]``: the HTTP service, its API keys and its request limits.
+
+    API keys come from the two variables named here (read at start-up) and from
+    ``foureyes keys create``; the store keeps only their SHA-256. While the store has never
+    held a key, requests without one are accepted only when ``host`` is a loopback
+    address, and only from this machine (see :mod:`foureyes.server.auth`).
+    """
 
     host: str = "127.0.0.1"
     """Interface to listen on."""
     port: int = Field(default=8000, ge=1, le=65535)
     """Port to listen on."""
     api_keys_env: str | None = Field(default=None, pattern=_ENV_NAME.pattern)
-    """Variable holding comma-separated client API keys; unset: no client keys from env."""
+    """Variable holding comma-separated client API keys (scope ``client``), loaded at
+    start-up; a key dropped from it stops working then. Unset: no client keys from env."""
+    admin_keys_env: str | None = Field(default=None, pattern=_ENV_NAME.pattern)
+    """Variable holding comma-separated admin API keys (scope ``admin``: traces, console,
+    keys, metrics), loaded like ``api_keys_env``."""
+    key_cache_s: float = Field(default=5.0, ge=0, le=300)
+    """Seconds a verified key is trusted before the store is asked again: a key revoked
+    with ``foureyes keys revoke`` stops working on running instances within this time."""
+    rate_per_minute: float = Field(default=600.0, gt=0, le=10_000_000)
+    """Requests per minute each key may sustain (without keys: each loopback client).
+    Every instance keeps its own buckets, so N instances allow up to N times this."""
+    burst: int = Field(default=60, ge=1, le=1_000_000)
+    """Requests a key may send at once before ``rate_per_minute`` applies."""
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
+    """Largest request body accepted, in bytes; a larger one gets HTTP 413 before it is
+    read (a declared Content-Length is checked first, streamed bytes are counted)."""
+    cors_origins: tuple[str, ...] = ()
+    """Browser origins allowed to call the API (``https://app.example``, or ``*`` for
+    any); a comma-separated string in the environment. Empty: CORS is off."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_origins(cls, data: Any) -> Any:
+        # Environment overrides arrive as one string.
+        if isinstance(data, dict) and isinstance(data.get("cors_origins"), str):
+            origins = [o.strip() for o in data["cors_origins"].split(",") if o.strip()]
+            data = {**data, "cors_origins": origins}
+        return data
+
+    @model_validator(mode="after")
+    def _check_keys_and_origins(self) -> ServerConfig:
+        problems = [
+            f"server.cors_origins: {origin!r} is not '*' or scheme://host[:port] (no path)"
+            for origin in self.cors_origins
+            if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", origin)
+        ]
+        if self.api_keys_env is not None and self.api_keys_env == self.admin_keys_env:
+            problems.append("server.api_keys_env and server.admin_keys_env must differ")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 def _default_routes() -> dict[str, RouteConfig]:
@@ -283,8 +426,13 @@ class Config(BaseSettings):
             for name, r in self.routes.items()
             if name in used and r.api_key_env and not environ.get(r.api_key_env)
         }
-        if self.privacy.hmac_key_env and not environ.get(self.privacy.hmac_key_env):
-            names.add(self.privacy.hmac_key_env)
+        for optional in (
+            self.privacy.hmac_key_env,
+            self.server.api_keys_env,
+            self.server.admin_keys_env,
+        ):
+            if optional and not environ.get(optional):
+                names.add(optional)
         return sorted(names)
 
     def require_secrets(self, environ: Mapping[str, str]) -> None:

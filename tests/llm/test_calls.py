@@ -22,6 +22,7 @@ from foureyes.llm.calls import CallScope, ModelCaller
 from foureyes.llm.provider import ChatMessage, ChatRequest
 from foureyes.llm.routes import Routes
 from foureyes.store import Store
+from tests.helpers.simulator import RunningSimulator
 
 HELLO = ChatRequest(messages=(ChatMessage.user("I had a rough day"),))
 
@@ -114,7 +115,8 @@ async def test_a_failing_route_is_recorded_and_counted(store: Store) -> None:
         Routes.build(config(daily_calls=5), {}), ledger=store.ledger, trace=store.traces
     )
     scope = await new_scope(store)
-    # The offline engine has no supervisor responder in the foundation: a typed failure.
+    # The offline supervisor needs the candidate in the request's subject; without it the
+    # engine answers with a typed failure, never a guessed verdict.
     with pytest.raises(RouteBadResponse):
         await caller.call(Role.SUPERVISOR, HELLO, scope, stage="review")
     [event] = await model_calls(store, scope.trace_id)
@@ -149,3 +151,28 @@ async def test_an_unreachable_endpoint_spends_nothing(store: Store, tmp_path: Pa
     assert (usage.calls, usage.usd, usage.reserved_calls) == (0, 0.0, 0)
     [event] = await model_calls(store, scope.trace_id)
     assert event["outcome"] == "RouteConnectionError"
+
+
+async def test_a_cancelled_call_is_recorded_as_cancelled_and_charged_the_worst_case(
+    store: Store, simulator: RunningSimulator
+) -> None:
+    import asyncio
+
+    simulator.load({"models": {"slow": [{"fault": "hang", "content": "x"}]}})
+    route = simulator.route(
+        "slow", timeout_s=30, daily_budget_usd=10.0, price_in=1.0, price_out=1.0
+    )
+    cfg = Config(routes={"sim": route}, roles={"counselor": "sim"})  # type: ignore[arg-type]
+    routes = Routes.build(cfg, {})
+    caller = ModelCaller(routes, ledger=store.ledger, trace=store.traces)
+    scope = await new_scope(store)
+    try:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.3):
+                await caller.call(Role.COUNSELOR, HELLO, scope, stage="draft")
+    finally:
+        await routes.aclose()
+    [event] = await model_calls(store, scope.trace_id)
+    assert event["outcome"] == "cancelled"
+    usage = await store.ledger.usage("route:sim", utc_day())
+    assert usage.calls == 1 and usage.usd > 0 and usage.reserved_calls == 0

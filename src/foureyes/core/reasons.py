@@ -22,7 +22,7 @@ class ReasonCode(StrEnum):
     REVIEW_TIMEOUT = "review_timeout"
     """The Supervisor gave no answer in time."""
     REVIEW_FAILED = "review_failed"
-    """The Supervisor's route failed (connection, HTTP error, budget of the route)."""
+    """The Supervisor's route failed (connection, HTTP error, bad response)."""
     REVIEW_MALFORMED = "review_malformed"
     """The verdict broke its contract (not JSON, bad enum, unknown rule, span out of range)."""
     VERDICT_MISMATCH = "verdict_mismatch"

@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from foureyes.config import RouteConfig
 from foureyes.core.budget import CallBudget, Reservation, SpendLedger, SpendLimit, cost_usd
 from foureyes.core.deadline import Deadline
-from foureyes.core.errors import FoureyesError, RouteConnectionError, RouteError, RouteTimeout
+from foureyes.core.errors import RouteConnectionError, RouteError, RouteTimeout
 from foureyes.core.roles import Role
 from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
 from foureyes.llm.provider import ChatRequest, ChatResult
@@ -112,7 +113,7 @@ class ModelCaller:
         reservations = await self._reserve(all_limits, worst_usd)
         started = time.monotonic()
         result: ChatResult | None = None
-        error: FoureyesError | None = None
+        error: RouteError | None = None
         try:
             result = await provider.complete(request, timeout_s=timeout_s)
             return result
@@ -120,11 +121,13 @@ class ModelCaller:
             error = exc
             raise
         finally:
-            used_usd = self._used_usd(
-                result, error, worst_usd, route_cfg.price_in, route_cfg.price_out
-            )
+            # Neither a result nor a route error: the caller cancelled the call mid-flight.
+            outcome = "ok" if result is not None else type(error).__name__ if error else "cancelled"
+            used_usd = self._used_usd(result, outcome, worst_usd, route_cfg)
             await self._settle(reservations, error, used_usd)
-            await self._record(scope, role, route_name, stage, started, result, error, used_usd)
+            await self._record(
+                scope, role, route_name, stage, started, result, outcome, error, used_usd
+            )
 
     async def _reserve(self, limits: Sequence[SpendLimit], usd: float) -> list[Reservation]:
         if self.ledger is None:
@@ -143,29 +146,25 @@ class ModelCaller:
 
     @staticmethod
     def _used_usd(
-        result: ChatResult | None,
-        error: FoureyesError | None,
-        worst_usd: float,
-        price_in: float | None,
-        price_out: float | None,
+        result: ChatResult | None, outcome: str, worst_usd: float, route: RouteConfig
     ) -> float:
         if result is not None:
             return cost_usd(
                 result.usage.prompt_tokens,
                 result.usage.completion_tokens,
-                price_in=price_in or 0.0,
-                price_out=price_out or 0.0,
+                price_in=route.price_in or 0.0,
+                price_out=route.price_out or 0.0,
             )
-        # A timed-out call may still be billed in full; an error answer is not.
-        return worst_usd if isinstance(error, RouteTimeout) else 0.0
+        # A timed-out or cancelled call may still be billed in full; an error answer is not.
+        return worst_usd if outcome in {RouteTimeout.__name__, "cancelled"} else 0.0
 
     async def _settle(
-        self, reservations: list[Reservation], error: FoureyesError | None, used_usd: float
+        self, reservations: list[Reservation], error: RouteError | None, used_usd: float
     ) -> None:
         if self.ledger is None:
             return
         for reservation in reservations:
-            if isinstance(error, RouteConnectionError) and not isinstance(error, RouteTimeout):
+            if isinstance(error, RouteConnectionError):
                 # The endpoint was never reached, so nothing was spent.
                 await self.ledger.release(reservation)
             else:
@@ -179,7 +178,8 @@ class ModelCaller:
         stage: str,
         started: float,
         result: ChatResult | None,
-        error: FoureyesError | None,
+        outcome: str,
+        error: RouteError | None,
         used_usd: float,
     ) -> None:
         if self.trace is None or scope.trace_id is None:
@@ -189,7 +189,7 @@ class ModelCaller:
             "route": route,
             "latency_ms": round((time.monotonic() - started) * 1000, 3),
             "cost_usd": used_usd,
-            "outcome": "ok" if error is None else type(error).__name__,
+            "outcome": outcome,
         }
         if result is not None:
             data |= {
@@ -211,8 +211,6 @@ def _worst_case_usd(
         return 0.0
     # A token never covers less than one character in any tokenizer we meet, so the
     # character count bounds the prompt's tokens from above.
-    prompt_chars = sum(
-        len(m.text) + len(m.reasoning_content or "") for m in request.messages
-    )
+    prompt_chars = sum(len(m.text) + len(m.reasoning_content or "") for m in request.messages)
     completion = request.max_tokens or route_max_tokens
     return cost_usd(prompt_chars, completion, price_in=price_in or 0.0, price_out=price_out or 0.0)

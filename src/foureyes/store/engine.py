@@ -13,9 +13,14 @@ from foureyes.core.errors import ConfigError
 from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database
 from foureyes.store._migrate import upgrade_to_head
+from foureyes.store.alerts import SqlAlertRecords
+from foureyes.store.api_keys import SqlApiKeys
+from foureyes.store.assessments import SqlAssessmentLog
 from foureyes.store.ledger import SqlSpendLedger
+from foureyes.store.observations import SqlObservationLog
 from foureyes.store.tables import store_secrets
 from foureyes.store.traces import SqlTraceWriter
+from foureyes.store.unknowns import SqlOpenUnknowns
 
 __all__ = ["Store"]
 
@@ -30,10 +35,15 @@ class Store:
     database surfaces as :class:`~foureyes.core.errors.StoreError`.
     """
 
-    def __init__(self, db: Database, *, traces: SqlTraceWriter, ledger: SqlSpendLedger) -> None:
+    def __init__(self, db: Database, *, traces: SqlTraceWriter, clock: WallClock) -> None:
         self._db = db
         self._traces = traces
-        self._ledger = ledger
+        self._ledger = SqlSpendLedger(db, clock=clock)
+        self._unknowns = SqlOpenUnknowns(db, clock=clock)
+        self._assessments = SqlAssessmentLog(db, fingerprint=traces.fingerprint)
+        self._alerts = SqlAlertRecords(db)
+        self._observations = SqlObservationLog(db, clock=clock)
+        self._api_keys = SqlApiKeys(db, clock=clock)
 
     @classmethod
     async def open(
@@ -75,9 +85,7 @@ class Store:
             await db.dispose()
             raise
         return cls(
-            db,
-            traces=SqlTraceWriter(db, privacy=privacy, hmac_key=key, clock=clock),
-            ledger=SqlSpendLedger(db, clock=clock),
+            db, traces=SqlTraceWriter(db, privacy=privacy, hmac_key=key, clock=clock), clock=clock
         )
 
     @property
@@ -89,6 +97,31 @@ class Store:
     def ledger(self) -> SqlSpendLedger:
         """The spend ledger (a :class:`~foureyes.core.budget.SpendLedger`)."""
         return self._ledger
+
+    @property
+    def unknowns(self) -> SqlOpenUnknowns:
+        """Open unknowns kept per conversation (the gate's "cannot judge" items)."""
+        return self._unknowns
+
+    @property
+    def assessments(self) -> SqlAssessmentLog:
+        """Triage assessments (fingerprints, never text) and the single-flight leases."""
+        return self._assessments
+
+    @property
+    def alerts(self) -> SqlAlertRecords:
+        """Guardian-alert opt-ins, contacts, decisions and send attempts."""
+        return self._alerts
+
+    @property
+    def observations(self) -> SqlObservationLog:
+        """Durable evidence-bound observations."""
+        return self._observations
+
+    @property
+    def api_keys(self) -> SqlApiKeys:
+        """Client and admin API keys (digests only)."""
+        return self._api_keys
 
     @property
     def dialect(self) -> str:

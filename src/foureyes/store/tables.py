@@ -11,6 +11,7 @@ import datetime as dt
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     Date,
@@ -26,12 +27,22 @@ from sqlalchemy import (
     Table,
     Text,
     TypeDecorator,
+    UniqueConstraint,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
 __all__ = [
     "UTCDateTime",
+    "alert_attempts",
+    "alert_decisions",
+    "alert_opt_ins",
+    "api_keys",
+    "gate_open_unknowns",
+    "guardian_contacts",
     "metadata",
+    "observations",
+    "risk_assessments",
+    "risk_flights",
     "spend_days",
     "spend_reservations",
     "store_secrets",
@@ -165,3 +176,174 @@ spend_reservations = Table(
     Index(None, "key", "day"),
 )
 """Every reservation; ``state`` leaves ``reserved`` once, for ``committed`` or ``released``."""
+
+
+# --- crisis triage and guardian alerts ----------------------------------------------------
+
+risk_assessments = Table(
+    "risk_assessments",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("trace_id", String(32), ForeignKey("trace_runs.trace_id"), nullable=True),
+    Column("conversation_id", String(256), nullable=False),
+    Column("purpose", String(16), nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+    Column("day", Date, nullable=False),
+    # The HMAC of the text, never the text: raw text lives only in the trace run, and
+    # only when privacy.store_raw_text is on (invariant 10).
+    Column("text_fingerprint", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("level", String(16), nullable=True),
+    Column("tier", String(4), nullable=False),
+    Column("confirmed", Boolean, nullable=False),
+    Column("policy", String(16), nullable=False),
+    Column("reasons", _JSON, nullable=False),
+    Column("detail", _JSON, nullable=False),
+    CheckConstraint("purpose IN ('live', 'test', 'calibration')", name="purpose"),
+    CheckConstraint("status IN ('ok', 'unknown')", name="status"),
+    Index(None, "conversation_id", "purpose", "day"),
+)
+"""Every triage, dropped and failed ones included: outcome, reasons and per-tier facts."""
+
+risk_flights = Table(
+    "risk_flights",
+    metadata,
+    Column("conversation_id", String(256), primary_key=True),
+    Column("token", String(32), nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+)
+"""The one model analysis running per conversation; a lease that expires after a crash."""
+
+alert_opt_ins = Table(
+    "alert_opt_ins",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("conversation_id", String(256), nullable=False, index=True),
+    Column("opted_in_at", UTCDateTime, nullable=False),
+    Column("revoked_at", UTCDateTime, nullable=True),
+)
+"""A user's consent to guardian alerts, with its time, and the time it was revoked."""
+
+guardian_contacts = Table(
+    "guardian_contacts",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("conversation_id", String(256), nullable=False, index=True),
+    Column("address", Text, nullable=False),
+    Column("locale", String(16), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("verified_at", UTCDateTime, nullable=True),
+    Column("revoked_at", UTCDateTime, nullable=True),
+)
+"""Whom an alert goes to; only a verified, unrevoked contact is ever alerted."""
+
+alert_decisions = Table(
+    "alert_decisions",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("at", UTCDateTime, nullable=False),
+    Column("purpose", String(16), nullable=False),
+    Column("conversation_id", String(256), nullable=False, index=True),
+    Column("episode", String(64), nullable=False),
+    Column("assessment_id", String(32), nullable=True),
+    Column("contact_id", String(32), nullable=True),
+    Column("outcome", String(16), nullable=False),
+    Column("reason", String(32), nullable=False),
+    CheckConstraint("outcome IN ('blocked', 'attempted')", name="outcome"),
+)
+"""Every alert evaluation: blocked with the precondition that failed, or attempted."""
+
+alert_attempts = Table(
+    "alert_attempts",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("decision_id", String(32), ForeignKey("alert_decisions.id"), nullable=False),
+    Column("conversation_id", String(256), nullable=False),
+    Column("contact_id", String(32), ForeignKey("guardian_contacts.id"), nullable=False),
+    Column("episode", String(64), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("tries", Integer, nullable=False),
+    Column("last_error", Text, nullable=True),
+    Column("settled_at", UTCDateTime, nullable=True),
+    Column("message_sha256", String(64), nullable=False),
+    Column("notifier", String(16), nullable=False),
+    CheckConstraint("state IN ('pending', 'sent', 'failed')", name="state"),
+    # One attempt per contact and episode, enforced by the database even under races.
+    UniqueConstraint("conversation_id", "contact_id", "episode"),
+    Index(None, "contact_id", "created_at"),
+    Index(None, "created_at"),
+)
+"""Live alert sends, recorded ``pending`` before the notifier is called, settled after."""
+
+
+# --- evidence-bound observations ----------------------------------------------------------
+
+observations = Table(
+    "observations",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("commit_id", String(32), nullable=False, index=True),
+    Column("subject", String(256), nullable=False),
+    Column("snapshot_id", String(256), nullable=False),
+    Column("evidence_ref", String(256), nullable=False),
+    Column("evidence_kind", String(128), nullable=False),
+    Column("evidence_sha256", String(64), nullable=False),
+    Column("kind", String(64), nullable=False),
+    Column("locale", String(16), nullable=False),
+    # Rendered by the durable owner from the evidence, never taken from a model or a
+    # caller (invariant 8); catalog digest, kinds digest and renderer version reproduce it.
+    Column("label", Text, nullable=False),
+    Column("description", Text, nullable=False),
+    Column("catalog_sha256", String(64), nullable=False),
+    Column("kinds_sha256", String(64), nullable=False),
+    Column("renderer_version", String(32), nullable=False),
+    Column("trace_id", String(32), ForeignKey("trace_runs.trace_id"), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    # One observation per record of a snapshot and subject, so a retried commit is a no-op.
+    UniqueConstraint("subject", "snapshot_id", "evidence_ref"),
+    Index(None, "subject", "created_at"),
+)
+"""Durable facts: one row per accepted selection, its text rendered by code from evidence."""
+
+
+# --- release gate -------------------------------------------------------------------------
+
+gate_open_unknowns = Table(
+    "gate_open_unknowns",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("conversation_id", String(256), nullable=False),
+    # SHA-256 of the text with whitespace collapsed and case folded: one row per unknown.
+    Column("text_sha256", String(64), nullable=False),
+    Column("text", Text, nullable=False),
+    Column("raised_by", String(32), ForeignKey("trace_runs.trace_id"), nullable=False),
+    Column("raised_at", UTCDateTime, nullable=False),
+    Column("resolved_at", UTCDateTime, nullable=True),
+    Column("resolved_by", String(256), nullable=True),
+    UniqueConstraint("conversation_id", "text_sha256"),
+    Index(None, "conversation_id", "resolved_at"),
+)
+"""What a Supervisor said it could not judge, kept open on the conversation until resolved."""
+
+
+# --- HTTP service -------------------------------------------------------------------------
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    # Shown to operators to tell keys apart; never enough to rebuild the key.
+    Column("prefix", String(16), nullable=False, index=True),
+    # The key itself is never stored: only its SHA-256, which requests are looked up by.
+    Column("key_sha256", String(64), nullable=False, unique=True),
+    Column("name", String(128), nullable=True),
+    Column("scope", String(16), nullable=False),
+    Column("source", String(16), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("revoked_at", UTCDateTime, nullable=True),
+    CheckConstraint("scope IN ('client', 'admin')", name="scope"),
+    CheckConstraint("source IN ('created', 'env')", name="source"),
+)
+"""API keys of the HTTP service; a revoked key stays, so it can never be reinstated."""

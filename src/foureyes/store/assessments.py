@@ -1,0 +1,245 @@
+"""Triage records in the store: every assessment, and the per-conversation flight lease.
+
+Rows hold the HMAC fingerprint of the assessed text, never the text (DESIGN.md 4,
+invariant 10): the raw text is kept only in the triage's trace run, and only when
+``privacy.store_raw_text`` is on, with its retention period.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, delete, select
+
+from foureyes.core.budget import utc_day
+from foureyes.store._clock import require_utc
+from foureyes.store._database import Database
+from foureyes.store.tables import risk_assessments, risk_flights
+from foureyes.store.traces import new_trace_id
+
+__all__ = ["NewAssessment", "SqlAssessmentLog", "StoredAssessment"]
+
+
+@dataclass(frozen=True, slots=True)
+class NewAssessment:
+    """One triage outcome to record (plain values; the risk capability builds it)."""
+
+    conversation_id: str
+    """The conversation it belongs to."""
+    purpose: str
+    """``live``, ``test`` or ``calibration``; only live rows feed trends (the others are
+    kept apart)."""
+    at: dt.datetime
+    """When the triage finished (aware UTC)."""
+    status: str
+    """``ok`` or ``unknown``."""
+    level: str | None
+    """The level, ``None`` when unknown."""
+    tier: str
+    """``L0``, ``L1`` or ``L2``."""
+    confirmed: bool
+    """Whether double confirmation held."""
+    policy: str
+    """The generation policy set."""
+    reasons: Sequence[str]
+    """Suppress reasons, in the order they arose."""
+    detail: Mapping[str, Any]
+    """JSON facts per tier (keyword categories, parsed assessments without evidence)."""
+    trace_id: str | None = None
+    """The trace run of the triage, when one was opened."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredAssessment:
+    """A recorded triage as read back."""
+
+    id: str
+    trace_id: str | None
+    conversation_id: str
+    purpose: str
+    at: dt.datetime
+    day: dt.date
+    """UTC day of ``at``; trends count by it."""
+    text_fingerprint: str
+    status: str
+    level: str | None
+    tier: str
+    confirmed: bool
+    policy: str
+    reasons: tuple[str, ...]
+    detail: Mapping[str, Any]
+
+
+class SqlAssessmentLog:
+    """Records triages in ``risk_assessments`` and leases ``risk_flights``.
+
+    Reach it as ``Store.assessments``.
+    """
+
+    def __init__(self, db: Database, *, fingerprint: Callable[[str], str]) -> None:
+        """Use ``db``; ``fingerprint`` is the store's HMAC of a text."""
+        self._db = db
+        self._fingerprint = fingerprint
+
+    def fingerprint(self, text: str) -> str:
+        """The HMAC recorded for ``text``."""
+        return self._fingerprint(text)
+
+    async def record(self, row: NewAssessment, *, text: str) -> str:
+        """Record one triage of ``text`` (only its fingerprint is written) and return its id.
+
+        Raises:
+            StoreError: the row could not be written.
+            UsageError: ``row.at`` is naive.
+        """
+        at = require_utc(row.at, "row.at")
+        assessment_id = new_trace_id(at)
+        async with self._db.write("record_assessment") as conn:
+            await conn.execute(
+                risk_assessments.insert().values(
+                    id=assessment_id,
+                    trace_id=row.trace_id,
+                    conversation_id=row.conversation_id,
+                    purpose=row.purpose,
+                    at=at,
+                    day=utc_day(at),
+                    text_fingerprint=self._fingerprint(text),
+                    status=row.status,
+                    level=row.level,
+                    tier=row.tier,
+                    confirmed=row.confirmed,
+                    policy=row.policy,
+                    reasons=list(row.reasons),
+                    detail=dict(row.detail),
+                )
+            )
+        return assessment_id
+
+    async def get(self, assessment_id: str) -> StoredAssessment | None:
+        """One recorded triage, or ``None``.
+
+        Raises:
+            StoreError: the store could not be read.
+        """
+        async with self._db.read("get_assessment") as conn:
+            row = (
+                await conn.execute(
+                    select(risk_assessments).where(risk_assessments.c.id == assessment_id)
+                )
+            ).first()
+        return None if row is None else _stored(row)
+
+    async def for_conversation(self, conversation_id: str) -> list[StoredAssessment]:
+        """Every recorded triage of a conversation, oldest first.
+
+        Raises:
+            StoreError: the store could not be read.
+        """
+        async with self._db.read("list_assessments") as conn:
+            rows = (
+                await conn.execute(
+                    select(risk_assessments)
+                    .where(risk_assessments.c.conversation_id == conversation_id)
+                    .order_by(risk_assessments.c.at, risk_assessments.c.id)
+                )
+            ).all()
+        return [_stored(row) for row in rows]
+
+    async def levels_since(
+        self, conversation_id: str, first_day: dt.date
+    ) -> list[tuple[dt.date, str]]:
+        """``(day, level)`` of the live, usable triages of a conversation since ``first_day``.
+
+        Test and calibration rows never count, and neither do ``unknown`` ones.
+
+        Raises:
+            StoreError: the store could not be read.
+        """
+        async with self._db.read("assessment_levels") as conn:
+            rows = (
+                await conn.execute(
+                    select(risk_assessments.c.day, risk_assessments.c.level).where(
+                        risk_assessments.c.conversation_id == conversation_id,
+                        risk_assessments.c.purpose == "live",
+                        risk_assessments.c.status == "ok",
+                        risk_assessments.c.day >= first_day,
+                    )
+                )
+            ).all()
+        return [(row.day, row.level) for row in rows if row.level is not None]
+
+    async def acquire_flight(
+        self, conversation_id: str, *, now: dt.datetime, ttl_s: float
+    ) -> str | None:
+        """Take the conversation's analysis lease, or ``None`` when another one holds it.
+
+        A lease past its expiry (its holder crashed) is taken over. Works across every
+        process on the database, since the lease is a row with the conversation as key.
+
+        Returns:
+            The token that :meth:`release_flight` needs, or ``None``.
+
+        Raises:
+            StoreError: the store could not be written.
+        """
+        now = require_utc(now, "now")
+        token = secrets.token_hex(16)
+        async with self._db.write("acquire_flight") as conn:
+            await conn.execute(
+                delete(risk_flights).where(
+                    risk_flights.c.conversation_id == conversation_id,
+                    risk_flights.c.expires_at <= now,
+                )
+            )
+            taken = await conn.execute(
+                self._db.insert_ignoring_conflict(
+                    risk_flights,
+                    {
+                        "conversation_id": conversation_id,
+                        "token": token,
+                        "started_at": now,
+                        "expires_at": now + dt.timedelta(seconds=ttl_s),
+                    },
+                    ["conversation_id"],
+                )
+            )
+        return token if taken.rowcount == 1 else None
+
+    async def release_flight(self, conversation_id: str, token: str) -> None:
+        """Give the lease back; a lease taken over since (after expiry) is left alone.
+
+        Raises:
+            StoreError: the store could not be written.
+        """
+        async with self._db.write("release_flight") as conn:
+            await conn.execute(
+                delete(risk_flights).where(
+                    and_(
+                        risk_flights.c.conversation_id == conversation_id,
+                        risk_flights.c.token == token,
+                    )
+                )
+            )
+
+
+def _stored(row: Any) -> StoredAssessment:
+    return StoredAssessment(
+        id=row.id,
+        trace_id=row.trace_id,
+        conversation_id=row.conversation_id,
+        purpose=row.purpose,
+        at=row.at,
+        day=row.day,
+        text_fingerprint=row.text_fingerprint,
+        status=row.status,
+        level=row.level,
+        tier=row.tier,
+        confirmed=bool(row.confirmed),
+        policy=row.policy,
+        reasons=tuple(row.reasons),
+        detail=row.detail,
+    )
