@@ -1,0 +1,263 @@
+"""Releases and delivery: the only object delivery accepts, and the check it makes first.
+
+A :class:`Release` is made of parts, each with its own digest: the approved candidate
+(by the digest its verdict named) and code-rendered parts, the restricted fallback or the
+crisis-resource block that a restricted policy requires. Only :func:`compose_release`,
+which the gate calls with its :class:`~foureyes.gate.gate.Decision`, makes one.
+:func:`deliver` accepts nothing else, and before it hands text over it re-verifies every
+part: the candidate's digest against the approved digest, each code-rendered part
+against a fresh rendering, and the whole text against the digest recorded at minting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from foureyes.core.digest import sha256_hex
+from foureyes.core.errors import UsageError
+from foureyes.core.locale import Locale
+from foureyes.core.policy import GenerationPolicy
+from foureyes.core.reasons import ReasonCode
+from foureyes.gate.fallback import fallback_text
+from foureyes.gate.gate import Decision, Outcome
+from foureyes.risk.resources import ResourceRegistry, default_registry, render_resources
+
+__all__ = [
+    "Delivery",
+    "DeliveryRefused",
+    "PART_SEPARATOR",
+    "PartKind",
+    "Release",
+    "ReleasePart",
+    "compose_release",
+    "deliver",
+]
+
+PART_SEPARATOR = "\n\n"
+"""What joins the parts of a release into the delivered text."""
+
+
+class PartKind(StrEnum):
+    """Where a part of a release comes from."""
+
+    CANDIDATE = "candidate"
+    """The Counselor's candidate, approved by digest."""
+    FALLBACK = "fallback"
+    """The restricted fallback reply, rendered by code."""
+    RESOURCES = "resources"
+    """The crisis-resource block, rendered by code from the verified registry."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReleasePart:
+    """One part of a release and the digest of its exact text."""
+
+    kind: PartKind
+    """Where it comes from."""
+    text: str
+    """The text."""
+    sha256: str
+    """SHA-256 of ``text``, taken when the release was minted."""
+
+
+class DeliveryRefused(UsageError):
+    """Raised when :func:`deliver` gets anything but an intact :class:`Release`.
+
+    Only a bug or tampering gets here, since the gate never mints a release that fails
+    these checks; nothing is delivered.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """What :func:`deliver` hands over."""
+
+    text: str
+    """The text to send to the user."""
+    sha256: str
+    """SHA-256 of ``text`` (the response's ``delivered_sha256``)."""
+    candidate_sha256: str | None
+    """The approved candidate's digest, ``None`` for a fallback."""
+    outcome: Outcome
+    """Released or fallback."""
+    reason: ReasonCode
+    """The decision's reason."""
+
+
+class Release:
+    """The only thing delivery accepts: approved text and code-rendered parts, by digest.
+
+    Immutable, and made only by :func:`compose_release`.
+    """
+
+    __slots__ = ("_decision", "_locale", "_parts", "_policy", "_region", "_registry", "_sha256")
+    _decision: Decision
+    _parts: tuple[ReleasePart, ...]
+    _policy: GenerationPolicy
+    _locale: Locale
+    _region: str | None
+    _registry: ResourceRegistry
+    _sha256: str
+
+    def __init__(self) -> None:
+        raise UsageError("a Release is minted by the gate (compose_release), never built")
+
+    @property
+    def decision(self) -> Decision:
+        """The gate's decision this release carries out."""
+        return self._decision
+
+    @property
+    def parts(self) -> tuple[ReleasePart, ...]:
+        """The parts, in delivery order."""
+        return self._parts
+
+    @property
+    def policy(self) -> GenerationPolicy:
+        """The generation policy it was composed under."""
+        return self._policy
+
+    @property
+    def locale(self) -> Locale:
+        """The locale of its code-rendered parts."""
+        return self._locale
+
+    @property
+    def region(self) -> str | None:
+        """The region its resources were rendered for."""
+        return self._region
+
+    @property
+    def text(self) -> str:
+        """The text to deliver: the parts joined."""
+        return PART_SEPARATOR.join(part.text for part in self._parts)
+
+    @property
+    def sha256(self) -> str:
+        """SHA-256 of :attr:`text`, taken when the release was minted."""
+        return self._sha256
+
+    @property
+    def candidate_sha256(self) -> str | None:
+        """The approved candidate's digest, ``None`` for a fallback."""
+        return self._decision.approved_sha256
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Release is immutable; cannot set {name}")
+
+    def __repr__(self) -> str:
+        kinds = ", ".join(part.kind.value for part in self._parts)
+        return f"Release({self._decision!r}, parts=[{kinds}], sha256={self._sha256!r})"
+
+
+def _part(kind: PartKind, text: str) -> ReleasePart:
+    return ReleasePart(kind, text, sha256_hex(text))
+
+
+def compose_release(
+    decision: Decision,
+    candidate: str | None,
+    *,
+    policy: GenerationPolicy,
+    locale: Locale,
+    region: str | None,
+    registry: ResourceRegistry | None = None,
+) -> Release:
+    """Mint the release that carries out ``decision``.
+
+    A released decision releases ``candidate`` only if its digest is the approved one;
+    any other text (a draft swapped after approval) turns the release into the
+    ``verdict_mismatch`` fallback. Under a restricted or prohibited policy the
+    code-rendered resource block is added.
+
+    Args:
+        decision: the gate's decision.
+        candidate: the candidate text the caller holds.
+        policy: the generation policy of the message.
+        locale: the language of code-rendered parts.
+        region: the user's region, for the resource block.
+        registry: the crisis-resource registry (the packaged one by default).
+    """
+    listing = registry or default_registry()
+    approved = (
+        candidate
+        if candidate is not None and sha256_hex(candidate) == decision.approved_sha256
+        else None
+    )
+    if decision.released and approved is None:
+        # Invariant 1: a verdict for digest A never releases text B.
+        decision = Decision.fallback(ReasonCode.VERDICT_MISMATCH)
+    if decision.released and not policy.allows_generation:
+        # Invariant 2: nothing approved goes out under a prohibition.
+        decision = Decision.fallback(ReasonCode.GENERATION_PROHIBITED)
+    parts = (
+        [_part(PartKind.CANDIDATE, approved)]
+        if decision.released and approved is not None
+        else [_part(PartKind.FALLBACK, fallback_text(decision.reason, locale))]
+    )
+    if policy is not GenerationPolicy.NORMAL:
+        parts.append(_part(PartKind.RESOURCES, render_resources(locale, region, listing)))
+    release = object.__new__(Release)
+    for name, value in (
+        ("_decision", decision),
+        ("_parts", tuple(parts)),
+        ("_policy", policy),
+        ("_locale", locale),
+        ("_region", region),
+        ("_registry", listing),
+        ("_sha256", sha256_hex(PART_SEPARATOR.join(p.text for p in parts))),
+    ):
+        object.__setattr__(release, name, value)
+    return release
+
+
+def _expected_parts(release: Release) -> list[tuple[PartKind, str | None]]:
+    """What the release must hold: kinds in order, and the text of code-rendered parts."""
+    decision = release.decision
+    expected: list[tuple[PartKind, str | None]] = (
+        [(PartKind.CANDIDATE, None)]
+        if decision.released
+        else [(PartKind.FALLBACK, fallback_text(decision.reason, release.locale))]
+    )
+    if release.policy is not GenerationPolicy.NORMAL:
+        rendered = render_resources(release.locale, release.region, release._registry)
+        expected.append((PartKind.RESOURCES, rendered))
+    return expected
+
+
+def deliver(release: Release) -> Delivery:
+    """Hand over a release's text after re-verifying every part of it.
+
+    Raises:
+        DeliveryRefused: ``release`` is not a :class:`Release`, or any part fails its
+            check: a digest that does not match its text, a candidate that is not the
+            approved digest, a code-rendered part that differs from a fresh rendering,
+            a part missing or added, or a whole text other than the one minted.
+    """
+    if not isinstance(release, Release):
+        raise DeliveryRefused(f"deliver() accepts only a Release, not {type(release).__name__}")
+    decision = release.decision
+    if decision.released and not release.policy.allows_generation:
+        raise DeliveryRefused("a release under a prohibition")
+    expected = _expected_parts(release)
+    if [kind for kind, _ in expected] != [part.kind for part in release.parts]:
+        raise DeliveryRefused("the release's parts are not the ones its decision calls for")
+    for part, (_, rendered) in zip(release.parts, expected, strict=True):
+        if sha256_hex(part.text) != part.sha256:
+            raise DeliveryRefused(f"the {part.kind} part does not match its digest")
+        if part.kind is PartKind.CANDIDATE and part.sha256 != decision.approved_sha256:
+            raise DeliveryRefused("the candidate is not the approved digest")
+        if rendered is not None and part.text != rendered:
+            raise DeliveryRefused(f"the {part.kind} part is not what code renders")
+    text = release.text
+    digest = sha256_hex(text)
+    if digest != release.sha256:
+        raise DeliveryRefused("the delivered text is not the text that was minted")
+    return Delivery(
+        text=text,
+        sha256=digest,
+        candidate_sha256=decision.approved_sha256,
+        outcome=decision.outcome,
+        reason=decision.reason,
+    )

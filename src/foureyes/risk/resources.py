@@ -1,0 +1,374 @@
+"""The verified crisis-resource registry, the phone-number scanner, and code-rendered resources.
+
+Crisis numbers reach a user only two ways: rendered by code from this registry, or inside
+a model's text that the gate's rules found to hold no number outside it. The registry is a
+packaged JSON file of real, public hotlines, each with its source and the day it was
+verified; :func:`stale_entries` reports entries older than a configured age, so a
+deployment notices before a number goes out of date.
+
+:func:`find_phone_numbers` finds every phone number in a text: the ``phonenumbers``
+matcher at leniency ``POSSIBLE`` under several region hints, plus a code-side pattern for
+short codes (988, 12356, 1925, 110, 120, 999, ...), which the matcher does not report.
+:func:`unverified_numbers` keeps the ones the registry does not list for the user's region.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+from typing import Annotated
+
+import phonenumbers
+from phonenumbers import Leniency, PhoneNumberMatcher
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+
+from foureyes.core.errors import ConfigError
+from foureyes.core.locale import Locale
+
+__all__ = [
+    "PhoneMention",
+    "ResourceEntry",
+    "ResourceKind",
+    "ResourceRegistry",
+    "default_registry",
+    "find_phone_numbers",
+    "load_registry",
+    "render_resources",
+    "resources_for",
+    "stale_entries",
+    "unverified_numbers",
+]
+
+Region = Annotated[str, StringConstraints(pattern=r"^[A-Z]{2}$")]
+"""An ISO 3166-1 alpha-2 region code, upper case (``CN``, ``HK``, ``TW``, ``US``, ``GB``)."""
+
+_PACKAGED = "data/resources.json"
+
+
+class ResourceKind(StrEnum):
+    """What a resource is."""
+
+    CRISIS_LINE = "crisis_line"
+    """A suicide-prevention or psychological crisis hotline."""
+    EMERGENCY = "emergency"
+    """The region's emergency number (police, ambulance)."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+def _every_locale(texts: dict[Locale, str], what: str) -> None:
+    missing = [locale.value for locale in Locale if not texts.get(locale, "").strip()]
+    if missing:
+        raise ValueError(f"{what} lacks locale(s) {', '.join(missing)}")
+
+
+class ResourceEntry(_Frozen):
+    """One verified resource: a hotline or an emergency number of one region."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")
+    """Stable id, recorded in traces when the entry is rendered."""
+    region: Region
+    """Region it serves."""
+    kind: ResourceKind
+    """Crisis line or emergency number."""
+    name: dict[Locale, str]
+    """Its name in every locale."""
+    numbers: tuple[str, ...] = Field(min_length=1)
+    """Numbers as dialled inside the region, e.g. ``010-82951332`` or ``116 123``."""
+    hours: dict[Locale, str]
+    """When it answers, in every locale."""
+    languages: tuple[Locale, ...] = Field(min_length=1)
+    """Locales its staff answer in."""
+    source: str = Field(min_length=1)
+    """Where the entry was taken from."""
+    verified_on: dt.date
+    """The day it was last checked against its source."""
+
+    @model_validator(mode="after")
+    def _complete(self) -> ResourceEntry:
+        _every_locale(self.name, f"entry {self.id} name")
+        _every_locale(self.hours, f"entry {self.id} hours")
+        for number in self.numbers:
+            if not re.fullmatch(r"[0-9][0-9 -]*[0-9]", number):
+                raise ValueError(f"entry {self.id} number {number!r} is not digits, spaces, dashes")
+        return self
+
+    @functools.cached_property
+    def dial_digits(self) -> frozenset[str]:
+        """The digits of each number as dialled inside the region."""
+        return frozenset(_digits(n) for n in self.numbers)
+
+    @functools.cached_property
+    def e164(self) -> frozenset[str]:
+        """Each number in international form (``+85223892222``)."""
+        return frozenset(_e164(phonenumbers.parse(n, self.region)) for n in self.numbers)
+
+
+class ResourceRegistry(_Frozen):
+    """The verified resources, and the localised names of the regions they serve."""
+
+    regions: dict[Region, dict[Locale, str]]
+    """Region names in every locale."""
+    entries: tuple[ResourceEntry, ...] = Field(min_length=1)
+    """The resources, in display order."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ResourceRegistry:
+        ids = [e.id for e in self.entries]
+        if len(set(ids)) != len(ids):
+            raise ValueError("entry ids must be unique")
+        for region, names in self.regions.items():
+            _every_locale(names, f"region {region}")
+        unnamed = sorted({e.region for e in self.entries} - set(self.regions))
+        if unnamed:
+            raise ValueError(f"regions without names: {', '.join(unnamed)}")
+        return self
+
+    def entries_for(self, region: str | None) -> tuple[ResourceEntry, ...]:
+        """The entries of ``region``; every entry when ``region`` is ``None``."""
+        return tuple(e for e in self.entries if region is None or e.region == region)
+
+    def lists(self, mention: PhoneMention, region: str | None) -> bool:
+        """Whether the registry lists ``mention`` for ``region`` (any region when ``None``).
+
+        A number written in international form matches by country code and national
+        number; any other matches by its digits exactly as a registry number is dialled.
+        """
+        for entry in self.entries_for(region):
+            if mention.e164 is not None and mention.e164 in entry.e164:
+                return True
+            if mention.digits in entry.dial_digits:
+                return True
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class PhoneMention:
+    """A phone number found in a text."""
+
+    start: int
+    """Offset of its first character."""
+    end: int
+    """Offset just past its last character."""
+    text: str
+    """The number as written."""
+    digits: str
+    """Its digits in ASCII (full-width and other decimal digits converted)."""
+    e164: str | None
+    """Its international form when written with a leading ``+``, else ``None``."""
+
+
+def load_registry(path: Path | None = None) -> ResourceRegistry:
+    """Load and validate a registry file (the packaged one when ``path`` is ``None``).
+
+    Raises:
+        ConfigError: the file cannot be read, is not JSON, or breaks the schema.
+    """
+    try:
+        source = resources.files("foureyes.risk").joinpath(_PACKAGED) if path is None else path
+        raw = source.read_text(encoding="utf-8")
+        return ResourceRegistry.model_validate(json.loads(raw))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError([f"resource registry {path or 'packaged'}: {exc}"]) from None
+    except ValidationError as exc:
+        problems = [
+            f"resource registry: {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+        ]
+        raise ConfigError(problems) from None
+
+
+@functools.cache
+def default_registry() -> ResourceRegistry:
+    """The packaged registry, loaded once."""
+    return load_registry()
+
+
+def stale_entries(
+    registry: ResourceRegistry, *, today: dt.date, max_age_days: int
+) -> tuple[ResourceEntry, ...]:
+    """Entries last verified more than ``max_age_days`` before ``today``."""
+    return tuple(e for e in registry.entries if (today - e.verified_on).days > max_age_days)
+
+
+# --- finding numbers --------------------------------------------------------------------
+
+# Any three decimal digits close together; text without them holds no phone number, and
+# skipping the matcher then keeps the scan of an ordinary reply in microseconds.
+_MAYBE_NUMBER = re.compile(r"\d(?:\D{0,3}\d){2}")
+# What may stand between the digit groups of one number: a space, a dash, a dot.
+_SEP = r"[ \u00a0\u3000.\-\u2010-\u2014\uff0d]"
+_SEPARATOR = re.compile(_SEP + "{1,2}")
+# Digits written as one number: groups joined by single separators (``116 123``).
+_DIGIT_GROUP = re.compile(rf"(?<!\d)\d+(?:{_SEP}{{1,2}}\d+)*(?!\d)")
+# Seven digits or more in one group are a phone number wherever they appear; shorter
+# groups (and the matcher's short finds, such as a year it takes for a UK number) count
+# when they are a known crisis or emergency code, or stand next to a word about calling.
+_LONG_DIGITS = 7
+_SHORT_MATCH_DIGITS = 5
+_MIN_DIGITS = 3
+_KNOWN_SHORT_CODES = frozenset(
+    "000 110 111 112 119 120 122 911 988 995 999 1925 1980 1995 "
+    "12320 12355 12356 85258 116111 116123 741741".split()
+)
+_CONTEXT_CHARS = 16
+_PHONE_WORDS = re.compile(
+    r"(?i)\b(?:call|dial|phone|tel|text|ring|hotline|helpline|line|number)\b"
+    r"|电话|電話|热线|熱線|专线|專線|拨打|撥打|致电|致電|号码|號碼|求助|短信|簡訊"
+)
+_HINT_REGIONS = ("CN", "HK", "TW", "US", "GB")
+
+
+def _digits(text: str) -> str:
+    return "".join(str(unicodedata.decimal(c)) for c in text if c.isdecimal())
+
+
+def _e164(number: phonenumbers.PhoneNumber) -> str:
+    return f"+{number.country_code}{number.national_number}"
+
+
+def _international(text: str, region: str) -> str | None:
+    if not text.lstrip().startswith(("+", "\uff0b")):
+        return None
+    try:
+        return _e164(phonenumbers.parse(text, region))
+    except phonenumbers.NumberParseException:
+        return None
+
+
+def _is_phone_like(text: str, start: int, end: int, *, threshold: int) -> bool:
+    digits = _digits(text[start:end])
+    if len(digits) >= threshold or digits in _KNOWN_SHORT_CODES:
+        return True
+    near = text[max(0, start - _CONTEXT_CHARS) : end + _CONTEXT_CHARS]
+    return len(digits) >= _MIN_DIGITS and _PHONE_WORDS.search(near) is not None
+
+
+def _merged(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping spans, and spans split only by a separator (``2389 2222``), joined."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and (start <= merged[-1][1] or _SEPARATOR.fullmatch(text[merged[-1][1] : start])):
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def find_phone_numbers(text: str, *, regions: Iterable[str] = ()) -> tuple[PhoneMention, ...]:
+    """Every phone number in ``text``, in order, overlapping finds merged.
+
+    Args:
+        text: the text to scan.
+        regions: region hints for numbers written in national form, besides the regions
+            of the registry (``CN``, ``HK``, ``TW``, ``US``, ``GB``).
+    """
+    if not _MAYBE_NUMBER.search(text):
+        return ()
+    hints = tuple(dict.fromkeys([*regions, *_HINT_REGIONS]))
+    spans = [
+        (m.start, m.end)
+        for region in hints
+        for m in PhoneNumberMatcher(text, region, Leniency.POSSIBLE)
+        if _is_phone_like(text, m.start, m.end, threshold=_SHORT_MATCH_DIGITS)
+    ]
+    spans += [
+        (m.start(), m.end())
+        for m in _DIGIT_GROUP.finditer(text)
+        if _is_phone_like(text, m.start(), m.end(), threshold=_LONG_DIGITS)
+    ]
+    return tuple(
+        PhoneMention(
+            start=start,
+            end=end,
+            text=text[start:end],
+            digits=_digits(text[start:end]),
+            e164=_international(text[start:end], hints[0]),
+        )
+        for start, end in _merged(text, spans)
+    )
+
+
+def unverified_numbers(
+    text: str, *, region: str | None, registry: ResourceRegistry | None = None
+) -> tuple[PhoneMention, ...]:
+    """The phone numbers in ``text`` that the registry does not list for ``region``.
+
+    With ``region`` ``None`` a number listed for any region is accepted.
+    """
+    listing = registry or default_registry()
+    hints = () if region is None else (region,)
+    return tuple(m for m in find_phone_numbers(text, regions=hints) if not listing.lists(m, region))
+
+
+# --- rendering --------------------------------------------------------------------------
+
+_HEADER = {
+    Locale.EN: "If you are thinking about suicide or feel you might be in danger, "
+    "please contact someone now:",
+    Locale.ZH_HANS: "如果你有自杀的想法，或觉得自己可能有危险，请现在就联系：",
+    Locale.ZH_HANT: "如果你有自殺的想法，或覺得自己可能有危險，請現在就聯繫：",
+}
+_FOOTER = {
+    Locale.EN: "If none of these serves where you are, please call your local emergency number.",
+    Locale.ZH_HANS: "如果以上都不在你所在的地区，请拨打当地的紧急电话。",
+    Locale.ZH_HANT: "如果以上都不在你所在的地區，請撥打當地的緊急電話。",
+}
+# "110 / 120" reads to the phone matcher as one number; a word keeps the numbers apart.
+_OR = {Locale.EN: " or ", Locale.ZH_HANS: " 或 ", Locale.ZH_HANT: " 或 "}
+_LINE = {
+    Locale.EN: "- {name} ({region}): {numbers} ({hours})",
+    Locale.ZH_HANS: "- {name}（{region}）：{numbers}（{hours}）",
+    Locale.ZH_HANT: "- {name}（{region}）：{numbers}（{hours}）",
+}
+
+
+def resources_for(
+    locale: Locale, region: str | None, registry: ResourceRegistry | None = None
+) -> tuple[ResourceEntry, ...]:
+    """The entries shown to a user: their region's, crisis lines first.
+
+    When the region is unknown, or the registry has nothing for it, the entries whose
+    staff answer in ``locale`` are shown instead, each labelled with its region.
+    """
+    listing = registry or default_registry()
+    chosen = listing.entries_for(region) if region is not None else ()
+    if not chosen:
+        chosen = tuple(e for e in listing.entries if locale in e.languages)
+    order = list(ResourceKind)
+    return tuple(sorted(chosen, key=lambda e: order.index(e.kind)))
+
+
+def render_resources(
+    locale: Locale, region: str | None, registry: ResourceRegistry | None = None
+) -> str:
+    """The resource block for a user, rendered by code from the registry alone."""
+    listing = registry or default_registry()
+    lines = [_HEADER[locale]]
+    for entry in resources_for(locale, region, listing):
+        lines.append(
+            _LINE[locale].format(
+                name=entry.name[locale],
+                region=listing.regions[entry.region][locale],
+                numbers=_OR[locale].join(entry.numbers),
+                hours=entry.hours[locale],
+            )
+        )
+    lines.append(_FOOTER[locale])
+    return "\n".join(lines)

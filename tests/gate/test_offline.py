@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import foureyes.gate  # noqa: F401  (importing the gate registers the offline Supervisor)
+from foureyes.config import Config
+from foureyes.core.digest import sha256_hex
+from foureyes.core.errors import RouteBadResponse
+from foureyes.core.roles import Role
+from foureyes.gate import Verdict, offline_verdict
+from foureyes.llm.offline import OfflineProvider, offline_roles
+from foureyes.llm.provider import ChatMessage, ChatRequest
+from foureyes.llm.structured import parse_structured
+
+
+def request(**subject: str) -> ChatRequest:
+    return ChatRequest(
+        messages=(ChatMessage.user("review"),), role=Role.SUPERVISOR, subject=subject
+    )
+
+
+def test_the_gate_registers_its_offline_supervisor() -> None:
+    assert Role.SUPERVISOR in offline_roles()
+
+
+async def test_a_clean_candidate_is_approved_by_its_own_digest() -> None:
+    text = "I hear you. That sounds hard."
+    result = await OfflineProvider("offline").complete(
+        request(candidate=text, candidate_sha256=sha256_hex(text)), timeout_s=1
+    )
+    verdict = parse_structured(result.text, Verdict)
+    assert result.offline and verdict.decision == "approve"
+    assert verdict.candidate_sha256 == sha256_hex(text)
+
+
+def test_a_rule_hit_is_rejected_naming_rule_and_span() -> None:
+    text = "You have depression. Call 400-161-9995."
+    verdict = parse_structured(offline_verdict(request(candidate=text, region="CN")), Verdict)
+    assert verdict.decision == "reject"
+    assert [(v.rule, text[v.span[0] : v.span[1]]) for v in verdict.violations] == [
+        ("diagnosis_claim", "You have depression"),
+        ("unverified_resource", "400-161-9995"),
+    ]
+    assert all(v.note.startswith("offline rules-only review:") for v in verdict.violations)
+
+
+def test_it_names_the_digest_of_what_it_judged_not_what_it_was_told() -> None:
+    text = "I hear you."
+    answer = json.loads(offline_verdict(request(candidate=text, candidate_sha256="0" * 64)))
+    assert answer["candidate_sha256"] == sha256_hex(text)
+
+
+def test_it_is_deterministic_and_honours_the_length_limit() -> None:
+    text = "I hear you. " * 10
+    short = request(candidate=text, max_chars="20")
+    assert offline_verdict(short) == offline_verdict(short)
+    assert json.loads(offline_verdict(short))["violations"][0]["rule"] == "too_long"
+    assert json.loads(offline_verdict(request(candidate=text)))["decision"] == "approve"
+
+
+@pytest.mark.parametrize(
+    "subject", [{}, {"candidate": "x", "max_chars": "many"}, {"candidate": "x", "max_chars": "0"}]
+)
+def test_a_request_it_cannot_answer_is_a_bad_response(subject: dict[str, str]) -> None:
+    with pytest.raises(RouteBadResponse):
+        offline_verdict(request(**subject))
+
+
+def test_offline_defaults_serve_every_gate_role() -> None:
+    config = Config()
+    assert {config.roles.counselor, config.roles.supervisor} == {"offline"}
+    assert {Role.COUNSELOR, Role.SUPERVISOR} <= offline_roles()

@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from foureyes.core.errors import ConfigError
+from foureyes.core.locale import Locale
+from foureyes.risk.resources import (
+    ResourceKind,
+    default_registry,
+    find_phone_numbers,
+    load_registry,
+    render_resources,
+    resources_for,
+    stale_entries,
+    unverified_numbers,
+)
+
+REGISTRY = default_registry()
+
+
+def test_the_packaged_registry_lists_the_well_known_hotlines() -> None:
+    numbers = {(e.region, n) for e in REGISTRY.entries for n in e.numbers}
+    assert {
+        ("US", "988"),
+        ("CN", "12356"),
+        ("CN", "010-82951332"),
+        ("HK", "2389 2222"),
+        ("TW", "1925"),
+        ("GB", "116 123"),
+    } <= numbers
+    for entry in REGISTRY.entries:
+        assert entry.source and entry.verified_on == dt.date(2026, 11, 30)
+        assert all(entry.name[loc] and entry.hours[loc] for loc in Locale)
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("Call 988 tonight.", ["988"]),
+        ("Samaritans: 116 123, any time.", ["116 123"]),
+        ("北京心理危机研究与干预中心 010-82951332。", ["010-82951332"]),
+        ("請撥打 2389 2222（24小時）", ["2389 2222"]),
+        ("请拨打１２３５６。", ["１２３５６"]),
+        ("全角 ０１０－８２９５１３３２ 也算", ["０１０－８２９５１３３２"]),
+        ("+1 (800) 273-8255 is an old number.", ["+1 (800) 273-8255"]),
+        ("+86 10 8295 1332", ["+86 10 8295 1332"]),
+        ("Dial 110 or 120 now", ["110", "120"]),
+        ("text the number 4321 for help", ["4321"]),
+        ("I hear you. It has been 3 days and 24/7 worry.", []),
+        ("In 2024 things changed, and 365 days later too.", []),
+    ],
+)
+def test_every_phone_number_is_found(text: str, found: list[str]) -> None:
+    assert [m.text for m in find_phone_numbers(text)] == found
+
+
+def test_mentions_carry_spans_and_ascii_digits() -> None:
+    text = "x ０１０－８２９５１３３２ y"
+    [mention] = find_phone_numbers(text)
+    assert text[mention.start : mention.end] == mention.text
+    assert mention.digits == "01082951332" and mention.e164 is None
+    [intl] = find_phone_numbers("call +852 2389 2222")
+    assert intl.e164 == "+85223892222"
+
+
+@pytest.mark.parametrize(
+    ("text", "region", "unverified"),
+    [
+        ("Call 988.", "US", []),
+        ("Call 988.", "CN", ["988"]),
+        ("Call 988.", None, []),
+        ("致电 010-82951332 或 12356", "CN", []),
+        ("致电 +86 10 8295 1332", "CN", []),
+        ("致电 8295 1332", "CN", ["8295 1332"]),
+        ("撥打 2389 2222", "HK", []),
+        ("撥打 +852 2389 2222", "HK", []),
+        ("撥打 2389 2222", "TW", ["2389 2222"]),
+        ("Call 116 123 or 999.", "GB", []),
+        ("Call 1-800-273-8255.", "US", ["1-800-273-8255"]),
+        ("Call 555-0100.", None, ["555-0100"]),
+    ],
+)
+def test_numbers_outside_the_registry_for_the_region_are_reported(
+    text: str, region: str | None, unverified: list[str]
+) -> None:
+    assert [m.text for m in unverified_numbers(text, region=region)] == unverified
+
+
+@pytest.mark.parametrize("region", ["CN", "HK", "TW", "US", "GB", None, "JP"])
+@pytest.mark.parametrize("locale", list(Locale))
+def test_rendered_resources_hold_only_registry_numbers(locale: Locale, region: str | None) -> None:
+    text = render_resources(locale, region)
+    shown = resources_for(locale, region)
+    assert shown
+    for entry in shown:
+        assert entry.name[locale] in text
+        assert all(number in text for number in entry.numbers)
+    listed_region = region if region in REGISTRY.regions else None
+    assert unverified_numbers(text, region=listed_region) == ()
+
+
+def test_a_known_region_gets_its_own_entries_crisis_lines_first() -> None:
+    entries = resources_for(Locale.EN, "CN")
+    assert {e.region for e in entries} == {"CN"}
+    assert entries[0].kind is ResourceKind.CRISIS_LINE
+    assert entries[-1].kind is ResourceKind.EMERGENCY
+
+
+def test_an_unknown_region_gets_the_entries_of_the_language() -> None:
+    assert {e.region for e in resources_for(Locale.ZH_HANT, None)} == {"HK", "TW"}
+    assert {e.region for e in resources_for(Locale.ZH_HANS, "JP")} == {"CN"}
+
+
+def test_rendering_is_deterministic_and_localised() -> None:
+    assert render_resources(Locale.ZH_HANT, "TW") == render_resources(Locale.ZH_HANT, "TW")
+    assert "衛福部安心專線（台灣）：1925（24小時）" in render_resources(Locale.ZH_HANT, "TW")
+    assert "Samaritans (United Kingdom): 116 123 (24 hours, free)" in render_resources(
+        Locale.EN, "GB"
+    )
+
+
+def test_entries_older_than_the_limit_are_reported_stale() -> None:
+    assert stale_entries(REGISTRY, today=dt.date(2027, 6, 1), max_age_days=365) == ()
+    stale = stale_entries(REGISTRY, today=dt.date(2028, 1, 1), max_age_days=365)
+    assert stale == REGISTRY.entries
+
+
+def write(tmp_path: Path, data: Any) -> Path:
+    path = tmp_path / "resources.json"
+    path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+    return path
+
+
+def packaged() -> dict[str, Any]:
+    return REGISTRY.model_dump(mode="json")
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (lambda d: d["entries"][0]["name"].pop("zh-Hant"), "lacks locale"),
+        (lambda d: d["entries"][0].update(numbers=["12 34a"]), "is not digits"),
+        (lambda d: d["entries"][1].update(id=d["entries"][0]["id"]), "unique"),
+        (lambda d: d["regions"].pop("CN"), "regions without names: CN"),
+        (lambda d: d["entries"][0].update(region="cn"), "entries.0.region"),
+        (lambda d: d["entries"][0].update(extra=1), "entries.0.extra"),
+        (lambda d: d["entries"][0].update(verified_on="soon"), "verified_on"),
+    ],
+)
+def test_a_broken_registry_is_refused_naming_the_problem(
+    tmp_path: Path, change: Any, problem: str
+) -> None:
+    data = packaged()
+    change(data)
+    with pytest.raises(ConfigError, match=problem):
+        load_registry(write(tmp_path, data))
+
+
+def test_an_unreadable_registry_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="resource registry"):
+        load_registry(write(tmp_path, "{not json"))
+    with pytest.raises(ConfigError):
+        load_registry(tmp_path / "missing.json")
+
+
+def test_a_custom_registry_changes_what_is_verified(tmp_path: Path) -> None:
+    data = packaged()
+    data["entries"][0]["numbers"] = ["400-161-9995"]
+    custom = load_registry(write(tmp_path, data))
+    region = data["entries"][0]["region"]
+    assert unverified_numbers("拨打 400-161-9995", region=region, registry=custom) == ()
+    assert unverified_numbers("拨打 400-161-9995", region=region) != ()
