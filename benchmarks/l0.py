@@ -1,0 +1,209 @@
+"""How fast is the L0 keyword gate, and does its cost grow with the lexicon?
+
+1. Latency: ``L0Gate.scan`` (folding, automaton, scoring: the whole call) over messages of
+   up to 500 characters with the packaged lexicon; median and p99 per message.
+2. Scaling: the same messages against the lexicon at 1x, 10x and 100x its size (the extra
+   keys are made of the lexicon's own words and characters, so they look like terms),
+   side by side with a compiled regex alternation and a naive substring loop over the same
+   keys and the same folded texts.
+
+The messages are the calibration data (../shared/data/risk, see SOURCES.md) cut to 500
+characters when it is there, else synthetic messages built from the lexicon's vocabulary.
+
+    python benchmarks/l0.py [--data DIR] [--texts 1000] [--compare-texts 60] [--json]
+
+Results and how to read them: benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import re
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import ahocorasick
+
+from foureyes.risk._lexicon import EntryKind, L0Category, Lexicon, LexiconEntry
+from foureyes.risk._normalise import normalise
+from foureyes.risk.l0 import L0Gate
+from foureyes.risk.lexicon_report import find_data_dir, load_risk_data
+
+MAX_CHARS = 500
+REPEATS = 21
+SCALES = (1, 10, 100)
+SEED = 4
+
+
+def messages(data: Path | None, count: int, rng: random.Random, vocabulary: list[str]) -> list[str]:
+    if data is not None:
+        texts = [t.text[:MAX_CHARS] for t in load_risk_data(data) if t.text.strip()]
+        return rng.sample(texts, min(count, len(texts)))
+    # No data: sentences of lexicon words and everyday filler, 20-500 characters.
+    filler = "i just had a long day at work and the weather is grey again today".split()
+    out = []
+    for _ in range(count):
+        words = rng.choices(filler, k=rng.randint(4, 60)) + rng.sample(vocabulary, 2)
+        rng.shuffle(words)
+        out.append(" ".join(words)[:MAX_CHARS])
+    return out
+
+
+def per_message_us(
+    scan: Callable[[str], object], texts: Sequence[str], repeats: int
+) -> list[float]:
+    """Each text's time for one call, in microseconds: the median of ``repeats`` timed calls.
+
+    The median per text keeps a scheduler preemption (the machine is shared) from being
+    read as the cost of that text; the spread across texts is what p99 reports.
+    """
+    times = []
+    for text in texts:
+        scan(text)  # warm-up
+        samples = []
+        for _ in range(repeats):
+            started = time.perf_counter_ns()
+            scan(text)
+            samples.append(time.perf_counter_ns() - started)
+        times.append(statistics.median(samples) / 1000)
+    return times
+
+
+def p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[98]
+
+
+def scaled_lexicon(base: Lexicon, scale: int, rng: random.Random) -> Lexicon:
+    """``base`` plus (scale - 1) x its key count of made-up keys from its own vocabulary."""
+    words = sorted({w for key in base.keys for w in key.split() if w.isascii()})
+    chars = sorted({c for key in base.keys for c in key if not c.isascii()})
+    filler = LexiconEntry("(synthetic)", EntryKind.TERM, L0Category.HOPELESSNESS, 0.1, "bench")
+    keys = dict(base.keys)
+    while len(keys) < scale * len(base.keys):
+        if rng.random() < 0.5:
+            made_up = " ".join(rng.sample(words, rng.randint(2, 4)))
+        else:
+            made_up = "".join(rng.sample(chars, rng.randint(2, 5)))
+        keys.setdefault(normalise(made_up).text, filler)
+    return Lexicon(base.entries, keys)
+
+
+def automaton_pass(keys: Sequence[str]) -> Callable[[str], object]:
+    automaton = ahocorasick.Automaton()
+    for key in keys:
+        automaton.add_word(key, key)
+    automaton.make_automaton()
+    return lambda text: list(automaton.iter(text))
+
+
+def regex_alternation(keys: Sequence[str]) -> Callable[[str], object]:
+    pattern = re.compile("|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True)))
+    return lambda text: pattern.findall(text)
+
+
+def substring_loop(keys: Sequence[str]) -> Callable[[str], object]:
+    return lambda text: [k for k in keys if k in text]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=None, help="calibration data directory")
+    parser.add_argument("--texts", type=int, default=1000, help="messages for the latency run")
+    parser.add_argument(
+        "--compare-texts", type=int, default=60, help="messages for the scaling comparison"
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args()
+    rng = random.Random(SEED)
+
+    started = time.perf_counter()
+    gate = L0Gate.default()
+    build_s = time.perf_counter() - started
+    data = args.data or find_data_dir(Path.cwd())
+    texts = messages(data, args.texts, rng, sorted(gate.keys))
+
+    latency = per_message_us(gate.scan, texts, REPEATS)
+    full = [t for t, text in zip(latency, texts, strict=True) if len(text) == MAX_CHARS]
+    compare = texts[: args.compare_texts]
+    folded = [normalise(t).text for t in compare]
+    scaling: dict[str, dict[int, float]] = {
+        "l0": {},
+        "automaton": {},
+        "regex": {},
+        "substring": {},
+    }
+    sizes: dict[int, int] = {}
+    matches: dict[int, int] = {}
+    for scale in SCALES:
+        lexicon = scaled_lexicon(gate.lexicon, scale, rng)
+        keys = list(lexicon.keys)
+        sizes[scale] = len(keys)
+        repeats = max(3, REPEATS // scale)
+        big_gate = L0Gate(lexicon)
+        scaling["l0"][scale] = statistics.median(per_message_us(big_gate.scan, compare, repeats))
+        matches[scale] = sum(len(big_gate.scan(text).matches) for text in compare)
+        for name, make in (
+            ("automaton", automaton_pass),
+            ("regex", regex_alternation),
+            ("substring", substring_loop),
+        ):
+            scaling[name][scale] = statistics.median(per_message_us(make(keys), folded, repeats))
+
+    result = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "source": "calibration data" if data else "synthetic",
+        "build_s": round(build_s, 3),
+        "texts": len(texts),
+        "mean_chars": round(statistics.mean(len(t) for t in texts), 1),
+        "median_us": round(statistics.median(latency), 2),
+        "p99_us": round(p99(latency), 2),
+        "max_us": round(max(latency), 2),
+        "full_length_texts": len(full),
+        "full_length_median_us": round(statistics.median(full), 2),
+        "full_length_p99_us": round(p99(full), 2),
+        "keys": sizes,
+        "matches": matches,
+        "median_us_by_scale": {
+            name: {s: round(v, 2) for s, v in by_scale.items()}
+            for name, by_scale in scaling.items()
+        },
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    print(
+        f"L0Gate.scan over {len(texts)} messages ({result['source']}, <= {MAX_CHARS} chars, "
+        f"mean {result['mean_chars']}); Python {result['python']} on {result['machine']}; "
+        f"gate built in {build_s:.2f} s\n"
+    )
+    print(f"median {result['median_us']} us, p99 {result['p99_us']} us, max {result['max_us']} us")
+    print(
+        f"the {len(full)} messages of exactly {MAX_CHARS} characters: median "
+        f"{result['full_length_median_us']} us, p99 {result['full_length_p99_us']} us\n"
+    )
+    print(f"Scaling: median us per message over {len(compare)} messages")
+    print(
+        "| lexicon | keys | matches | L0 scan | automaton pass | regex alternation "
+        "| substring loop | regex / L0 | loop / L0 |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for scale in SCALES:
+        l0, automaton, rx, loop = (
+            scaling[n][scale] for n in ("l0", "automaton", "regex", "substring")
+        )
+        print(
+            f"| {scale}x | {sizes[scale]} | {matches[scale]} | {l0:.1f} | {automaton:.1f} "
+            f"| {rx:.1f} | {loop:.1f} | {rx / l0:.1f}x | {loop / l0:.1f}x |"
+        )
+    growth = " | ".join(f"{name}: {scaling[name][100] / scaling[name][1]:.1f}x" for name in scaling)
+    print(f"\nGrowth from 1x to 100x: {growth}")
+
+
+if __name__ == "__main__":
+    main()

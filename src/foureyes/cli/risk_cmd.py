@@ -1,0 +1,136 @@
+"""``foureyes risk ...``: evidence for the crisis-triage lexicon."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.table import Table
+
+from foureyes.cli._common import JsonOption, console, emit_json, fail
+from foureyes.core.errors import ConfigError
+from foureyes.risk.l0 import L0Gate
+from foureyes.risk.lexicon_report import (
+    Dataset,
+    LexiconReport,
+    build_report,
+    find_data_dir,
+    load_risk_data,
+)
+
+__all__ = ["app", "lexicon_report", "risk"]
+
+app = typer.Typer(no_args_is_help=True)
+
+
+@app.callback()
+def risk() -> None:
+    """Crisis triage: evidence for the L0 lexicon."""
+
+
+# Columns of the per-term table: labels, with the sos1k levels grouped as in its level
+# definitions (0-2 everyday, 3 distress, 4-5 wish to die, 6-10 plan or act); --json has
+# every label on its own.
+_COLUMNS: tuple[tuple[str, Dataset, range], ...] = (
+    ("s0-2", Dataset.SOS1K, range(0, 3)),
+    ("s3", Dataset.SOS1K, range(3, 4)),
+    ("s4-5", Dataset.SOS1K, range(4, 6)),
+    ("s6-10", Dataset.SOS1K, range(6, 11)),
+    ("tw0", Dataset.TWITTER, range(0, 1)),
+    ("tw1", Dataset.TWITTER, range(1, 2)),
+    ("sd0", Dataset.SDCNL, range(0, 1)),
+    ("sd1", Dataset.SDCNL, range(1, 2)),
+)
+
+
+@app.command("lexicon-report")
+def lexicon_report(
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="Calibration data directory (default: ../shared/data/risk next to the "
+            "working directory or the checkout).",
+            file_okay=False,
+        ),
+    ] = None,
+    lexicon: Annotated[
+        Path | None,
+        typer.Option(
+            "--lexicon",
+            help="Directory of lexicon source lists to try instead of the packaged one.",
+            file_okay=False,
+        ),
+    ] = None,
+    top: Annotated[
+        int | None, typer.Option(min=1, help="Show only the N entries with most hits.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run the L0 gate over the labelled risk data and print the evidence.
+
+    Prints the escalation rate of every dataset label (recall on high-risk posts, rate on
+    everyday negative talk) and, for every lexicon entry, the texts of each label it
+    matched in. Fails (exit 1) when the data or a lexicon list is missing or malformed.
+    """
+    try:
+        directory = data or find_data_dir(Path.cwd())
+        if directory is None:
+            raise ConfigError(["no calibration data found: pass --data DIR"])
+        gate = L0Gate.from_directory(lexicon) if lexicon else L0Gate.default()
+        report = build_report(gate, load_risk_data(directory))
+    except ConfigError as exc:
+        fail(exc, as_json=as_json)
+    if as_json:
+        emit_json({"ok": True, "data": str(directory), **report.to_json()})
+        return
+    _print(report, top)
+
+
+def _print(report: LexiconReport, top: int | None) -> None:
+    summary = Table(title="L0 escalation by band (high_risk: recall; everyday: false alarms)")
+    for column in ("dataset", "band", "texts", "escalated", "rate"):
+        summary.add_column(column, justify="left" if column in ("dataset", "band") else "right")
+    for dataset, band, stats in report.summary():
+        summary.add_row(dataset, band, str(stats.texts), str(stats.escalated), f"{stats.rate:.1%}")
+    console.print(summary)
+
+    labels = Table(title="L0 escalation by label")
+    for column in ("dataset", "label", "band", "texts", "escalated", "rate"):
+        labels.add_column(column, justify="right" if column not in ("dataset", "band") else "left")
+    for stats in report.labels:
+        labels.add_row(
+            stats.dataset,
+            str(stats.label),
+            stats.band,
+            str(stats.texts),
+            str(stats.escalated),
+            f"{stats.rate:.1%}",
+        )
+    console.print(labels)
+
+    terms = Table(
+        title="texts matched per lexicon entry (s = sos1k level, tw = twitter, sd = sdcnl)",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    terms.add_column("entry", no_wrap=True)
+    terms.add_column("category", overflow="fold")
+    terms.add_column("w", justify="right")
+    for name, _, _ in _COLUMNS:
+        terms.add_column(name, justify="right")
+    for row in report.terms[:top]:
+        entry = row.entry
+        counts = (
+            sum(row.hits.get((dataset, label), 0) for label in label_range)
+            for _, dataset, label_range in _COLUMNS
+        )
+        terms.add_row(
+            entry.term,
+            str(entry.category or entry.kind),
+            f"{entry.weight:g}",
+            *(str(count or "") for count in counts),
+        )
+    console.print(terms)

@@ -1,0 +1,285 @@
+"""Folding text for keyword matching, with a map from folded offsets back to the original.
+
+The L0 gate never matches against the raw message. It matches against a folded copy in
+which the usual ways of writing a keyword so that a plain matcher misses it are undone:
+
+1. **Per character** (:func:`fold_char` is the specification):
+
+   - invisible characters are removed: format characters (``Cf``: zero-width space and
+     joiners, bidi controls, soft hyphen, tags), combining marks used for strike-through and
+     "zalgo" text, variation selectors, invisible fillers, control characters;
+   - separators (white space, ``-``, ``_``, ``*``, ``·``) become a plain space;
+   - compatibility forms fold to their plain form (NFKC): full-width ``ｋｉｌｌ``, math
+     alphanumerics, circled digits, ligatures (``ﬁ`` → ``fi``), CJK compatibility
+     ideographs, the ideographic space. Only characters whose folded form holds a letter,
+     digit or space are folded; punctuation look-alikes (``，``, ``…``) are left alone,
+     since no keyword contains them and leaving them keeps Chinese text on the fast path;
+   - case folds (``str.casefold``).
+
+2. **Spacing tricks** are undone: spaces between two Han characters are removed
+   (``想 死`` → ``想死``), a run of three or more single Latin letters is joined
+   (``k i l l`` → ``kill``), and any other run of spaces becomes one space.
+
+Apostrophes are kept: the lexicon compiles each term with and without them instead
+(``don't``, ``don’t``, ``dont``), which keeps them off the hot path.
+
+Every step records where its output came from, so a match in the folded text maps back to a
+span of the original text; :meth:`Normalised.original_span` refuses a match that starts or
+ends inside the expansion of one original character, so a reported span always covers whole
+characters and its slice folds back to the matched keyword.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+import unicodedata
+from dataclasses import dataclass
+
+__all__ = ["Normalised", "fold_char", "normalise"]
+
+# Every character with a compatibility decomposition or a non-trivial case folding lies in
+# planes 0-2; plane 14 holds the tag characters and the variation selectors supplement.
+_SCAN = (range(0x80, 0xD800), range(0xE000, 0x30000), range(0xE0000, 0xE01F0))
+_FOLD_ROUNDS = 3
+
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff"
+# Removed: format characters (Cf; a test checks the list against the Unicode database),
+# strike-through and "zalgo" combining marks, variation selectors, invisible fillers, and
+# control characters that are not white space.
+_DROP = re.compile(
+    "[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f"
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+    "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+    "\ufe00-\ufe0f\U000e0100-\U000e01ef"
+    "\u115f\u1160\u3164\uffa0\u2800]"
+)
+_SEPARATOR = re.compile(r"[\s\-_*\u00b7\u2027\u30fb]")
+_ASCII_SEPARATOR = re.compile(r"[\t\n\r\x0b\x0c\x1c-\x1f\-_*]")
+_HAN_GAP = re.compile(f"[{_HAN}]( +)(?=[{_HAN}])")
+_SPACES = re.compile(" {2,}")
+# A run preceded by a space, or at the very start: two patterns, because an alternation
+# in front would cost the regex engine its fast scan for the leading space.
+_LETTER_RUN = re.compile(r" ([a-z](?: +[a-z]){2,})(?![a-z0-9])")
+_LETTER_RUN_HINT = re.compile(r" [a-z] +[a-z] ")  # cheaper to scan for; most texts have none
+_LETTER_RUN_AT_START = re.compile(r"[a-z](?: +[a-z]){2,}(?![a-z0-9])")
+_RUN_GAP = re.compile(" +")
+
+_Edit = tuple[int, int, str]
+"""Replace ``text[start:end]`` by the string, which may be empty."""
+
+
+@dataclass(frozen=True, slots=True)
+class _OffsetMap:
+    """Piecewise map from positions in a rewritten string back to its source string.
+
+    Segment ``i`` starts at output position ``out[i]``; a position ``q`` in it maps to
+    ``src[i] + step[i] * (q - out[i])``: ``step`` is 1 for copied text and 0 for the
+    output of one replacement, all of whose characters map to the character it replaced.
+    """
+
+    out: tuple[int, ...]
+    src: tuple[int, ...]
+    step: tuple[int, ...]
+
+    def __call__(self, q: int) -> int:
+        i = bisect.bisect_right(self.out, q) - 1
+        return self.src[i] + self.step[i] * (q - self.out[i])
+
+
+@dataclass(frozen=True, slots=True)
+class Normalised:
+    """A text folded for matching, and the way back to the original's offsets."""
+
+    text: str
+    """The folded text the automaton runs over."""
+    maps: tuple[_OffsetMap, ...] = ()
+    """The offset maps of the steps that changed positions, first step first."""
+
+    def origin(self, q: int) -> int:
+        """The original position the folded position ``q`` came from."""
+        for offsets in reversed(self.maps):
+            q = offsets(q)
+        return q
+
+    def original_span(self, start: int, end: int) -> tuple[int, int] | None:
+        """Map the folded span ``[start, end)`` (non-empty) to a span of the original text.
+
+        Returns:
+            ``(start, end)`` in the original text, covering whole characters; ``None`` when
+            the folded span starts or ends inside the expansion of one original character,
+            so that no slice of the original corresponds to it.
+        """
+        if not self.maps:
+            return start, end
+        first, last = self.origin(start), self.origin(end - 1)
+        if start > 0 and self.origin(start - 1) == first:
+            return None
+        if end < len(self.text) and self.origin(end) == last:
+            return None
+        return first, last + 1
+
+
+def normalise(text: str) -> Normalised:
+    """Fold ``text`` for keyword matching (see the module docstring for the steps).
+
+    Pure and total: every string folds, the empty string to itself.
+    """
+    maps: list[_OffsetMap] = []
+    if text.isascii():
+        folded = _ASCII_SEPARATOR.sub(" ", text.lower())
+        if not folded.isprintable():  # control characters left: the general path drops them
+            folded = _fold_characters(text, maps)
+    else:
+        folded = _fold_characters(text, maps)
+    deletions = _spacing_deletions(folded)
+    if deletions:
+        folded = _apply(folded, deletions, maps)
+    return Normalised(folded, tuple(maps))
+
+
+def fold_char(char: str) -> str:
+    """What step 1 makes of one character (the specification the fast paths follow)."""
+    if _DROP.fullmatch(char):
+        return ""
+    if _SEPARATOR.fullmatch(char):
+        return " "
+    folded = unicodedata.normalize("NFKC", char)
+    for _ in range(_FOLD_ROUNDS):  # Greek iota subscripts need more than one round
+        folded = unicodedata.normalize("NFKC", folded.casefold())
+    # The last step is ``lower`` (cheaper than ``casefold`` and what the fast path runs):
+    # Cherokee case-folds to upper case, and a few composed Greek forms fold apart again.
+    folded = folded.lower()
+    if folded.lower() != folded or unicodedata.normalize("NFKC", folded) != folded:
+        folded = unicodedata.normalize("NFKD", folded)
+    folded = _DROP.sub("", folded)
+    if folded and not any(c.isalnum() or c.isspace() for c in folded):
+        # Punctuation look-alikes stay; no keyword contains punctuation.
+        return char.casefold() if len(char.casefold()) == 1 else char
+    return _SEPARATOR.sub(" ", folded)
+
+
+def _fold_characters(text: str, maps: list[_OffsetMap]) -> str:
+    table, pattern = _fold_table()
+    edits = [
+        (m.start(), m.end(), folded)
+        for m in pattern.finditer(text)
+        if (folded := table.get(m.group())) is not None
+    ]
+    if any(len(replacement) != 1 for _, _, replacement in edits):
+        text = _apply(text, edits, maps)
+    elif edits:  # one-for-one replacements keep every position
+        pieces: list[str] = []
+        p = 0
+        for start, end, replacement in edits:
+            pieces += (text[p:start], replacement)
+            p = end
+        pieces.append(text[p:])
+        text = "".join(pieces)
+    # Every character whose fold differs from its lower case is in the table, and the
+    # table's replacements are lower case already: this keeps positions.
+    return text.lower()
+
+
+def _spacing_deletions(text: str) -> list[_Edit]:
+    deletions: list[tuple[int, int]] = []
+    if not text.isascii() and " " in text:
+        deletions += (m.span(1) for m in _HAN_GAP.finditer(text))
+    if "  " in text:
+        deletions += ((m.start() + 1, m.end()) for m in _SPACES.finditer(text))
+    runs = [m.span(1) for m in _LETTER_RUN.finditer(text)] if _LETTER_RUN_HINT.search(text) else []
+    if at_start := _LETTER_RUN_AT_START.match(text):
+        runs.append(at_start.span())
+    for start, end in runs:
+        deletions += (g.span() for g in _RUN_GAP.finditer(text, start, end))
+    deletions.sort()
+    merged: list[_Edit] = []
+    for start, end in deletions:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]), "")
+        else:
+            merged.append((start, end, ""))
+    return merged
+
+
+def _apply(text: str, edits: list[_Edit], maps: list[_OffsetMap]) -> str:
+    """``text`` with every edit applied (in order, not overlapping); records the offset map."""
+    pieces: list[str] = []
+    out: list[int] = []
+    src: list[int] = []
+    step: list[int] = []
+    q = p = 0
+    for start, end, replacement in edits:
+        if start > p:
+            out.append(q)
+            src.append(p)
+            step.append(1)
+            pieces.append(text[p:start])
+            q += start - p
+        if replacement:
+            out.append(q)
+            src.append(start)
+            step.append(0)
+            pieces.append(replacement)
+            q += len(replacement)
+        p = end
+    out.append(q)
+    src.append(p)
+    step.append(1)
+    pieces.append(text[p:])
+    maps.append(_OffsetMap(tuple(out), tuple(src), tuple(step)))
+    return "".join(pieces)
+
+
+@functools.cache
+def _fold_table() -> tuple[dict[str, str], re.Pattern[str]]:
+    """Every character whose fold is not its lower case, and a pattern that finds them.
+
+    Computed once per process from the running Python's Unicode database (about 0.1 s).
+    The pattern lists the Basic Multilingual Plane characters but takes every astral
+    character as a candidate (looked up in the table), because a character class with
+    hundreds of astral ranges makes the regex engine try each range on every character.
+    """
+    chars = [chr(code) for block in _SCAN for code in block]
+    lowers = list(map(str.lower, chars))
+    # Candidates, found with C-level calls mapped over all characters: the removed and the
+    # separators, those with a decomposition, and those whose case folding is special.
+    # Every other character folds to its lower case (a test checks this exhaustively).
+    every = "".join(chars)
+    candidates = {*_DROP.findall(every), *_SEPARATOR.findall(every), *map(chr, range(0x80))}
+    candidates.update(
+        char
+        for char, lower, folded, decomposition in zip(
+            chars,
+            lowers,
+            map(str.casefold, chars),
+            map(unicodedata.decomposition, chars),
+            strict=True,
+        )
+        if decomposition or lower != folded or len(lower) != 1
+    )
+    table: dict[str, str] = {}
+    for char in candidates:
+        folded = fold_char(char)
+        if folded != char.lower():
+            table[char] = folded
+    bmp = sorted(c for c in table if ord(c) < 0x10000)
+    return table, re.compile(_char_class(bmp)[:-1] + "\U00010000-\U0010ffff]")
+
+
+def _char_class(chars: list[str]) -> str:
+    ranges: list[tuple[int, int]] = []
+    for code in map(ord, chars):
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1] = (ranges[-1][0], code)
+        else:
+            ranges.append((code, code))
+    body = "".join(
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+        for a, b in ranges
+    )
+    return f"[{body}]"

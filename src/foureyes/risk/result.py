@@ -1,0 +1,189 @@
+"""What a triage returns: its outcome, the reasons it was suppressed, and its per-tier facts."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from foureyes.core.locale import Locale
+from foureyes.core.policy import GenerationPolicy
+from foureyes.risk.assess import Assessment, Tier
+from foureyes.risk.confirm import Confirmation
+from foureyes.risk.l0 import L0Result
+from foureyes.risk.levels import RiskLevel, RiskStatus
+from foureyes.risk.trend import Trend
+
+__all__ = ["RunPurpose", "SuppressReason", "TriageResult", "l0_summary"]
+
+
+class RunPurpose(StrEnum):
+    """Why a triage ran. Only live triages feed trends and can lead to a real alert."""
+
+    LIVE = "live"
+    """Real traffic."""
+    TEST = "test"
+    """A test or a simulation; recorded, kept apart, never alerts anyone."""
+    CALIBRATION = "calibration"
+    """A calibration run over labelled cases; kept apart like tests."""
+
+
+class SuppressReason(StrEnum):
+    """Why a triage is ``unknown``, or why its L2 (and so any confirmation) is missing.
+
+    Each failure has its own code (DESIGN.md 4, invariant 4). The ``l2_*`` codes leave the
+    status ``ok`` with L1's assessment, unconfirmed; every other code makes it ``unknown``.
+    """
+
+    TEXT_TOO_LONG = "text_too_long"
+    """The text exceeds ``risk.max_text_chars``; no model saw it."""
+    CONCURRENCY_DROP = "concurrency_drop"
+    """An analysis of the same conversation was running; this one was dropped, not queued."""
+    DAILY_CAP = "daily_cap"
+    """The conversation used its ``risk.l1_daily_limit`` L1 assessments for the UTC day."""
+    BUDGET = "budget"
+    """The L1 route's daily calls or USD budget, or the triage's call budget, is used up."""
+    DEADLINE = "deadline"
+    """The triage's deadline passed before L1 could start."""
+    L1_TIMEOUT = "l1_timeout"
+    """L1's route gave no answer in time."""
+    L1_FAILED = "l1_failed"
+    """L1's route failed: connection, HTTP error (429 included), unusable response."""
+    L1_MALFORMED = "l1_malformed"
+    """L1's answer broke the schema twice (first answer and its one retry)."""
+    L2_TIMEOUT = "l2_timeout"
+    """L2's route gave no answer in time; L1 stands, unconfirmed."""
+    L2_FAILED = "l2_failed"
+    """L2's route failed; L1 stands, unconfirmed."""
+    L2_MALFORMED = "l2_malformed"
+    """L2's answer broke the schema twice; L1 stands, unconfirmed."""
+    L2_BUDGET = "l2_budget"
+    """A budget ran out before L2; L1 stands, unconfirmed."""
+    L2_DEADLINE = "l2_deadline"
+    """The deadline passed before L2; L1 stands, unconfirmed."""
+    STORE_FAILED = "store_failed"
+    """The store could not record the triage; an unrecorded outcome is not acted on."""
+
+    @property
+    def keeps_l1(self) -> bool:
+        """Whether the triage keeps L1's assessment (only L2 was lost)."""
+        return self.value.startswith("l2_")
+
+
+def l0_summary(l0: L0Result, *, with_terms: bool) -> dict[str, Any]:
+    """The keyword gate's result as JSON.
+
+    Matched terms only when ``with_terms``: a term is a word of the user's text, so
+    records keep only categories and spans.
+    """
+    matches = []
+    for m in l0.matches:
+        match: dict[str, Any] = {
+            "category": str(m.category),
+            "weight": m.weight,
+            "start": m.start,
+            "end": m.end,
+        }
+        if with_terms:
+            match["term"] = m.term
+        matches.append(match)
+    return {
+        "escalate": l0.escalate,
+        "score": l0.score,
+        "categories": sorted(str(c) for c in l0.categories),
+        "matches": matches,
+        "dampened_by": sorted(str(d) for d in l0.dampened_by),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class TriageResult:
+    """The outcome of one triage: what the pipeline acts on and the store records.
+
+    ``level`` is ``None`` exactly when ``status`` is ``unknown``; ``confirmed`` is only ever
+    true with two independent critical assessments (see :mod:`foureyes.risk.confirm`).
+    """
+
+    conversation_id: str
+    """The conversation."""
+    purpose: RunPurpose
+    """Live, test or calibration."""
+    status: RiskStatus
+    """``ok``, or ``unknown`` when no usable assessment exists."""
+    level: RiskLevel | None
+    """The level (the higher of L1 and L2), ``None`` when unknown."""
+    confirmed: bool
+    """Whether double confirmation held."""
+    tier: Tier
+    """The deepest tier the triage reached (attempted)."""
+    policy: GenerationPolicy
+    """What the Counselor may do for this message."""
+    reasons: tuple[SuppressReason, ...]
+    """Suppress reasons, in the order they arose; empty when nothing failed."""
+    locale: Locale
+    """The message's language (for resources and fallbacks)."""
+    l0: L0Result
+    """The keyword gate's result."""
+    l1: Assessment | None
+    """L1's assessment, when it ran and succeeded."""
+    l2: Assessment | None
+    """L2's assessment, when it ran and succeeded."""
+    confirmation: Confirmation | None
+    """The confirmation check, when L1 succeeded."""
+    trend: Trend | None
+    """The trend shown to L2, when L2 ran."""
+    calls: int
+    """Model calls that returned (retries included)."""
+    cost_usd: float
+    """Their cost at the routes' prices."""
+    latency_ms: float
+    """Wall time of the whole triage."""
+    trace_id: str | None = None
+    """The trace run, when one was opened."""
+    assessment_id: str | None = None
+    """The stored assessment, once recorded."""
+
+    @property
+    def reason(self) -> SuppressReason | None:
+        """The first suppress reason, if any."""
+        return self.reasons[0] if self.reasons else None
+
+    def with_assessment_id(self, assessment_id: str) -> TriageResult:
+        """A copy naming its stored record."""
+        return dataclasses.replace(self, assessment_id=assessment_id)
+
+    def risk_block(self) -> dict[str, Any]:
+        """The ``foureyes.risk`` object of the HTTP response (DESIGN.md 5)."""
+        return {
+            "status": self.status.value,
+            "level": None if self.level is None else self.level.value,
+            "confirmed": self.confirmed,
+            "tier": self.tier.value,
+        }
+
+    def as_dict(self, *, with_evidence: bool) -> dict[str, Any]:
+        """Everything as JSON.
+
+        Model evidence and matched terms, which may quote the user's words, only when
+        ``with_evidence``.
+        """
+        return self.risk_block() | {
+            "conversation_id": self.conversation_id,
+            "purpose": self.purpose.value,
+            "policy": self.policy.value,
+            "reasons": [r.value for r in self.reasons],
+            "locale": self.locale.value,
+            "l0": l0_summary(self.l0, with_terms=with_evidence),
+            "l1": None if self.l1 is None else self.l1.summary(with_evidence=with_evidence),
+            "l2": None if self.l2 is None else self.l2.summary(with_evidence=with_evidence),
+            "confirmation": None
+            if self.confirmation is None
+            else sorted(c.value for c in self.confirmation.unmet),
+            "trend": None if self.trend is None else self.trend.as_dict(),
+            "calls": self.calls,
+            "cost_usd": self.cost_usd,
+            "latency_ms": self.latency_ms,
+            "trace_id": self.trace_id,
+            "assessment_id": self.assessment_id,
+        }

@@ -1,0 +1,385 @@
+"""The crisis triage: L0 at once, L1 when L0 escalates, L2 when L1 says high or critical.
+
+::
+
+    L0 keyword gate ──no──▶ ok, low, tier L0 (no model call)
+        │ escalates
+    text too long? ─yes─▶ unknown (text_too_long)
+    analysis running for this conversation? ─yes─▶ unknown (concurrency_drop), not queued
+    L1 ──fails──▶ unknown (l1_timeout / l1_failed / l1_malformed / daily_cap / budget / deadline)
+        │ high or critical
+    L2 (blind to L1) ──fails──▶ keep L1, not confirmed (l2_*)
+        │
+    double confirmation ──▶ level, confirmed, generation policy
+
+Every failure degrades to ``unknown`` or to "not confirmed", never towards alerting
+(DESIGN.md 4, invariants 4 and 5). Every triage, dropped and failed ones included, is
+recorded in the store with the HMAC of its text and its reasons. A store that cannot be
+written makes the triage ``unknown`` (``store_failed``): an outcome that was not recorded
+is not acted on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from foureyes.config import Config
+from foureyes.core.budget import CallBudget, SpendLimit, cost_usd, utc_day
+from foureyes.core.deadline import Deadline
+from foureyes.core.digest import sha256_hex
+from foureyes.core.errors import (
+    BudgetExhausted,
+    DeadlineExceeded,
+    FoureyesError,
+    RouteError,
+    RouteTimeout,
+    StoreError,
+    UsageError,
+)
+from foureyes.core.locale import Locale, detect_locale
+from foureyes.core.roles import Role
+from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
+from foureyes.llm.calls import CallScope, ModelCaller
+from foureyes.llm.provider import ChatRequest, ChatResult
+from foureyes.llm.structured import complete_structured
+from foureyes.risk import offline as _offline  # noqa: F401  (registers the offline assessors)
+from foureyes.risk.assess import Assessment, RiskReport, Tier, Turn, l1_request, l2_request
+from foureyes.risk.confirm import Confirmation, combined_level, confirm, policy_for
+from foureyes.risk.l0 import L0Gate, L0Result
+from foureyes.risk.levels import RiskLevel, RiskStatus
+from foureyes.risk.result import RunPurpose, SuppressReason, TriageResult, l0_summary
+from foureyes.risk.trend import Trend, compute_trend
+from foureyes.store._clock import WallClock, utc_now
+from foureyes.store.assessments import NewAssessment, SqlAssessmentLog
+
+__all__ = ["FAILURE_REASONS", "Triage", "TriageRequest", "l1_limit_key"]
+
+_log = logging.getLogger(__name__)
+
+# A lease outlives the triage's deadline by this much, so it never expires mid-analysis.
+_LEASE_SLACK_S = 5.0
+
+FAILURE_REASONS: dict[Tier, dict[type[FoureyesError], SuppressReason]] = {
+    Tier.L1: {
+        RouteTimeout: SuppressReason.L1_TIMEOUT,
+        RouteError: SuppressReason.L1_FAILED,
+        DeadlineExceeded: SuppressReason.DEADLINE,
+        BudgetExhausted: SuppressReason.BUDGET,
+    },
+    Tier.L2: {
+        RouteTimeout: SuppressReason.L2_TIMEOUT,
+        RouteError: SuppressReason.L2_FAILED,
+        DeadlineExceeded: SuppressReason.L2_DEADLINE,
+        BudgetExhausted: SuppressReason.L2_BUDGET,
+    },
+}
+"""The one table from a failed call's exception class to its reason, per tier (the most
+specific class in the exception's ancestry wins). The per-conversation L1 limit is
+told apart from other budgets by the limit it names: ``daily_cap``."""
+
+_MALFORMED = {Tier.L1: SuppressReason.L1_MALFORMED, Tier.L2: SuppressReason.L2_MALFORMED}
+
+
+def l1_limit_key(conversation_id: str) -> str:
+    """The spend-ledger key counting a conversation's L1 assessments per UTC day."""
+    return f"risk_l1:{sha256_hex(conversation_id)[:32]}"
+
+
+@dataclass(frozen=True, slots=True)
+class TriageRequest:
+    """One message to triage."""
+
+    text: str
+    """The user's current message."""
+    conversation_id: str
+    """The conversation it belongs to (single flight, daily limit, trend)."""
+    history: Sequence[Turn] = ()
+    """Earlier turns, oldest first, from the request's own messages; L2 sees the last
+    ``risk.context_turns`` of them. Nothing here is stored."""
+    purpose: RunPurpose = RunPurpose.LIVE
+    """Live traffic, a test or simulation, or a calibration run (kept apart)."""
+    trace_id: str | None = None
+    """A run already open to record in (the pipeline's); ``None``: the triage opens and
+    closes a ``risk_triage`` run of its own."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Stage:
+    assessment: Assessment | None
+    reason: SuppressReason | None
+    calls: tuple[ChatResult, ...] = ()
+
+
+@dataclass(slots=True)
+class _Run:
+    """What one triage gathered so far (mutable while it runs, frozen into the result)."""
+
+    l1: Assessment | None = None
+    l2: Assessment | None = None
+    trend: Trend | None = None
+    reasons: list[SuppressReason] = field(default_factory=list)
+    calls: list[ChatResult] = field(default_factory=list)
+    tier: Tier = Tier.L0
+
+
+class Triage:
+    """Runs triages for one process: build it once, call :meth:`assess` per message."""
+
+    def __init__(
+        self,
+        config: Config,
+        caller: ModelCaller,
+        log: SqlAssessmentLog,
+        gate: L0Gate,
+        *,
+        trace: TraceWriter | None = None,
+        clock: WallClock = utc_now,
+    ) -> None:
+        """Use ``caller`` for L1/L2 (it must have a ledger), ``log`` for records.
+
+        Raises:
+            UsageError: ``caller`` has no spend ledger, so the per-conversation daily
+                limit could not be kept.
+        """
+        if caller.ledger is None:
+            raise UsageError("the triage needs a ModelCaller with a spend ledger")
+        self.config = config
+        self._caller = caller
+        self._log = log
+        self._gate = gate
+        self._trace = trace if trace is not None else caller.trace
+        self._clock = clock
+
+    async def assess(self, request: TriageRequest) -> TriageResult:
+        """Triage one message. Never raises for expected failures: they are reasons.
+
+        Raises:
+            UsageError: a programming error (e.g. a naive clock).
+        """
+        started = time.monotonic()
+        l0 = self._gate.scan(request.text)
+        locale = detect_locale(request.text)
+        run = _Run()
+        trace_id = request.trace_id
+        own_run = trace_id is None and self._trace is not None
+        try:
+            if own_run:
+                assert self._trace is not None
+                trace_id = await self._trace.start_run(
+                    "risk_triage",
+                    conversation_id=request.conversation_id,
+                    input_text=request.text,
+                    meta={"purpose": request.purpose.value},
+                )
+            await self._event(trace_id, "l0", l0_summary(l0, with_terms=False))
+            if l0.escalate:
+                await self._escalate(request, run, trace_id)
+            result = self._result(request, l0, locale, run, trace_id, started, None)
+            assessment_id = await self._log.record(
+                _row(result, at=self._clock()), text=request.text
+            )
+            result = result.with_assessment_id(assessment_id)
+            await self._event(trace_id, "triage", result.as_dict(with_evidence=False))
+            if own_run and trace_id is not None and self._trace is not None:
+                reason = result.reasons[0].value if result.reasons else None
+                await self._trace.finish_run(trace_id, outcome=result.status.value, reason=reason)
+            return result
+        except StoreError as exc:
+            # Invariant 4: an outcome that could not be recorded is not acted on.
+            _log.warning("triage of trace %s could not be recorded: %s", trace_id, exc)
+            run.reasons.append(SuppressReason.STORE_FAILED)
+            return self._result(request, l0, locale, run, trace_id, started, exc)
+
+    async def _escalate(self, request: TriageRequest, run: _Run, trace_id: str | None) -> None:
+        risk = self.config.risk
+        if len(request.text) > risk.max_text_chars:
+            # Never cut: a model judging part of a message would judge another message.
+            run.reasons.append(SuppressReason.TEXT_TOO_LONG)
+            return
+        token = await self._log.acquire_flight(
+            request.conversation_id, now=self._clock(), ttl_s=risk.deadline_s + _LEASE_SLACK_S
+        )
+        if token is None:
+            run.reasons.append(SuppressReason.CONCURRENCY_DROP)
+            return
+        try:
+            scope = CallScope(Deadline.after(risk.deadline_s), CallBudget(risk.max_calls), trace_id)
+            await self._analyse(request, run, scope, trace_id)
+        finally:
+            await self._release(request.conversation_id, token)
+
+    async def _analyse(
+        self, request: TriageRequest, run: _Run, scope: CallScope, trace_id: str | None
+    ) -> None:
+        risk = self.config.risk
+        limit = SpendLimit(key=l1_limit_key(request.conversation_id), max_calls=risk.l1_daily_limit)
+        run.tier = Tier.L1
+        l1 = await self._stage(Tier.L1, l1_request(request.text), scope, limit)
+        run.calls += l1.calls
+        await self._stage_event(trace_id, Tier.L1, l1)
+        if l1.assessment is None:
+            assert l1.reason is not None
+            run.reasons.append(l1.reason)
+            return
+        run.l1 = l1.assessment
+        if not l1.assessment.level.is_elevated:
+            return
+        today = utc_day(self._clock())
+        first_day = today - dt.timedelta(days=risk.trend_days - 1)
+        history = await self._log.levels_since(request.conversation_id, first_day)
+        run.trend = compute_trend(
+            ((day, RiskLevel(level)) for day, level in history), today=today, days=risk.trend_days
+        )
+        context = list(request.history)[-risk.context_turns :] if risk.context_turns else []
+        run.tier = Tier.L2
+        l2 = await self._stage(Tier.L2, l2_request(request.text, context, run.trend), scope, None)
+        run.calls += l2.calls
+        await self._stage_event(trace_id, Tier.L2, l2)
+        if l2.assessment is None:
+            assert l2.reason is not None
+            # L1 stands; without L2 nothing can be confirmed (invariant 5).
+            run.reasons.append(l2.reason)
+            return
+        run.l2 = l2.assessment
+
+    async def _stage(
+        self,
+        tier: Literal[Tier.L1, Tier.L2],
+        request: ChatRequest,
+        scope: CallScope,
+        limit: SpendLimit | None,
+    ) -> _Stage:
+        role = Role.RISK_L1 if tier is Tier.L1 else Role.RISK_L2
+        attempts = 0
+
+        async def call(attempt: ChatRequest) -> ChatResult:
+            nonlocal attempts
+            attempts += 1
+            # The daily limit counts assessments, so only a stage's first call takes from it.
+            limits = [limit] if limit is not None and attempts == 1 else []
+            return await self._caller.call(
+                role, attempt, scope, stage=tier.value.lower(), limits=limits
+            )
+
+        try:
+            outcome = await complete_structured(call, request, RiskReport, retries=1)
+        except (RouteError, BudgetExhausted, DeadlineExceeded) as exc:
+            return _Stage(None, self._reason(tier, exc, limit))
+        if not outcome.ok:
+            return _Stage(None, _MALFORMED[tier], outcome.calls)
+        offline = outcome.calls[-1].offline
+        assessment = Assessment(tier=tier, report=outcome.value, offline=offline)
+        return _Stage(assessment, None, outcome.calls)
+
+    @staticmethod
+    def _reason(tier: Tier, exc: FoureyesError, limit: SpendLimit | None) -> SuppressReason:
+        if (
+            isinstance(exc, BudgetExhausted)
+            and limit is not None
+            and exc.limit.startswith(limit.key)
+        ):
+            return SuppressReason.DAILY_CAP
+        table = FAILURE_REASONS[tier]
+        for cls in type(exc).__mro__:
+            if cls in table:
+                return table[cls]
+        raise UsageError(f"no reason code for {type(exc).__name__}")  # pragma: no cover
+
+    async def _release(self, conversation_id: str, token: str) -> None:
+        try:
+            await self._log.release_flight(conversation_id, token)
+        except StoreError as exc:
+            # The lease expires on its own after the deadline; the triage's outcome stands.
+            _log.warning("flight lease of a conversation was not released: %s", exc)
+
+    async def _event(self, trace_id: str | None, stage: str, data: dict[str, object]) -> None:
+        if trace_id is not None and self._trace is not None:
+            await self._trace.append(trace_id, TraceEvent(EventKind.RISK, stage, data))
+
+    async def _stage_event(self, trace_id: str | None, tier: Tier, stage: _Stage) -> None:
+        data: dict[str, object] = {"attempts": len(stage.calls)}
+        if stage.assessment is not None:
+            data |= stage.assessment.summary(with_evidence=False)
+        if stage.reason is not None:
+            data["reason"] = stage.reason.value
+        await self._event(trace_id, tier.value.lower(), data)
+
+    def _result(
+        self,
+        request: TriageRequest,
+        l0: L0Result,
+        locale: Locale,
+        run: _Run,
+        trace_id: str | None,
+        started: float,
+        store_error: StoreError | None,
+    ) -> TriageResult:
+        confirmation: Confirmation | None = None
+        level: RiskLevel | None
+        if store_error is not None or (l0.escalate and run.l1 is None):
+            status, level = RiskStatus.UNKNOWN, None
+        elif run.l1 is None:
+            status, level = RiskStatus.OK, RiskLevel.LOW
+        else:
+            status, level = RiskStatus.OK, combined_level(run.l1, run.l2)
+            confirmation = confirm(run.l1, run.l2, threshold=self.config.risk.confirm_confidence)
+        confirmed = confirmation is not None and confirmation.confirmed
+        return TriageResult(
+            conversation_id=request.conversation_id,
+            purpose=request.purpose,
+            status=status,
+            level=level,
+            confirmed=confirmed,
+            tier=run.tier,
+            policy=policy_for(level, confirmed=confirmed),
+            reasons=tuple(run.reasons),
+            locale=locale,
+            l0=l0,
+            l1=run.l1,
+            l2=run.l2,
+            confirmation=confirmation,
+            trend=run.trend,
+            calls=len(run.calls),
+            cost_usd=self._cost(run.calls),
+            latency_ms=round((time.monotonic() - started) * 1000, 3),
+            trace_id=trace_id,
+        )
+
+    def _cost(self, calls: Sequence[ChatResult]) -> float:
+        total = 0.0
+        for result in calls:
+            route = self.config.routes.get(result.route)
+            if route is None:
+                continue
+            total += cost_usd(
+                result.usage.prompt_tokens,
+                result.usage.completion_tokens,
+                price_in=route.price_in or 0.0,
+                price_out=route.price_out or 0.0,
+            )
+        return total
+
+
+def _row(result: TriageResult, *, at: dt.datetime) -> NewAssessment:
+    """The row the store keeps of a triage: no text, no evidence, no matched terms."""
+    detail = result.as_dict(with_evidence=False)
+    for key in ("status", "level", "confirmed", "tier", "policy", "reasons", "trace_id"):
+        detail.pop(key)
+    return NewAssessment(
+        conversation_id=result.conversation_id,
+        purpose=result.purpose.value,
+        at=at,
+        status=result.status.value,
+        level=None if result.level is None else result.level.value,
+        tier=result.tier.value,
+        confirmed=result.confirmed,
+        policy=result.policy.value,
+        reasons=[r.value for r in result.reasons],
+        detail=detail,
+        trace_id=result.trace_id,
+    )

@@ -1,0 +1,68 @@
+"""Risk fixtures: a store under tmp_path, and triages wired to a scripted provider."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from foureyes.config import PrivacyConfig, StoreConfig
+from foureyes.llm.calls import ModelCaller
+from foureyes.risk.l0 import L0Gate
+from foureyes.risk.triage import Triage
+from foureyes.store import Store
+from tests.risk._support import ManualClock, ScriptedProvider, scripted_config, scripted_routes
+
+
+@pytest.fixture(scope="session")
+def gate() -> L0Gate:
+    return L0Gate.default()
+
+
+@pytest.fixture
+def store_url(tmp_path: Path) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path / 'risk.db'}"
+
+
+@pytest.fixture
+async def store(store_url: str) -> AsyncIterator[Store]:
+    s = await Store.open(StoreConfig(url=store_url), PrivacyConfig(), {})
+    yield s
+    await s.close()
+
+
+@pytest.fixture
+def provider() -> ScriptedProvider:
+    return ScriptedProvider()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+class MakeTriage(Protocol):
+    def __call__(
+        self, on: Store | None = None, *, route: dict[str, Any] | None = None, **risk: Any
+    ) -> Triage: ...
+
+
+@pytest.fixture
+def make_triage(
+    store: Store, provider: ScriptedProvider, clock: ManualClock, gate: L0Gate
+) -> MakeTriage:
+    """A triage over ``store`` (or another), every role on the scripted provider."""
+
+    def _make(
+        on: Store | None = None, *, route: dict[str, Any] | None = None, **risk: Any
+    ) -> Triage:
+        target = on or store
+        config = scripted_config(route, **risk)
+        caller = ModelCaller(
+            scripted_routes(config, provider), ledger=target.ledger, trace=target.traces
+        )
+        return Triage(config, caller, target.assessments, gate, clock=clock)
+
+    return _make
