@@ -1,0 +1,187 @@
+"""Catalog sources foureyes ships: a JSON file, and a table of the application's database.
+
+Both build a fresh :class:`~foureyes.evidence.catalog.Catalog` on every call, from the
+records as they are at that moment; the durable owner relies on that to notice records
+that changed between selection and commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import JSON, Text, column, select, table
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from foureyes.config import validation_problems
+from foureyes.evidence.catalog import (
+    Catalog,
+    CatalogError,
+    EvidenceItem,
+    catalog_from_json,
+)
+
+__all__ = ["ColumnMap", "JsonFileCatalogSource", "SqlCatalogSource"]
+
+_MAX_PROBLEMS = 10
+
+
+class JsonFileCatalogSource:
+    """A catalog kept as one JSON file in the pinned form; the file holds one snapshot."""
+
+    def __init__(self, path: str | Path) -> None:
+        """Read catalogs from ``path``."""
+        self.path = Path(path)
+
+    async def read(self) -> Catalog:
+        """The catalog the file holds now, whatever its snapshot id.
+
+        Raises:
+            CatalogError: the file is missing, unreadable, not JSON, or not a catalog.
+        """
+        try:
+            text = await asyncio.to_thread(self.path.read_text, encoding="utf-8")
+        except FileNotFoundError:
+            raise CatalogError([f"catalog file {str(self.path)!r} does not exist"]) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CatalogError([f"catalog file {str(self.path)!r} cannot be read: {exc}"]) from None
+        return catalog_from_json(text, where=str(self.path))
+
+    async def snapshot(self, snapshot_id: str) -> Catalog:
+        """The file's catalog, provided it still holds snapshot ``snapshot_id``.
+
+        Raises:
+            CatalogError: the file cannot be read as a catalog, or holds another snapshot.
+        """
+        catalog = await self.read()
+        if catalog.snapshot_id != snapshot_id:
+            raise CatalogError(
+                [
+                    f"catalog file {str(self.path)!r} holds snapshot "
+                    f"{catalog.snapshot_id!r}, not {snapshot_id!r}"
+                ]
+            )
+        return catalog
+
+    def __repr__(self) -> str:
+        return f"JsonFileCatalogSource({str(self.path)!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnMap:
+    """Which column of the application's table holds each field of a record."""
+
+    snapshot_id: str = "snapshot_id"
+    """Column naming the snapshot a row belongs to; a catalog is the rows of one value."""
+    ref: str = "ref"
+    """Column holding the record's ref (unique within a snapshot)."""
+    kind: str = "kind"
+    """Column holding the source kind (``lifestyle.exercise``)."""
+    value: str = "value"
+    """Column holding the value."""
+    source: str = "source"
+    """Column holding where the record came from."""
+    admissible: str = "admissible"
+    """Boolean column (or integer 0/1) saying whether the record may be cited."""
+    observed_at: str = "observed_at"
+    """Column holding the observation time: a timestamp, a date or ISO 8601 text."""
+    json_value: bool = True
+    """Whether ``value`` holds JSON (a JSON string or object): a ``json``/``jsonb`` column
+    on PostgreSQL, a JSON text column on SQLite. ``False`` reads it as plain text."""
+
+
+class SqlCatalogSource:
+    """Reads a catalog from a table of the application's own database (SQLAlchemy async).
+
+    The rows whose ``columns.snapshot_id`` equals the requested snapshot are the catalog.
+    The engine belongs to the application, which opens and disposes of it.
+    """
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        table_name: str,
+        *,
+        columns: ColumnMap | None = None,
+        schema: str | None = None,
+    ) -> None:
+        """Read ``schema.table_name`` through ``engine`` with the column mapping ``columns``."""
+        self.engine = engine
+        self.columns = columns or ColumnMap()
+        cols = self.columns
+        names = (cols.ref, cols.kind, cols.value, cols.source, cols.admissible, cols.observed_at)
+        # Typed JSON, the dialect decodes the value its own way: SQLite's JSON text is
+        # parsed, while asyncpg hands json/jsonb columns over already decoded.
+        typed = {cols.value: JSON() if cols.json_value else Text()}
+        self._table = table(
+            table_name,
+            *(column(n, typed.get(n)) for n in dict.fromkeys((*names, cols.snapshot_id))),
+            schema=schema,
+        )
+        self._query = select(*(self._table.c[n] for n in names))
+        self._where = self._table.c[cols.snapshot_id]
+
+    async def snapshot(self, snapshot_id: str) -> Catalog:
+        """The catalog of the rows of ``snapshot_id``, read in one query.
+
+        Raises:
+            CatalogError: the query failed, no row belongs to the snapshot, or a row is
+                not a valid record (each problem names the row's ref).
+        """
+        try:
+            async with self.engine.connect() as conn:
+                rows = (await conn.execute(self._query.where(self._where == snapshot_id))).all()
+        except (SQLAlchemyError, OSError, ValueError) as exc:
+            detail = type(exc).__name__ if not str(exc) else f"{type(exc).__name__}: {exc}"
+            raise CatalogError([f"catalog table {self._table.name!r}: {detail[:300]}"]) from exc
+        if not rows:
+            raise CatalogError(
+                [f"catalog table {self._table.name!r} has no records of snapshot {snapshot_id!r}"]
+            )
+        items, problems = [], []
+        for row in rows:
+            try:
+                items.append(_item(tuple(row)))
+            except ValidationError as exc:
+                problems.append(
+                    f"record {str(row[0])[:80]!r}: " + "; ".join(validation_problems(exc))
+                )
+        if problems:
+            raise CatalogError(problems[:_MAX_PROBLEMS])
+        return Catalog(snapshot_id=snapshot_id, items=tuple(items))
+
+    def __repr__(self) -> str:
+        return f"SqlCatalogSource(table={self._table.name!r})"
+
+
+def _item(row: tuple[Any, ...]) -> EvidenceItem:
+    ref, kind, value, source, admissible, observed_at = row
+    return EvidenceItem.model_validate(
+        {
+            "ref": ref,
+            "kind": kind,
+            "value": value,
+            "source": source,
+            "admissible": _flag(admissible),
+            "observed_at": _time_text(observed_at),
+        },
+        strict=True,
+    )
+
+
+def _flag(raw: Any) -> Any:
+    # SQLite keeps booleans as 0/1; anything else is left for strict validation to refuse.
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw in (0, 1):
+        return bool(raw)
+    return raw
+
+
+def _time_text(raw: Any) -> Any:
+    if isinstance(raw, dt.date):  # datetime is a date too
+        return raw.isoformat()
+    return raw
