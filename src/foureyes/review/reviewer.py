@@ -1,0 +1,347 @@
+"""The Python API for host agents: manual masked reviews and the automatic checkpoint.
+
+:class:`Reviewer` composes the review path (project → build the request → run the one
+:class:`~foureyes.review.runner.ReviewRunner` → publish by policy) for both triggers:
+
+- :meth:`Reviewer.review` is the manual trigger (the CLI, the JSON endpoint, a host's
+  explicit call);
+- :meth:`Reviewer.checkpoint` is the automatic turn-stopping checkpoint: the host calls it
+  when its agent's turn is about to stop, and publishes the returned message, if any,
+  into the primary's context (:func:`~foureyes.review.publication.decide_checkpoint`
+  says when it runs).
+
+A projection that does not fit is skipped before any model call, with its metadata only
+(DESIGN.md 4, invariant 9), and the skip is recorded in the trace like a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from foureyes.config import ReviewConfig
+from foureyes.core.budget import CallBudget
+from foureyes.core.deadline import Deadline
+from foureyes.core.errors import StoreError
+from foureyes.core.locale import Locale
+from foureyes.core.trace import EventKind, TraceEvent
+from foureyes.review.packet import review_instruction
+from foureyes.review.projection import (
+    Mask,
+    Projection,
+    ProjectionMeta,
+    ProjectionSkipped,
+    Window,
+    project,
+)
+from foureyes.review.publication import (
+    CheckpointDecision,
+    CheckpointLatch,
+    CheckpointSkip,
+    PublicationPolicy,
+    decide_checkpoint,
+    publication_message,
+    turn_used_tools,
+)
+from foureyes.review.request import RequestMode, ReviewRequest, build_review_request
+from foureyes.review.runner import (
+    REVIEW_RUN_KIND,
+    ReviewOutcome,
+    ReviewReason,
+    ReviewRunner,
+    ReviewTrigger,
+)
+from foureyes.review.session import Session, UserMessage
+
+__all__ = [
+    "CheckpointResult",
+    "Reviewer",
+    "SessionReview",
+    "project_session",
+    "projection_json",
+]
+
+
+def project_session(
+    session: Session,
+    window: Window,
+    mask: Mask,
+    config: ReviewConfig,
+    *,
+    send_images: bool = True,
+) -> Projection | ProjectionSkipped:
+    """Project ``session`` within the size limits of ``config`` (see :func:`project`)."""
+    return project(
+        session,
+        window,
+        mask,
+        max_snapshot_chars=config.max_snapshot_chars,
+        max_images=config.max_images,
+        send_images=send_images,
+    )
+
+
+def projection_json(projection: Projection | ProjectionSkipped) -> dict[str, Any]:
+    """A projection as JSON data: skip reason, metadata and, unless skipped, the messages.
+
+    This is what ``--project-only`` prints: the wire form of the native prefix and of the
+    snapshot, exactly as a review request would carry them.
+    """
+    if isinstance(projection, ProjectionSkipped):
+        return {"skipped": projection.reason.value, "projection": projection.meta.to_dict()}
+    return {
+        "skipped": None,
+        "projection": projection.meta.to_dict(),
+        "prefix": [message.to_wire() for message in projection.prefix],
+        "snapshot": projection.snapshot.to_wire(),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class SessionReview:
+    """One review of one session: what was projected and sent, what came back, what goes out.
+
+    Exactly one of ``skipped`` and ``outcome`` is set.
+    """
+
+    meta: ProjectionMeta
+    """Facts about the projection (window, mask, counts, sizes); never session text."""
+    skipped: ProjectionSkipped | None
+    """Why nothing was sent, when the projection was skipped (no model was called)."""
+    request: ReviewRequest | None
+    """The request sent, with its prefix share; ``None`` when skipped."""
+    outcome: ReviewOutcome | None
+    """The run's outcome; ``None`` when skipped."""
+    publication: UserMessage | None
+    """The plugin message to give the primary agent; ``None`` when nothing is published."""
+    trace_id: str | None = None
+    """The trace run that records the review (or its skip)."""
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the review produced an accepted packet."""
+        return self.outcome is not None and self.outcome.ok
+
+    def as_json(self) -> dict[str, Any]:
+        """The review as plain JSON data (no request text, no session text)."""
+        return {
+            "accepted": self.accepted,
+            "skipped": self.skipped.reason.value if self.skipped else None,
+            "projection": self.meta.to_dict(),
+            "request": None
+            if self.request is None
+            else {
+                "mode": self.request.mode.value,
+                "messages": len(self.request.request.messages),
+                "prefix_share": self.request.prefix_share,
+                "prefix_bytes": self.request.prefix_bytes,
+                "total_bytes": self.request.total_bytes,
+            },
+            "outcome": self.outcome.as_json() if self.outcome else None,
+            "publication": None
+            if self.publication is None
+            else {"source": self.publication.source.value, "content": self.publication.content},
+            "trace_id": self.trace_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointResult:
+    """What the automatic checkpoint did at one turn stop."""
+
+    turn_id: str | None
+    """The turn it considered; ``None`` for an empty session."""
+    decision: CheckpointDecision
+    """Whether it ran, and if not, why."""
+    review: SessionReview | None
+    """The review, when it ran."""
+
+    @property
+    def publication(self) -> UserMessage | None:
+        """The message to give the primary agent, if any."""
+        return self.review.publication if self.review else None
+
+
+class Reviewer:
+    """Masked reviews of agent sessions for a host, through one :class:`ReviewRunner`.
+
+    Args:
+        runner: the one runner (its caller's trace writer records every review).
+        config: the ``[review]`` settings (size limits of projections and packets).
+        policy: which accepted packets are published; ``updates-only`` by default.
+        latch: the checkpoint's per-(session, turn) memory; a fresh one by default.
+        locale: the language of publication headers.
+        send_images: ``False`` when the reviewer's route takes no images.
+    """
+
+    def __init__(
+        self,
+        runner: ReviewRunner,
+        config: ReviewConfig,
+        *,
+        policy: PublicationPolicy = PublicationPolicy.UPDATES_ONLY,
+        latch: CheckpointLatch | None = None,
+        locale: Locale = Locale.EN,
+        send_images: bool = True,
+    ) -> None:
+        """Review through ``runner`` under ``config`` and ``policy``."""
+        self.runner = runner
+        self.config = config
+        self.policy = policy
+        self.latch = latch if latch is not None else CheckpointLatch()
+        self.locale = locale
+        self.send_images = send_images
+
+    async def review(
+        self,
+        session: Session,
+        *,
+        window: Window,
+        mask: Mask,
+        mode: RequestMode = RequestMode.CACHE_ALIGNED,
+        session_id: str | None = None,
+        deadline: Deadline | None = None,
+        budget: CallBudget | None = None,
+        abort: asyncio.Event | None = None,
+        trigger: ReviewTrigger = ReviewTrigger.MANUAL,
+        policy: PublicationPolicy | None = None,
+        primary_system: str | None = None,
+        primary_tools: Sequence[Mapping[str, Any]] = (),
+        persona_system: str | None = None,
+    ) -> SessionReview:
+        """Review ``session`` through ``window`` and ``mask``, one reviewer call at most.
+
+        Args:
+            session: the session (only read).
+            window: which part is reviewed.
+            mask: what the reviewer does not see.
+            mode: ``cache-aligned`` or ``reviewer-persona`` request.
+            session_id: the host's id of the session (trace, checkpoint latch).
+            deadline: the run's deadline; by default only the route's timeout bounds it.
+            budget: the calls the run may make; one by default.
+            abort: set by the host to abort the run.
+            trigger: what started it; a manual masked review is noted in the latch, so
+                the checkpoint skips that turn.
+            policy: overrides the reviewer's publication policy for this review.
+            primary_system: the primary's system prompt (default: the session's).
+            primary_tools: the primary's tools (default: the session's).
+            persona_system: the reviewer's own system prompt (``reviewer-persona``).
+        """
+        policy = policy or self.policy
+        projection = project_session(
+            session, window, mask, self.config, send_images=self.send_images
+        )
+        if isinstance(projection, ProjectionSkipped):
+            trace_id = await self._record_skip(projection, trigger, session_id)
+            return SessionReview(projection.meta, projection, None, None, None, trace_id)
+        if trigger is ReviewTrigger.MANUAL and mask is not Mask.NONE and session_id:
+            self.latch.note_manual(session_id, session.turn_at(len(session.events) - 1).turn_id)
+        request = build_review_request(
+            session,
+            projection,
+            mode,
+            instruction=review_instruction(max_chars=self.runner.packet_max_chars),
+            primary_system=primary_system,
+            primary_tools=primary_tools,
+            persona_system=persona_system,
+        )
+        outcome = await self.runner.run(
+            request.request,
+            deadline=deadline or Deadline.never(),
+            budget=budget,
+            abort=abort,
+            trigger=trigger,
+            policy=policy,
+            conversation_id=session_id,
+            meta=_run_meta(projection.meta, request),
+        )
+        # The runner recorded the same policy's decision (``outcome.published``) first.
+        message = publication_message(outcome.packet, policy, locale=self.locale)
+        return SessionReview(projection.meta, None, request, outcome, message, outcome.trace_id)
+
+    async def checkpoint(
+        self,
+        session: Session,
+        *,
+        session_id: str,
+        window: Window | None = None,
+        mask: Mask = Mask.REASONING_ONLY,
+        mode: RequestMode = RequestMode.CACHE_ALIGNED,
+        budget: CallBudget | None = None,
+        deadline: Deadline | None = None,
+        abort: asyncio.Event | None = None,
+    ) -> CheckpointResult:
+        """The automatic checkpoint at a stop of the session's last turn.
+
+        The turn considered is the one the last event belongs to. The review runs when
+        :func:`~foureyes.review.publication.decide_checkpoint` says so; the latch is taken
+        before it starts and given back only when the run was stopped by a budget before
+        any model call (a skip for budget does not latch).
+
+        Args:
+            session: the session as it stands at the stop.
+            session_id: the host's id of the session.
+            window: default ``current-turn``.
+            mask: default ``reasoning-only``.
+            mode: the request mode.
+            budget: the calls left for automatic reviews; none left is a ``no_budget`` skip.
+            deadline: the run's deadline.
+            abort: set by the host to abort the run.
+        """
+        if not session.events:
+            return CheckpointResult(None, CheckpointDecision(CheckpointSkip.NO_TOOLS), None)
+        turn = session.turn_at(len(session.events) - 1)
+        decision = decide_checkpoint(
+            used_tools=turn_used_tools(session, turn),
+            manual_review_ran=self.latch.manual_ran(session_id, turn.turn_id),
+            attempted=self.latch.attempted(session_id, turn.turn_id),
+            budget_left=budget is None or budget.remaining > 0,
+        )
+        if not decision.run:
+            return CheckpointResult(turn.turn_id, decision, None)
+        # Latched before the first await, so a second stop of this turn cannot start a
+        # second review while this one runs.
+        self.latch.latch(session_id, turn.turn_id)
+        review = await self.review(
+            session,
+            window=window or Window.current_turn(),
+            mask=mask,
+            mode=mode,
+            session_id=session_id,
+            deadline=deadline,
+            budget=budget,
+            abort=abort,
+            trigger=ReviewTrigger.CHECKPOINT,
+        )
+        if review.outcome is not None and review.outcome.reason is ReviewReason.BUDGET_EXHAUSTED:
+            self.latch.release(session_id, turn.turn_id)
+        return CheckpointResult(turn.turn_id, decision, review)
+
+    async def _record_skip(
+        self, skipped: ProjectionSkipped, trigger: ReviewTrigger, session_id: str | None
+    ) -> str | None:
+        trace = self.runner.caller.trace
+        if trace is None:
+            return None
+        meta = {"trigger": trigger.value, "projection": skipped.meta.to_dict()}
+        try:
+            trace_id = await trace.start_run(REVIEW_RUN_KIND, conversation_id=session_id, meta=meta)
+            decision = {"outcome": "skipped", "reason": skipped.reason.value}
+            await trace.append(trace_id, TraceEvent(EventKind.DECISION, "projection", decision))
+            await trace.finish_run(trace_id, outcome="skipped", reason=skipped.reason.value)
+        except StoreError:
+            # Nothing is sent or published for a skip, so an unrecorded skip exposes
+            # nothing; the skip itself is still returned to the caller.
+            return None
+        return trace_id
+
+
+def _run_meta(meta: ProjectionMeta, request: ReviewRequest) -> dict[str, Any]:
+    return {
+        "projection": meta.to_dict(),
+        "mode": request.mode.value,
+        "prefix_share": request.prefix_share,
+        "total_bytes": request.total_bytes,
+    }

@@ -1,0 +1,112 @@
+"""``POST /v1/review``: a masked review of a session sent as JSON (the manual trigger).
+
+The body carries the session either as OpenAI chat-format ``messages`` (with ``tools``)
+or as native ``events`` (with ``system`` and ``tools``), plus the window, the mask and
+the request mode. The answer is the review as data: the projection's metadata, the
+request's prefix share, the outcome (an accepted packet, or none and why) and the
+publication message, if the reviewer's policy publishes the packet. A skipped projection
+or a review without a packet is a ``200`` result; only a body that is not a session is
+an error (``422``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from foureyes.review.importers import SessionFormat, parse_session
+from foureyes.review.projection import Mask, Window
+from foureyes.review.request import RequestMode
+from foureyes.review.reviewer import Reviewer, project_session, projection_json
+from foureyes.review.session import NATIVE_FORMAT, NATIVE_VERSION, Session, SessionFormatError
+
+__all__ = ["ReviewBody", "review_router"]
+
+
+class ReviewBody(BaseModel):
+    """The body of ``POST /v1/review``: one session and how to review it."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    messages: list[dict[str, Any]] | None = None
+    """The session as OpenAI chat-format messages (``reasoning_content``, ``tool_calls``,
+    ``tool`` messages); give this or ``events``."""
+    events: list[dict[str, Any]] | None = None
+    """The session as native events (as ``foureyes`` JSONL lines); give this or ``messages``."""
+    system: list[str] = Field(default_factory=list)
+    """The primary's system messages, with ``events`` (``messages`` carry their own)."""
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    """The primary's tool definitions (OpenAI ``tools`` entries)."""
+    window: str = "recent:3"
+    """``recent:K`` or ``current-turn``."""
+    mask: Mask = Mask.REASONING_ONLY
+    """What the reviewer does not see."""
+    mode: RequestMode = RequestMode.CACHE_ALIGNED
+    """How the review request is built."""
+    session_id: str | None = Field(default=None, max_length=200)
+    """The caller's id of the session, recorded in the trace."""
+    project_only: bool = False
+    """Return the projection and its metadata without calling a model."""
+
+    @model_validator(mode="after")
+    def _one_session(self) -> ReviewBody:
+        if (self.messages is None) == (self.events is None):
+            raise ValueError("give the session as either 'messages' or 'events'")
+        if self.messages is not None and self.system:
+            raise ValueError("'system' goes with 'events'; put system messages in 'messages'")
+        Window.parse(self.window)
+        return self
+
+    def session(self) -> Session:
+        """The session the body carries.
+
+        Raises:
+            SessionFormatError: the messages or events are not a valid session.
+        """
+        if self.messages is not None:
+            body = {"messages": self.messages, "tools": self.tools}
+            return parse_session(json.dumps(body), SessionFormat.OPENAI_CHAT)
+        header = {
+            "format": NATIVE_FORMAT,
+            "version": NATIVE_VERSION,
+            "system": self.system,
+            "tools": self.tools,
+        }
+        lines = [json.dumps(header), *(json.dumps(event) for event in self.events or [])]
+        return parse_session("\n".join(lines) + "\n", SessionFormat.NATIVE)
+
+
+def review_router(reviewer: Callable[[Request], Reviewer]) -> APIRouter:
+    """The router serving ``POST /v1/review``.
+
+    Args:
+        reviewer: returns the :class:`~foureyes.review.reviewer.Reviewer` for a request
+            (typically one built at start-up and kept in ``app.state``).
+    """
+    router = APIRouter()
+
+    @router.post("/v1/review", tags=["review"])
+    async def review(body: ReviewBody, request: Request) -> dict[str, Any]:
+        """Review one session through a window and a mask; one reviewer call at most."""
+        try:
+            session = body.session()
+        except SessionFormatError as exc:
+            problem = {"format": exc.schema, "reason": exc.reason, "detail": exc.detail}
+            raise HTTPException(status_code=422, detail=problem) from None
+        chosen = reviewer(request)
+        window = Window.parse(body.window)
+        if body.project_only:
+            projection = project_session(
+                session, window, body.mask, chosen.config, send_images=chosen.send_images
+            )
+            return {"ok": True, **projection_json(projection)}
+        result = await chosen.review(
+            session, window=window, mask=body.mask, mode=body.mode, session_id=body.session_id
+        )
+        return {"ok": True, **result.as_json()}
+
+    return router

@@ -1,0 +1,205 @@
+"""The packet contract (DESIGN.md 5) as a pure function: every rule, every rejection."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from foureyes.core.errors import UsageError
+from foureyes.review.packet import (
+    PACKET_ROLE,
+    Certainty,
+    ItemKind,
+    PacketRejection,
+    PacketStatus,
+    ReviewPacket,
+    check_packet,
+    review_instruction,
+)
+
+MAX = 10_000
+
+
+def item(content: str, kind: str = "observation", certainty: str = "likely") -> dict[str, str]:
+    return {"kind": kind, "certainty": certainty, "content": content}
+
+
+def update(*contents: str) -> dict[str, Any]:
+    return {"role": PACKET_ROLE, "status": "update", "items": [item(c) for c in contents]}
+
+
+def check(value: Any, max_chars: int = MAX) -> PacketRejection | ReviewPacket:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    result = check_packet(text, max_chars=max_chars)
+    assert (result.packet is None) != (result.rejection is None)
+    assert result.ok == (result.packet is not None)
+    return result.packet if result.packet is not None else result.rejection  # type: ignore[return-value]
+
+
+def test_a_valid_update_is_accepted_with_its_items_in_order() -> None:
+    packet = check(update("tests were never run", "the patch edits the wrong file"))
+    assert isinstance(packet, ReviewPacket)
+    assert packet.status is PacketStatus.UPDATE and packet.is_update
+    assert [i.content for i in packet.items] == [
+        "tests were never run",
+        "the patch edits the wrong file",
+    ]
+    assert packet.items[0].kind is ItemKind.OBSERVATION
+    assert packet.items[0].certainty is Certainty.LIKELY
+    assert packet.role == PACKET_ROLE
+
+
+def test_a_valid_no_update_has_no_items_key() -> None:
+    packet = check({"role": PACKET_ROLE, "status": "no_update"})
+    assert isinstance(packet, ReviewPacket)
+    assert packet.items == () and not packet.is_update
+    assert packet.as_json() == {"role": PACKET_ROLE, "status": "no_update"}
+    assert packet.render() == '{"role":"masked-review","status":"no_update"}'
+
+
+@pytest.mark.parametrize(
+    ("answer", "rejection"),
+    [
+        ("", PacketRejection.EMPTY),
+        ("   \n", PacketRejection.EMPTY),
+        ("The agent looks fine to me; nothing to add.", PacketRejection.NO_JSON),
+        ('["masked-review"]', PacketRejection.NOT_OBJECT),
+        ('{"role": "masked-review", "status": "no_update"', PacketRejection.INVALID_JSON),
+        ('{"role": "masked-review", "role": "masked-review", "status": "no_update"}',
+         PacketRejection.INVALID_JSON),
+        ({"role": PACKET_ROLE, "status": "no_update", "note": "x"}, PacketRejection.EXTRA_KEYS),
+        ({**update("a"), "items": [{**item("a"), "source": "me"}]}, PacketRejection.EXTRA_KEYS),
+        ({"role": PACKET_ROLE, "status": "maybe"}, PacketRejection.ENUM_INVALID),
+        ({**update("a"), "items": [item("a", kind="opinion")]}, PacketRejection.ENUM_INVALID),
+        ({**update("a"), "items": [item("a", certainty="sure")]}, PacketRejection.ENUM_INVALID),
+        ({"status": "no_update"}, PacketRejection.SCHEMA_INVALID),
+        ({"role": PACKET_ROLE, "status": "update", "items": None}, PacketRejection.SCHEMA_INVALID),
+        ({**update("a"), "items": [{**item("a"), "content": 3}]}, PacketRejection.SCHEMA_INVALID),
+        ({"role": "reviewer", "status": "no_update"}, PacketRejection.ROLE_MISMATCH),
+        ({"role": "Masked-Review", "status": "no_update"}, PacketRejection.ROLE_MISMATCH),
+        ({"role": PACKET_ROLE, "status": "no_update", "items": []},
+         PacketRejection.ITEMS_ON_NO_UPDATE),
+        ({**update("a"), "status": "no_update"}, PacketRejection.ITEMS_ON_NO_UPDATE),
+        ({"role": PACKET_ROLE, "status": "update"}, PacketRejection.NO_ITEMS),
+        ({"role": PACKET_ROLE, "status": "update", "items": []}, PacketRejection.NO_ITEMS),
+        (update("fine", ""), PacketRejection.EMPTY_CONTENT),
+        (update(" \t\n"), PacketRejection.EMPTY_CONTENT),
+        (update("Tests fail", "  tests FAIL "), PacketRejection.DUPLICATE_ITEMS),
+        (update("Straße", "STRASSE"), PacketRejection.DUPLICATE_ITEMS),
+    ],
+)  # fmt: skip
+def test_each_broken_rule_rejects_the_whole_answer(answer: Any, rejection: PacketRejection) -> None:
+    assert check(answer) is rejection
+
+
+def test_duplicates_reject_whatever_their_kind_and_certainty() -> None:
+    packet = update("x")
+    packet["items"] = [item("the build is red"), item("The build is red", "conclusion", "certain")]
+    assert check(packet) is PacketRejection.DUPLICATE_ITEMS
+
+
+def sized(chars: int) -> dict[str, Any]:
+    """An update whose rendering is exactly ``chars`` characters long."""
+    base = check(update("x"))
+    assert isinstance(base, ReviewPacket)
+    return update("x" * (chars - len(base.render()) + 1))
+
+
+def test_the_rendering_may_reach_the_limit_but_not_pass_it() -> None:
+    at_limit = check(sized(MAX))
+    assert isinstance(at_limit, ReviewPacket) and len(at_limit.render()) == MAX
+    assert check(sized(MAX + 1)) is PacketRejection.TOO_LONG
+    assert check(sized(MAX + 1), max_chars=MAX + 1) == check(sized(MAX + 1), max_chars=MAX + 1)
+
+
+def test_size_counts_the_rendering_not_the_answer_layout() -> None:
+    # Pretty-printing adds characters the rendering does not have.
+    pretty = json.dumps(sized(MAX), indent=8)
+    assert len(pretty) > MAX
+    assert isinstance(check(pretty), ReviewPacket)
+
+
+def test_json_inside_prose_or_a_code_fence_is_read_by_the_one_parser() -> None:
+    body = json.dumps(update("a"))
+    assert isinstance(check(f"```json\n{body}\n```"), ReviewPacket)
+    assert isinstance(check(f"Here it is: {body} (end)"), ReviewPacket)
+
+
+def test_rendering_is_one_deterministic_line_bound_to_its_digest() -> None:
+    a = check(update("line one\nline two", '引号 "and" 中文'))
+    b = check(json.dumps(update("line one\nline two", '引号 "and" 中文'), indent=2))
+    assert isinstance(a, ReviewPacket) and isinstance(b, ReviewPacket)
+    assert a == b and hash(a) == hash(b)
+    assert "\n" not in a.render() and "中文" in a.render()
+    assert json.loads(a.render()) == a.as_json()
+    assert a.sha256 == b.sha256 and len(a.sha256) == 64
+    assert repr(a).startswith("ReviewPacket(")
+
+
+def test_a_packet_cannot_be_made_or_changed_outside_the_contract() -> None:
+    with pytest.raises(UsageError):
+        ReviewPacket()
+    packet = check(update("a"))
+    assert isinstance(packet, ReviewPacket)
+    with pytest.raises(AttributeError):
+        packet._status = PacketStatus.NO_UPDATE  # type: ignore[misc]
+    with pytest.raises(UsageError):
+        check_packet("{}", max_chars=0)
+
+
+def test_instruction_states_the_contract_and_the_data_rule() -> None:
+    text = review_instruction(max_chars=1234)
+    assert "1234" in text and "<<<DATA" in text and PACKET_ROLE in text
+    for value in [*ItemKind, *Certainty, *PacketStatus]:
+        assert f'"{value.value}"' in text
+
+
+# --- property: a packet is accepted exactly when it satisfies every rule -----------------
+
+KINDS = [k.value for k in ItemKind] + ["opinion"]
+CERTAINTIES = [c.value for c in Certainty] + ["sure"]
+contents = st.sampled_from(["", " ", "a", "A ", "tests fail", "Tests Fail", "ß", "ss", "x" * 50])
+items = st.fixed_dictionaries(
+    {"kind": st.sampled_from(KINDS), "certainty": st.sampled_from(CERTAINTIES), "content": contents}
+)
+packets = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from([PACKET_ROLE, "reviewer"]),
+        "status": st.sampled_from(["update", "no_update", "maybe"]),
+    },
+    optional={"items": st.lists(items, max_size=4)},
+)
+
+
+def satisfies_contract(data: dict[str, Any], max_chars: int) -> bool:
+    """An oracle written independently of packet.py."""
+    if data["role"] != "masked-review" or data["status"] not in ("update", "no_update"):
+        return False
+    entries = data.get("items") or []
+    if data["status"] == "no_update" and "items" in data:
+        return False
+    if data["status"] == "update" and not entries:
+        return False
+    for entry in entries:
+        if entry["kind"] not in KINDS[:-1] or entry["certainty"] not in CERTAINTIES[:-1]:
+            return False
+        if not entry["content"].strip():
+            return False
+    keys = [e["content"].strip().casefold() for e in entries]
+    if len(set(keys)) != len(keys):
+        return False
+    rendering = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return len(rendering) <= max_chars
+
+
+@settings(max_examples=300)
+@given(packets, st.integers(min_value=40, max_value=400))
+def test_accepted_exactly_when_every_rule_holds(data: dict[str, Any], max_chars: int) -> None:
+    result = check_packet(json.dumps(data), max_chars=max_chars)
+    assert result.ok == satisfies_contract(data, max_chars)
+    if result.packet is not None:
+        assert result.packet.as_json() == data  # whole, never a subset of the items
