@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import typer
 
-from foureyes.cli import config_cmd, serve_cmd, simulate_cmd
+from foureyes.cli import (
+    assess_cmd,
+    calibrate_cmd,
+    config_cmd,
+    facts_cmd,
+    keys_cmd,
+    review_cmd,
+    risk_cmd,
+    serve_cmd,
+    simulate_cmd,
+    trace_cmd,
+)
 
 app = typer.Typer(
     name="foureyes",
@@ -15,6 +26,13 @@ app = typer.Typer(
 app.add_typer(config_cmd.app, name="config")
 app.command("serve")(serve_cmd.serve)
 app.command("simulate")(simulate_cmd.simulate)
+app.command("assess")(assess_cmd.assess)
+risk_cmd.app.command("calibrate")(calibrate_cmd.calibrate)
+app.add_typer(risk_cmd.app, name="risk")
+app.command("review")(review_cmd.review)
+app.add_typer(facts_cmd.app, name="facts")
+app.add_typer(keys_cmd.app, name="keys")
+app.add_typer(trace_cmd.app, name="trace")
 
 
 def main() -> None:

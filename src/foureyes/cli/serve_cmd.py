@@ -35,8 +35,13 @@ def serve(
     in_use = ", ".join(sorted({cfg.roles.route_for(role) for role in Role}))
     if not as_json:
         console.print(f"foureyes serving on http://{bind_host}:{bind_port} (routes: {in_use})")
+    from foureyes.server._logging import logging_config
+
+    bound = cfg.server.model_copy(update={"host": bind_host, "port": bind_port})
     uvicorn.run(
-        create_app(cfg, dict(os.environ)),
+        create_app(cfg.model_copy(update={"server": bound}), dict(os.environ)),
+        log_config=logging_config(),
+        access_log=False,
         host=bind_host,
         port=bind_port,
         log_level="info",
@@ -47,8 +52,10 @@ def serve(
 async def _preflight(cfg: Config) -> None:
     """Open the store and build the routes once, so start-up errors read as one clean line."""
     from foureyes.llm.routes import Routes
+    from foureyes.server.auth import env_api_keys
     from foureyes.store import Store
 
+    env_api_keys(cfg.server, os.environ)
     routes = Routes.build(cfg, os.environ)
     await routes.aclose()
     store = await Store.open(cfg.store, cfg.privacy, os.environ)

@@ -1,8 +1,18 @@
 """The FastAPI application behind ``foureyes serve``.
 
 This module only wires the service together; capabilities live in their own packages.
-Start-up builds every route's provider and opens the store, so a bad config, a missing
-API-key variable or an unreachable store stops the server before it accepts a request.
+Start-up builds every route's provider, opens the store and records the API keys listed
+in the environment, so a bad config, a missing variable, a malformed key or an
+unreachable store stops the server before it accepts a request.
+
+Endpoints and who may call them: ``/healthz`` is open (liveness, readiness and the auth
+mode; it reveals no data); ``/v1/models`` needs a ``client`` key; ``/metrics`` and
+``/v1/keys`` need an ``admin`` key (a Prometheus scrape job sends one as a bearer token).
+In the ``open_loopback`` mode local callers need no key (see :mod:`foureyes.server.auth`).
+
+Request path, outermost first: request log (id, one JSON line) → metrics → CORS (only
+when configured) → body guard (size, encoding) → FastAPI's error handlers → the route's
+dependencies (key, rate limit, scope) → the handler.
 """
 
 from __future__ import annotations
@@ -13,14 +23,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from foureyes import __version__
-from foureyes.config import Config
+from foureyes.config import Config, ServerConfig
 from foureyes.core.errors import StoreError
 from foureyes.core.roles import Role
 from foureyes.llm.routes import Routes
+from foureyes.server._logging import RequestLogMiddleware, log_event, server_logger
+from foureyes.server.auth import (
+    AdminKey,
+    AuthMode,
+    ClientKey,
+    KeyAuthenticator,
+    env_api_keys,
+    keys_router,
+)
+from foureyes.server.errors import install_error_handlers
+from foureyes.server.limits import BodyGuardMiddleware, RateLimiter, add_cors
+from foureyes.server.metrics import METRICS_CONTENT_TYPE, Metrics, MetricsMiddleware
 from foureyes.store import Store
+from foureyes.store.api_keys import EnvKeySync
 
 __all__ = ["GATEWAY_MODEL", "Service", "create_app"]
 
@@ -30,31 +53,56 @@ GATEWAY_MODEL = "foureyes-support"
 
 @dataclass(frozen=True, slots=True)
 class Service:
-    """Everything a request handler may use, built once at start-up."""
+    """Everything a request handler may use, built once at start-up.
+
+    Handlers get it as ``request.app.state.service``.
+    """
 
     config: Config
+    """The effective configuration."""
     routes: Routes
+    """One provider per configured route."""
     store: Store
+    """The open store."""
+    auth: KeyAuthenticator
+    """Checks API keys (used through :func:`foureyes.server.auth.require_scope`)."""
+    limiter: RateLimiter
+    """Per-key token buckets of this instance."""
+    metrics: Metrics
+    """This app's Prometheus metrics: report decisions, risk and model calls here."""
 
 
 def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
     """Build the app; providers and the store are opened when it starts, closed when it stops.
 
     Raises (at start-up, from the lifespan):
-        ConfigError: a route cannot be built or a secret variable is not set.
-        StoreError: the store cannot be opened or migrated.
+        ConfigError: a route cannot be built, a secret variable is not set, or a key
+            variable is unset or holds a malformed key.
+        StoreError: the store cannot be opened, migrated, or record the env keys.
     """
+    metrics = Metrics()
+    limiter = RateLimiter.from_config(config.server)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         config.require_secrets(environ)
+        env_keys = env_api_keys(config.server, environ)
         routes = Routes.build(config, environ)
         try:
             store = await Store.open(config.store, config.privacy, environ)
         except BaseException:
             await routes.aclose()
             raise
-        app.state.service = Service(config=config, routes=routes, store=store)
+        try:
+            auth, sync = await KeyAuthenticator.start(store, config.server, env_keys)
+            _announce(await auth.mode(), sync, config.server)
+        except BaseException:
+            await routes.aclose()
+            await store.close()
+            raise
+        app.state.service = Service(
+            config=config, routes=routes, store=store, auth=auth, limiter=limiter, metrics=metrics
+        )
         try:
             yield
         finally:
@@ -62,10 +110,17 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             await store.close()
 
     app = FastAPI(title="foureyes", version=__version__, lifespan=lifespan)
+    install_error_handlers(app)
+    # Each add_middleware wraps the ones before it: the last added sees requests first.
+    app.add_middleware(BodyGuardMiddleware, max_bytes=config.server.max_body_bytes)
+    add_cors(app, config.server.cors_origins)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(RequestLogMiddleware)
+    app.include_router(keys_router)
 
     @app.get("/healthz")
     async def healthz(request: Request) -> JSONResponse:
-        """Liveness and readiness: the store answers, and which roles run offline."""
+        """Liveness and readiness: the store answers, the auth mode, the offline roles."""
         service: Service = request.app.state.service
         body: dict[str, Any] = {
             "status": "ok",
@@ -76,14 +131,15 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
         }
         try:
             await service.store.ping()
+            mode = await service.auth.mode()
         except StoreError as exc:
             body |= {"status": "unavailable", "store": exc.operation}
             return JSONResponse(body, status_code=503)
-        body["store"] = service.store.dialect
+        body |= {"store": service.store.dialect, "auth": mode.value}
         return JSONResponse(body)
 
     @app.get("/v1/models")
-    async def models() -> dict[str, Any]:
+    async def models(_: ClientKey) -> dict[str, Any]:
         """OpenAI-compatible model list: the guarded pipeline is the one model offered."""
         return {
             "object": "list",
@@ -92,4 +148,42 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             ],
         }
 
+    @app.get("/metrics")
+    async def prometheus_metrics(_: AdminKey) -> Response:
+        """Prometheus metrics of this instance (text exposition format)."""
+        return Response(metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
+
     return app
+
+
+def _announce(mode: AuthMode, sync: EnvKeySync, server: ServerConfig) -> None:
+    """Log the auth mode at start-up; the modes without keys as warnings."""
+    if mode is AuthMode.OPEN_LOOPBACK:
+        message = (
+            f"no API keys: requests without a key are served from this machine only "
+            f"(host {server.host}); create one with 'foureyes keys create'"
+        )
+    elif mode is AuthMode.CLOSED:
+        message = (
+            "no active API key: every request is refused until one is created "
+            "with 'foureyes keys create'"
+        )
+    else:
+        message = "API keys required on every request"
+    log_event(
+        server_logger,
+        "auth_mode",
+        level="info" if mode is AuthMode.KEYS else "warning",
+        message=message,
+        mode=mode.value,
+        env_keys_added=list(sync.added),
+        env_keys_retired=list(sync.retired),
+    )
+    if sync.refused:
+        log_event(
+            server_logger,
+            "env_keys_refused",
+            level="warning",
+            message="keys listed in the environment were revoked earlier and stay refused",
+            prefixes=list(sync.refused),
+        )

@@ -1,0 +1,352 @@
+"""API keys on requests: who is calling, with which scope, and whether they may go on.
+
+Clients send ``Authorization: Bearer <key>``. The store knows a key only by its SHA-256
+(:mod:`foureyes.store.api_keys`); keys come from ``server.api_keys_env`` (scope
+``client``), ``server.admin_keys_env`` (scope ``admin``) and ``foureyes keys create``.
+``admin`` may do everything ``client`` may, plus traces, the console, keys and metrics.
+
+The service is in one of three :class:`AuthMode` s:
+
+- ``keys``: some key is active; every request needs a valid one.
+- ``open_loopback``: the store has never held a key and ``server.host`` is a loopback
+  address (the embedded default, ``foureyes serve`` with no config). Requests from this
+  machine are served without a key, with the admin scope; any key they send is ignored
+  (the ``openai`` SDK always sends one). Requests from elsewhere (``--host`` overriding
+  the config, a proxy forwarding a remote address) get 401 ``loopback_only``. A proxy on
+  this machine that does not send ``X-Forwarded-For`` makes every caller look local:
+  give such a deployment a key.
+- ``closed``: no key is active, and the host is not loopback or keys existed once (all
+  revoked now). Every request gets 401 ``no_api_keys``: revoking the last key never
+  opens a service.
+
+``/healthz`` and the start-up log line say which mode is in effect. A verified key and
+the mode are cached for ``server.key_cache_s`` seconds, so revocation through the CLI
+reaches running instances within that time (at once on the instance that revoked a
+key over ``DELETE /v1/keys/{ref}``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from foureyes.config import ServerConfig
+from foureyes.core.errors import ConfigError
+from foureyes.server.errors import ApiError, ErrorCode
+from foureyes.server.limits import RateLimiter
+from foureyes.store import Store
+from foureyes.store.api_keys import (
+    ApiKeyRecord,
+    EnvKey,
+    EnvKeySync,
+    KeyScope,
+    RevokeOutcome,
+    SqlApiKeys,
+    api_key_digest,
+)
+
+__all__ = [
+    "AdminKey",
+    "AuthMode",
+    "ClientKey",
+    "KeyAuthenticator",
+    "MIN_KEY_LENGTH",
+    "Principal",
+    "env_api_keys",
+    "is_loopback",
+    "keys_router",
+    "require_scope",
+]
+
+MIN_KEY_LENGTH = 16
+"""Shortest key accepted from the environment: the store keeps an unsalted SHA-256."""
+_CHALLENGE = {"www-authenticate": "Bearer"}
+
+
+class AuthMode(StrEnum):
+    """Whether requests need a key (see the module docstring)."""
+
+    KEYS = "keys"
+    """Some key is active: every request needs a valid one."""
+    OPEN_LOOPBACK = "open_loopback"
+    """No key was ever recorded and the host is loopback: local callers need none."""
+    CLOSED = "closed"
+    """No active key, and open mode does not apply: every request is refused."""
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a request is from, as authentication established it."""
+
+    scope: KeyScope
+    """What the caller may do."""
+    bucket: str
+    """The rate-limit bucket the caller draws from."""
+    key_id: str | None = None
+    """The key's id; ``None`` for a caller served without a key (``open_loopback``)."""
+    prefix: str | None = None
+    """The key's display prefix, for logs."""
+    name: str | None = None
+    """The key's name."""
+
+    @property
+    def anonymous(self) -> bool:
+        """Whether the caller was served without a key."""
+        return self.key_id is None
+
+    @classmethod
+    def of_key(cls, record: ApiKeyRecord) -> Principal:
+        """The principal a valid key stands for."""
+        return cls(
+            scope=record.scope,
+            bucket=f"key:{record.id}",
+            key_id=record.id,
+            prefix=record.prefix,
+            name=record.name,
+        )
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether ``host`` (a name or an address) is this machine's loopback interface."""
+    if host is None:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def env_api_keys(server: ServerConfig, environ: Mapping[str, str]) -> list[EnvKey]:
+    """The keys the configured variables list, as digests.
+
+    Raises:
+        ConfigError: a configured variable is unset or empty, or a key in it is shorter
+            than 16 characters, has characters other than printable ASCII, or is listed
+            twice. Problems name the variable and the key's position, never the key.
+    """
+    problems: list[str] = []
+    keys: list[EnvKey] = []
+    seen: set[str] = set()
+    for variable, scope in (
+        (server.api_keys_env, KeyScope.CLIENT),
+        (server.admin_keys_env, KeyScope.ADMIN),
+    ):
+        if variable is None:
+            continue
+        value = environ.get(variable, "")
+        if not value.strip():
+            problems.append(f"environment variable {variable} is not set")
+            continue
+        items = [item.strip() for item in value.split(",")]
+        for position, key in enumerate((item for item in items if item), start=1):
+            where = f"environment variable {variable}: key #{position}"
+            if len(key) < MIN_KEY_LENGTH:
+                problems.append(f"{where} is shorter than {MIN_KEY_LENGTH} characters")
+            elif not all("!" <= char <= "~" for char in key):
+                problems.append(f"{where} has characters other than printable ASCII")
+            elif key in seen:
+                problems.append(f"{where} is listed more than once")
+            else:
+                seen.add(key)
+                keys.append(EnvKey.of(key, scope, variable))
+    if problems:
+        raise ConfigError(problems)
+    return keys
+
+
+class KeyAuthenticator:
+    """Checks the key of each request against the store, with a short cache.
+
+    Build it with :meth:`start` at start-up; requests reach it through
+    :func:`require_scope`.
+    """
+
+    def __init__(
+        self,
+        keys: SqlApiKeys,
+        *,
+        loopback_host: bool,
+        cache_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Verify against ``keys``; ``loopback_host`` says the service listens on loopback."""
+        self.keys = keys
+        self._loopback_host = loopback_host
+        self._cache_s = cache_s
+        self._clock = clock
+        self._mode: tuple[AuthMode, float] | None = None
+        self._verified: dict[str, tuple[ApiKeyRecord, float]] = {}
+
+    @classmethod
+    async def start(
+        cls, store: Store, server: ServerConfig, env_keys: list[EnvKey]
+    ) -> tuple[KeyAuthenticator, EnvKeySync]:
+        """Record the env keys listed now (see :meth:`SqlApiKeys.sync_env`) and build one.
+
+        Raises:
+            StoreError: the store could not be read or written.
+        """
+        keys = store.api_keys
+        sync = await keys.sync_env(env_keys)
+        auth = cls(keys, loopback_host=is_loopback(server.host), cache_s=server.key_cache_s)
+        return auth, sync
+
+    async def mode(self) -> AuthMode:
+        """The mode in effect (cached for ``cache_s``).
+
+        Raises:
+            StoreError: the store could not be read.
+        """
+        now = self._clock()
+        if self._mode is not None and now < self._mode[1]:
+            return self._mode[0]
+        census = await self.keys.census()
+        if census.active > 0:
+            mode = AuthMode.KEYS
+        elif census.total == 0 and self._loopback_host:
+            mode = AuthMode.OPEN_LOOPBACK
+        else:
+            mode = AuthMode.CLOSED
+        self._mode = (mode, now + self._cache_s)
+        return mode
+
+    async def authenticate(self, authorization: str | None, client_host: str | None) -> Principal:
+        """The principal behind a request's ``Authorization`` header.
+
+        Raises:
+            ApiError: 401 with the reason (``missing_api_key``, ``invalid_api_key``,
+                ``no_api_keys``, ``loopback_only``).
+            StoreError: the store could not be read: the key cannot be checked, so the
+                request is not served (503), never let through.
+        """
+        mode = await self.mode()
+        if mode is AuthMode.OPEN_LOOPBACK:
+            if is_loopback(client_host):
+                return Principal(scope=KeyScope.ADMIN, bucket=f"loopback:{client_host}")
+            raise ApiError(ErrorCode.LOOPBACK_ONLY, headers=_CHALLENGE)
+        if mode is AuthMode.CLOSED:
+            raise ApiError(ErrorCode.NO_API_KEYS, headers=_CHALLENGE)
+        if not authorization:
+            raise ApiError(ErrorCode.MISSING_API_KEY, headers=_CHALLENGE)
+        scheme, _, token = authorization.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise ApiError(ErrorCode.INVALID_API_KEY, headers=_CHALLENGE)
+        record = await self._lookup(api_key_digest(token.strip()))
+        if record is None or not record.active:
+            raise ApiError(ErrorCode.INVALID_API_KEY, headers=_CHALLENGE)
+        return Principal.of_key(record)
+
+    def forget(self) -> None:
+        """Drop the cache, so a change to the keys takes effect on the next request."""
+        self._mode = None
+        self._verified.clear()
+
+    async def _lookup(self, digest: str) -> ApiKeyRecord | None:
+        now = self._clock()
+        cached = self._verified.get(digest)
+        if cached is not None and now < cached[1]:
+            return cached[0]
+        record = await self.keys.find(digest)
+        # Only known keys are cached: their number is bounded by the store, while a
+        # caller could send endless unknown ones.
+        if record is None:
+            self._verified.pop(digest, None)
+        elif self._cache_s > 0:
+            self._verified[digest] = (record, now + self._cache_s)
+        return record
+
+
+def require_scope(
+    scope: KeyScope | str,
+) -> Callable[[Request], Coroutine[Any, Any, Principal]]:
+    """A FastAPI dependency: authenticate, rate-limit, then check ``scope``.
+
+    The principal is returned and kept in ``request.state.principal`` (the request log
+    names its key). Every authenticated request draws from its key's bucket, those then
+    refused for their scope included.
+
+    Raises (from the dependency):
+        ApiError: 401 (no, bad or unusable key), 429 (rate limit, with
+            ``Retry-After``) or 403 ``insufficient_scope``.
+        StoreError: the store could not be read (answered 503).
+    """
+    required = KeyScope(scope)
+
+    async def dependency(request: Request) -> Principal:
+        service = request.app.state.service
+        auth: KeyAuthenticator = service.auth
+        limiter: RateLimiter = service.limiter
+        client = request.client.host if request.client else None
+        principal = await auth.authenticate(request.headers.get("authorization"), client)
+        request.state.principal = principal
+        decision = limiter.take(principal.bucket)
+        if not decision.allowed:
+            raise ApiError(
+                ErrorCode.RATE_LIMITED,
+                headers={"retry-after": decision.retry_after_header},
+                retry_after=decision.retry_after_header,
+            )
+        if not principal.scope.allows(required):
+            raise ApiError(ErrorCode.INSUFFICIENT_SCOPE, required=required.value)
+        return principal
+
+    return dependency
+
+
+ClientKey = Annotated[Principal, Depends(require_scope(KeyScope.CLIENT))]
+"""A handler parameter that requires the ``client`` scope (``admin`` keys pass too)."""
+AdminKey = Annotated[Principal, Depends(require_scope(KeyScope.ADMIN))]
+"""A handler parameter that requires the ``admin`` scope."""
+
+
+class _KeyRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scope: KeyScope = KeyScope.CLIENT
+    name: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+keys_router = APIRouter(prefix="/v1/keys", tags=["keys"])
+"""Admin endpoints for keys: list, create (the key is in that response only), revoke."""
+
+
+@keys_router.get("", name="list_keys")
+async def _list_keys(request: Request, _: AdminKey) -> dict[str, Any]:
+    """Every key, revoked ones included; never a key itself."""
+    auth: KeyAuthenticator = request.app.state.service.auth
+    return {"object": "list", "data": [r.as_json() for r in await auth.keys.list()]}
+
+
+@keys_router.post("", name="create_key", status_code=201)
+async def _create_key(request: Request, body: _KeyRequest, _: AdminKey) -> dict[str, Any]:
+    """Create a key; the response is the only place the key ever appears."""
+    auth: KeyAuthenticator = request.app.state.service.auth
+    new = await auth.keys.create(scope=body.scope, name=body.name)
+    auth.forget()
+    return {"key": new.key, **new.record.as_json()}
+
+
+@keys_router.delete("/{ref}", name="revoke_key")
+async def _revoke_key(request: Request, ref: str, _: AdminKey) -> JSONResponse:
+    """Revoke the key with this prefix or id; it stops working at once on this instance."""
+    auth: KeyAuthenticator = request.app.state.service.auth
+    revocation = await auth.keys.revoke(ref)
+    auth.forget()
+    if revocation.outcome is RevokeOutcome.UNKNOWN:
+        raise ApiError(ErrorCode.NOT_FOUND)
+    if revocation.outcome is RevokeOutcome.AMBIGUOUS:
+        raise ApiError(
+            ErrorCode.BAD_REQUEST, param="ref", detail="several keys have this prefix; use the id"
+        )
+    (record,) = revocation.keys
+    return JSONResponse({"outcome": revocation.outcome.value, **record.as_json()})

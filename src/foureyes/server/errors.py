@@ -1,0 +1,411 @@
+"""Every failure a client sees is an OpenAI-style JSON body.
+
+::
+
+    {"error": {"message": str, "type": str, "code": str | null, "param": str | null}}
+
+Handlers and dependencies raise :class:`ApiError` with an :class:`ErrorCode`; the code
+fixes the HTTP status and the error type, and its message is written in the caller's
+language (``Accept-Language``: zh-Hans, zh-Hant or en). :func:`install_error_handlers`
+turns FastAPI's validation errors, Starlette's HTTP errors, :class:`StoreError` (503: the
+service delivers nothing it could not record) and any unexpected exception into such
+bodies. Messages never echo the request's content.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
+
+from foureyes.core.errors import FoureyesError, StoreError, UsageError
+from foureyes.core.locale import Locale
+from foureyes.server._logging import log_event, server_logger
+
+__all__ = [
+    "ApiError",
+    "ErrorCode",
+    "error_response",
+    "install_error_handlers",
+    "locale_from_accept_language",
+]
+
+_MAX_DETAILS = 5
+
+
+class ErrorCode(StrEnum):
+    """The ``code`` of an error body; each fixes its HTTP status and error ``type``."""
+
+    BAD_REQUEST = "bad_request"
+    """400: the request cannot be read (``detail`` says why)."""
+    INVALID_JSON = "invalid_json"
+    """400: the body is not JSON (``detail``: the parser's reason and position)."""
+    INVALID_ENCODING = "invalid_encoding"
+    """400: a JSON body that is not UTF-8 text."""
+    MISSING_API_KEY = "missing_api_key"
+    """401: no ``Authorization: Bearer`` key was sent."""
+    INVALID_API_KEY = "invalid_api_key"
+    """401: the key is unknown or revoked."""
+    NO_API_KEYS = "no_api_keys"
+    """401: the service has no active key, so it refuses everything."""
+    LOOPBACK_ONLY = "loopback_only"
+    """401: no key exists yet; only callers on this machine are served."""
+    INSUFFICIENT_SCOPE = "insufficient_scope"
+    """403: the key lacks the scope the endpoint needs (``required``)."""
+    NOT_FOUND = "not_found"
+    """404: no such endpoint or resource."""
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    """405: the endpoint exists but not for this ``method``."""
+    REQUEST_TOO_LARGE = "request_too_large"
+    """413: the body is larger than ``limit`` bytes."""
+    INVALID_REQUEST = "invalid_request"
+    """422: the body is JSON but not a valid request (``detail``; ``param`` names the field)."""
+    RATE_LIMITED = "rate_limit_exceeded"
+    """429: the key's rate limit is reached; retry after ``retry_after`` seconds."""
+    INTERNAL_ERROR = "internal_error"
+    """500: the service failed on this request."""
+    STORE_UNAVAILABLE = "store_unavailable"
+    """503: the store cannot be reached, so nothing was done or delivered."""
+
+    @property
+    def status(self) -> int:
+        """The HTTP status answered with this code."""
+        return _STATUS[self]
+
+    @property
+    def type(self) -> str:
+        """The error ``type`` of the body (the class of failure)."""
+        return _TYPES[self.status]
+
+    def message(self, locale: Locale, **values: object) -> str:
+        """The message in ``locale`` with ``values`` filled in.
+
+        Raises:
+            UsageError: ``values`` do not name exactly the placeholders of the message.
+        """
+        template = _MESSAGES[self][locale]
+        wanted = {name for _, name, _, _ in string.Formatter().parse(template) if name}
+        if wanted != set(values):
+            raise UsageError(f"error {self.value} takes {sorted(wanted)}, got {sorted(values)}")
+        return template.format(**{k: str(v).rstrip(".") for k, v in values.items()})
+
+
+_STATUS = {
+    ErrorCode.BAD_REQUEST: 400,
+    ErrorCode.INVALID_JSON: 400,
+    ErrorCode.INVALID_ENCODING: 400,
+    ErrorCode.MISSING_API_KEY: 401,
+    ErrorCode.INVALID_API_KEY: 401,
+    ErrorCode.NO_API_KEYS: 401,
+    ErrorCode.LOOPBACK_ONLY: 401,
+    ErrorCode.INSUFFICIENT_SCOPE: 403,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.METHOD_NOT_ALLOWED: 405,
+    ErrorCode.REQUEST_TOO_LARGE: 413,
+    ErrorCode.INVALID_REQUEST: 422,
+    ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.INTERNAL_ERROR: 500,
+    ErrorCode.STORE_UNAVAILABLE: 503,
+}
+_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    405: "invalid_request_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "server_error",
+    503: "service_unavailable_error",
+}
+_EN, _HANS, _HANT = Locale.EN, Locale.ZH_HANS, Locale.ZH_HANT
+_MESSAGES: dict[ErrorCode, dict[Locale, str]] = {
+    ErrorCode.BAD_REQUEST: {
+        _EN: "Bad request: {detail}.",
+        _HANS: "请求有误：{detail}。",
+        _HANT: "請求有誤：{detail}。",
+    },
+    ErrorCode.INVALID_JSON: {
+        _EN: "The request body is not valid JSON: {detail}.",
+        _HANS: "请求体不是有效的 JSON：{detail}。",
+        _HANT: "請求內容不是有效的 JSON：{detail}。",
+    },
+    ErrorCode.INVALID_ENCODING: {
+        _EN: "The request body is not valid UTF-8 JSON text.",
+        _HANS: "请求体不是有效的 UTF-8 JSON 文本。",
+        _HANT: "請求內容不是有效的 UTF-8 JSON 文字。",
+    },
+    ErrorCode.MISSING_API_KEY: {
+        _EN: "No API key was sent. Send one in the header 'Authorization: Bearer <key>'.",
+        _HANS: "请求未携带 API 密钥。请在请求头中发送 'Authorization: Bearer <密钥>'。",
+        _HANT: "請求未附帶 API 金鑰。請在請求標頭中傳送 'Authorization: Bearer <金鑰>'。",
+    },
+    ErrorCode.INVALID_API_KEY: {
+        _EN: "The API key is not valid (unknown or revoked).",
+        _HANS: "API 密钥无效（不存在或已撤销）。",
+        _HANT: "API 金鑰無效（不存在或已撤銷）。",
+    },
+    ErrorCode.NO_API_KEYS: {
+        _EN: "This service has no active API key, so it refuses every request. "
+        "Create one with 'foureyes keys create'.",
+        _HANS: "本服务没有可用的 API 密钥，因此拒绝所有请求。"
+        "请用 'foureyes keys create' 创建一个。",
+        _HANT: "本服務沒有可用的 API 金鑰，因此拒絕所有請求。"
+        "請用 'foureyes keys create' 建立一個。",
+    },
+    ErrorCode.LOOPBACK_ONLY: {
+        _EN: "This service has no API key yet, so it serves only requests from its own "
+        "machine. Create a key with 'foureyes keys create'.",
+        _HANS: "本服务尚无 API 密钥，因此只接受来自本机的请求。"
+        "请用 'foureyes keys create' 创建密钥。",
+        _HANT: "本服務尚無 API 金鑰，因此只接受來自本機的請求。"
+        "請用 'foureyes keys create' 建立金鑰。",
+    },
+    ErrorCode.INSUFFICIENT_SCOPE: {
+        _EN: "This endpoint needs a key with the '{required}' scope.",
+        _HANS: "此接口需要具有 '{required}' 权限的密钥。",
+        _HANT: "此端點需要具有 '{required}' 權限的金鑰。",
+    },
+    ErrorCode.NOT_FOUND: {
+        _EN: "The requested endpoint or resource does not exist.",
+        _HANS: "请求的接口或资源不存在。",
+        _HANT: "請求的端點或資源不存在。",
+    },
+    ErrorCode.METHOD_NOT_ALLOWED: {
+        _EN: "This endpoint does not accept the {method} method.",
+        _HANS: "此接口不接受 {method} 方法。",
+        _HANT: "此端點不接受 {method} 方法。",
+    },
+    ErrorCode.REQUEST_TOO_LARGE: {
+        _EN: "The request body is larger than the limit of {limit} bytes.",
+        _HANS: "请求体超过了 {limit} 字节的上限。",
+        _HANT: "請求內容超過了 {limit} 位元組的上限。",
+    },
+    ErrorCode.INVALID_REQUEST: {
+        _EN: "The request is not valid: {detail}.",
+        _HANS: "请求无效：{detail}。",
+        _HANT: "請求無效：{detail}。",
+    },
+    ErrorCode.RATE_LIMITED: {
+        _EN: "Rate limit reached for this key; retry in {retry_after} s.",
+        _HANS: "此密钥已达到速率上限，请在 {retry_after} 秒后重试。",
+        _HANT: "此金鑰已達速率上限，請在 {retry_after} 秒後重試。",
+    },
+    ErrorCode.INTERNAL_ERROR: {
+        _EN: "The service failed while handling this request.",
+        _HANS: "服务处理此请求时出错。",
+        _HANT: "服務處理此請求時出錯。",
+    },
+    ErrorCode.STORE_UNAVAILABLE: {
+        _EN: "The service's store is unavailable, so nothing was done or delivered; retry later.",
+        _HANS: "服务的存储暂时不可用，因此未执行也未返回任何内容；请稍后重试。",
+        _HANT: "服務的儲存暫時無法使用，因此未執行也未傳回任何內容；請稍後重試。",
+    },
+}
+
+
+class ApiError(HTTPException):
+    """Raised by a handler or dependency to answer with the JSON error of ``code``.
+
+    It is a Starlette ``HTTPException``, so FastAPI passes it through unchanged even
+    when it is raised while the body is being read.
+
+    Attributes:
+        code: what went wrong; fixes the status and the type.
+        param: the request field at fault, if any.
+        values: the placeholders of the code's message (``limit``, ``detail``, ...).
+    """
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        *,
+        param: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        **values: object,
+    ) -> None:
+        code.message(Locale.EN, **values)  # a wrong placeholder is a bug: fail where raised
+        super().__init__(code.status, detail=code.value, headers=headers)
+        self.code = code
+        self.param = param
+        self.values = values
+
+    def response(self, locale: Locale) -> JSONResponse:
+        """The JSON response in ``locale``."""
+        return error_response(
+            self.code, locale, param=self.param, headers=self.headers, **self.values
+        )
+
+
+def error_response(
+    code: ErrorCode,
+    locale: Locale = Locale.EN,
+    *,
+    param: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    **values: object,
+) -> JSONResponse:
+    """The JSON error response of ``code``, its message in ``locale``.
+
+    Raises:
+        UsageError: ``values`` do not fill the message's placeholders exactly.
+    """
+    body = {
+        "error": {
+            "message": code.message(locale, **values),
+            "type": code.type,
+            "code": code.value,
+            "param": param,
+        }
+    }
+    return JSONResponse(body, status_code=code.status, headers=dict(headers or {}))
+
+
+def locale_from_accept_language(header: str | None) -> Locale:
+    """The locale an ``Accept-Language`` header prefers; English when it names none of ours.
+
+    Traditional Chinese is chosen for ``zh-Hant``, ``zh-TW``, ``zh-HK`` and ``zh-MO``;
+    any other ``zh`` tag means Simplified. Quality values are honoured; ties keep order.
+    """
+    best: tuple[float, Locale] | None = None
+    for part in (header or "").split(","):
+        tag, *params = (piece.strip() for piece in part.split(";"))
+        locale = _locale_of_tag(tag.lower())
+        if locale is None:
+            continue
+        quality = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if quality > 0 and (best is None or quality > best[0]):
+            best = (quality, locale)
+    return Locale.EN if best is None else best[1]
+
+
+def _locale_of_tag(tag: str) -> Locale | None:
+    if tag == "zh" or tag.startswith("zh-"):
+        traditional = ("zh-hant", "zh-tw", "zh-hk", "zh-mo")
+        return Locale.ZH_HANT if tag.startswith(traditional) else Locale.ZH_HANS
+    if tag == "en" or tag.startswith("en-"):
+        return Locale.EN
+    return None
+
+
+def _locale(request: Request) -> Locale:
+    return locale_from_accept_language(request.headers.get("accept-language"))
+
+
+def _trace_id(request: Request) -> str | None:
+    trace_id = getattr(request.state, "trace_id", None)
+    return trace_id if isinstance(trace_id, str) else None
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return exc.response(_locale(request))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    locale = _locale(request)
+    headers = exc.headers
+    if exc.status_code == 404:
+        return error_response(ErrorCode.NOT_FOUND, locale, headers=headers)
+    if exc.status_code == 405:
+        return error_response(
+            ErrorCode.METHOD_NOT_ALLOWED, locale, headers=headers, method=request.method
+        )
+    if exc.status_code == 400:
+        # FastAPI raises this with a fixed English reason, never the request's content.
+        detail = exc.detail or "unreadable request"
+        return error_response(ErrorCode.BAD_REQUEST, locale, headers=headers, detail=detail)
+    if 400 < exc.status_code < 500:
+        body = {
+            "error": {
+                "message": exc.detail or f"HTTP {exc.status_code}",
+                "type": _TYPES.get(exc.status_code, "invalid_request_error"),
+                "code": None,
+                "param": None,
+            }
+        }
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
+    return await _unexpected(request, exc)
+
+
+async def _validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    locale = _locale(request)
+    errors = list(exc.errors())
+    for error in errors:
+        if error.get("type") == "json_invalid":
+            reason = error.get("ctx", {}).get("error", "JSON decode error")
+            position = error.get("loc", ("body", None))[-1]
+            detail = f"{reason} (at position {position})" if isinstance(position, int) else reason
+            return error_response(ErrorCode.INVALID_JSON, locale, detail=detail)
+    # Only locations and pydantic's messages: the offending input is never echoed back.
+    described = [f"{_dotted(e.get('loc', ()))}: {e.get('msg', 'invalid')}" for e in errors]
+    if len(described) > _MAX_DETAILS:
+        described = [*described[:_MAX_DETAILS], f"and {len(described) - _MAX_DETAILS} more"]
+    first = _dotted(errors[0].get("loc", ())) if errors else ""
+    return error_response(
+        ErrorCode.INVALID_REQUEST,
+        locale,
+        param=first or None,
+        detail="; ".join(described) or "invalid request",
+    )
+
+
+def _dotted(loc: Any) -> str:
+    parts = [str(part) for part in loc]
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    return ".".join(parts)
+
+
+async def _store_error(request: Request, exc: Exception) -> Response:
+    # DESIGN 4, invariant 10: what the service cannot record, it does not deliver; the
+    # request ends here with nothing served.
+    assert isinstance(exc, StoreError)
+    log_event(
+        server_logger,
+        "store_unavailable",
+        level="error",
+        trace_id=_trace_id(request),
+        operation=exc.operation,
+        detail=exc.detail,
+    )
+    return error_response(ErrorCode.STORE_UNAVAILABLE, _locale(request))
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    # The outermost handler: the failure is logged (type and stack, not its message, which
+    # may quote user text) and the client still gets a JSON body.
+    log_event(
+        server_logger,
+        "request_failed",
+        level="error",
+        trace_id=_trace_id(request),
+        exc_info=exc,
+        known=isinstance(exc, FoureyesError),
+    )
+    return error_response(ErrorCode.INTERNAL_ERROR, _locale(request))
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Make every failure ``app`` answers a JSON error body (see the module docstring)."""
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StoreError, _store_error)
+    app.add_exception_handler(Exception, _unexpected)

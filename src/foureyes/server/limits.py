@@ -1,0 +1,219 @@
+"""Request limits: per-key rate limits, request body size and encoding, CORS.
+
+- :class:`RateLimiter` keeps one token bucket per key in this process. Several instances
+  behind a load balancer each enforce the configured rate on their own, so a key may get
+  up to N times ``server.rate_per_minute`` from N instances.
+- :class:`BodyGuardMiddleware` answers 413 when the declared ``Content-Length`` is over
+  ``server.max_body_bytes`` without reading the body at all, counts the bytes of bodies
+  streamed without one and stops at the limit, and refuses JSON bodies that are not UTF-8.
+- :func:`read_json` reads a JSON body for handlers that take it whole rather than as a
+  pydantic parameter, with the same 400 ``invalid_json`` FastAPI's parameters give.
+- :func:`add_cors` turns CORS on only for the origins configured; it is off by default.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from email.message import Message as _MediaType
+from typing import Any
+
+from fastapi import FastAPI, Request
+from starlette.datastructures import Headers
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from foureyes.config import ServerConfig
+from foureyes.core.errors import UsageError
+from foureyes.server.errors import ApiError, ErrorCode, error_response, locale_from_accept_language
+
+__all__ = ["BodyGuardMiddleware", "RateDecision", "RateLimiter", "add_cors", "read_json"]
+
+_MAX_BUCKETS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class RateDecision:
+    """Whether one request may go ahead under its key's rate limit."""
+
+    allowed: bool
+    """Whether the request may go ahead (a token was taken)."""
+    retry_after_s: float
+    """Seconds until a token is available again; 0 when allowed."""
+    remaining: int
+    """Whole tokens left after this request."""
+
+    @property
+    def retry_after_header(self) -> str:
+        """``retry_after_s`` rounded up to whole seconds (at least 1), for ``Retry-After``."""
+        return str(max(1, math.ceil(self.retry_after_s)))
+
+
+class RateLimiter:
+    """Token buckets per key: ``burst`` requests at once, then ``rate_per_minute``.
+
+    A bucket starts full; each request takes one token; tokens come back continuously at
+    the rate until the bucket is full again. Pure and synchronous: the time comes from
+    ``clock`` (monotonic seconds), so tests control it.
+    """
+
+    def __init__(
+        self,
+        *,
+        rate_per_minute: float,
+        burst: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Allow ``burst`` requests at once per key, refilled at ``rate_per_minute``.
+
+        Raises:
+            UsageError: the rate is not positive and finite, or ``burst`` is below 1.
+        """
+        if not (math.isfinite(rate_per_minute) and rate_per_minute > 0) or burst < 1:
+            raise UsageError("rate_per_minute must be positive and finite, burst at least 1")
+        self._rate_per_s = rate_per_minute / 60.0
+        self._burst = float(burst)
+        self._clock = clock
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    @classmethod
+    def from_config(cls, server: ServerConfig) -> RateLimiter:
+        """The limiter ``server.rate_per_minute`` and ``server.burst`` describe."""
+        return cls(rate_per_minute=server.rate_per_minute, burst=server.burst)
+
+    def take(self, key: str) -> RateDecision:
+        """Take one token from ``key``'s bucket if there is one."""
+        now = self._clock()
+        tokens = self._level(key, now)
+        if tokens >= 1.0:
+            tokens -= 1.0
+            self._store(key, tokens, now)
+            return RateDecision(allowed=True, retry_after_s=0.0, remaining=int(tokens))
+        self._store(key, tokens, now)
+        return RateDecision(
+            allowed=False, retry_after_s=(1.0 - tokens) / self._rate_per_s, remaining=0
+        )
+
+    def _level(self, key: str, now: float) -> float:
+        held = self._buckets.get(key)
+        if held is None:
+            return self._burst
+        tokens, at = held
+        return min(self._burst, tokens + max(0.0, now - at) * self._rate_per_s)
+
+    def _store(self, key: str, tokens: float, now: float) -> None:
+        self._buckets[key] = (tokens, now)
+        if len(self._buckets) > _MAX_BUCKETS:
+            # A full bucket is the same as no bucket, so dropping those loses nothing.
+            self._buckets = {
+                k: v for k, v in self._buckets.items() if self._level(k, now) < self._burst
+            }
+
+
+def _declares_json(content_type: str | None) -> bool:
+    # A body without a content type can only be read as JSON (``request.json()`` reads any
+    # body), so it is checked as JSON too.
+    if content_type is None:
+        return True
+    media = _MediaType()
+    media["content-type"] = content_type
+    subtype = media.get_content_subtype()
+    return media.get_content_maintype() == "application" and (
+        subtype == "json" or subtype.endswith("+json")
+    )
+
+
+class BodyGuardMiddleware:
+    """Refuses request bodies over ``max_bytes`` (413) and JSON bodies not in UTF-8 (400).
+
+    A declared ``Content-Length`` over the limit is answered at once, before the app or
+    any authentication runs and before a byte of the body is read. Otherwise the bytes
+    are counted as the app reads them, and reading stops with :class:`ApiError` as soon
+    as the count passes the limit. JSON must be UTF-8 (RFC 8259), so a JSON body with an
+    invalid sequence or a NUL byte (which also rules out UTF-16 and UTF-32) is refused
+    as it is read.
+    """
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Handle one ASGI connection."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            locale = locale_from_accept_language(headers.get("accept-language"))
+            response = error_response(ErrorCode.REQUEST_TOO_LARGE, locale, limit=self.max_bytes)
+            await response(scope, receive, send)
+            return
+        decoder = (
+            codecs.getincrementaldecoder("utf-8")()
+            if _declares_json(headers.get("content-type"))
+            else None
+        )
+        received = 0
+
+        async def guarded_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] != "http.request":
+                return message
+            chunk: bytes = message.get("body", b"")
+            received += len(chunk)
+            if received > self.max_bytes:
+                raise ApiError(ErrorCode.REQUEST_TOO_LARGE, limit=self.max_bytes)
+            if decoder is not None:
+                if b"\x00" in chunk:
+                    raise ApiError(ErrorCode.INVALID_ENCODING)
+                try:
+                    decoder.decode(chunk, final=not message.get("more_body", False))
+                except UnicodeDecodeError:
+                    raise ApiError(ErrorCode.INVALID_ENCODING) from None
+            return message
+
+        await self.app(scope, guarded_receive, send)
+
+
+async def read_json(request: Request) -> Any:
+    """The request's body parsed as JSON, of any shape (the handler validates it).
+
+    Size and encoding are :class:`BodyGuardMiddleware`'s: it refuses the body while it
+    is read, so what reaches the parser is UTF-8 without NUL bytes.
+
+    Raises:
+        ApiError: 400 ``invalid_json`` when the body is not JSON (from the middleware:
+            413 ``request_too_large``, 400 ``invalid_encoding``).
+    """
+    body = await request.body()
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as exc:
+        detail = f"{exc.msg} (at position {exc.pos})"
+        raise ApiError(ErrorCode.INVALID_JSON, detail=detail) from None
+
+
+def add_cors(app: FastAPI, origins: Sequence[str]) -> None:
+    """Let browsers on ``origins`` call ``app``; with no origins, add nothing (CORS off).
+
+    Keys travel in the ``Authorization`` header, never in cookies, so credentials mode
+    stays off and ``*`` is a valid choice.
+    """
+    if not origins:
+        return
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=list(origins),
+        allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+        allow_headers=["authorization", "content-type", "accept-language", "x-request-id"],
+        expose_headers=["retry-after", "x-request-id"],
+        allow_credentials=False,
+        max_age=600,
+    )

@@ -1,0 +1,156 @@
+"""The foureyes app under test: in-process over ASGI, or under real uvicorn on loopback.
+
+- ``app_client(app)``: runs the app's lifespan on the test's event loop and yields an
+  ``httpx.AsyncClient`` speaking ASGI to it, with a chosen client address. Fast; for
+  tests of handlers, dependencies and middleware.
+- ``serve_app(app)``: real uvicorn on a free 127.0.0.1 port in a background thread (its
+  own event loop), so the official ``openai`` SDK talks to it over TCP. Stopped on exit.
+- ``start_server`` (fixture): ``start_server(config, environ)`` builds ``create_app`` and
+  serves it as above; every server is stopped when the test ends.
+- ``start_serve_process(...)``: the ``foureyes serve`` command as a subprocess.
+
+Register with ``pytest_plugins = ["tests.helpers.server"]`` (or import the fixture).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+from starlette.types import ASGIApp
+
+from foureyes.config import Config
+from foureyes.llm.simulate import listen
+from foureyes.server import create_app
+from tests.helpers.postgres import free_port
+
+__all__ = [
+    "RunningServer",
+    "app_client",
+    "serve_app",
+    "start_serve_process",
+    "start_server",
+    "stop_process",
+]
+
+_STARTUP_S = 30.0
+
+
+@dataclass
+class RunningServer:
+    """A foureyes app listening on loopback."""
+
+    url: str
+    """Root URL, e.g. ``http://127.0.0.1:54321``."""
+    base_url: str
+    """The OpenAI base URL (``url + "/v1"``)."""
+    port: int
+    """The port it listens on."""
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    """The ``foureyes serve`` subprocess, when it runs as one."""
+
+
+@contextlib.asynccontextmanager
+async def app_client(
+    app: FastAPI, *, client_host: str = "127.0.0.1"
+) -> AsyncIterator[httpx.AsyncClient]:
+    """Start ``app`` (its lifespan) and yield a client reaching it from ``client_host``."""
+    transport = httpx.ASGITransport(app=app, client=(client_host, 40000))
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            yield client
+
+
+@contextlib.contextmanager
+def serve_app(app: ASGIApp) -> Iterator[RunningServer]:
+    """Serve ``app`` under uvicorn on a free loopback port until the block ends.
+
+    Raises:
+        RuntimeError: the app did not start (its lifespan failed; uvicorn logged why).
+    """
+    sock = listen("127.0.0.1", 0)
+    port = int(sock.getsockname()[1])
+    config = uvicorn.Config(
+        app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=2
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + _STARTUP_S
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the app did not start on port {port} (see the log)")
+            time.sleep(0.01)
+        url = f"http://127.0.0.1:{port}"
+        yield RunningServer(url=url, base_url=f"{url}/v1", port=port)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+        sock.close()
+
+
+@pytest.fixture
+def start_server() -> Iterator[Callable[..., RunningServer]]:
+    """``start_server(config, environ=None)``: serve ``create_app`` under uvicorn."""
+    with contextlib.ExitStack() as stack:
+
+        def start(config: Config, environ: Mapping[str, str] | None = None) -> RunningServer:
+            app = create_app(config, dict(environ or {}))
+            return stack.enter_context(serve_app(app))
+
+        yield start
+
+
+def start_serve_process(args: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> RunningServer:
+    """Run ``foureyes serve --port P ARGS`` and wait until ``/healthz`` answers.
+
+    Raises:
+        RuntimeError: the process exited or did not answer in time (with its output).
+    """
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "foureyes.cli", "serve", "--port", str(port), *args],
+        env=dict(env),
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + _STARTUP_S
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=2):
+                break
+        except urllib.error.HTTPError:
+            break  # it answers, if not healthy
+        except (urllib.error.URLError, ConnectionError):
+            if process.poll() is not None or time.monotonic() > deadline:
+                output = stop_process(process)
+                raise RuntimeError(f"foureyes serve did not start:\n{output}") from None
+            time.sleep(0.05)
+    return RunningServer(url=url, base_url=f"{url}/v1", port=port, process=process)
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> str:
+    """Stop a server subprocess (SIGTERM, then SIGKILL) and return what it printed."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        output, _ = process.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+    return output.decode(errors="replace")
