@@ -43,6 +43,7 @@ __all__ = [
     "StoreConfig",
     "load_config",
     "mask_url",
+    "read_text_file",
     "validation_problems",
 ]
 
@@ -178,6 +179,10 @@ class GateConfig(_Section):
     every locale. The Supervisor may cite them; add ``rule_patterns`` to check them in code."""
     rule_patterns: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     """Regular expressions per extra rule id; a candidate matching one breaks the rule."""
+    speculative_draft: bool = True
+    """Start the Counselor's first draft while triage runs, so a reply takes about
+    max(triage, draft) + review rather than their sum. A draft written before triage
+    prohibited generation is discarded unread; off: draft only after triage."""
 
     @model_validator(mode="after")
     def _rules_complete(self) -> GateConfig:
@@ -468,6 +473,21 @@ def validation_problems(err: ValidationError) -> list[str]:
     return problems
 
 
+def read_text_file(path: str | Path, what: str) -> str:
+    """Read a UTF-8 text file the user named (``what`` says which: "config file", ...).
+
+    Raises:
+        ConfigError: the file does not exist or cannot be read as UTF-8.
+    """
+    file = Path(path)
+    try:
+        return file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError([f"{what} {str(file)!r} does not exist"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([f"{what} {str(file)!r} cannot be read: {exc}"]) from None
+
+
 def load_config(
     path: str | Path | None = None, *, environ: Mapping[str, str] | None = None
 ) -> Config:
@@ -487,12 +507,9 @@ def load_config(
     data: dict[str, Any] = {}
     if chosen is not None:
         file = Path(chosen)
+        text = read_text_file(file, "config file")
         try:
-            data = tomllib.loads(file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError([f"config file {str(file)!r} does not exist"]) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError([f"config file {str(file)!r} cannot be read: {exc}"]) from None
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError([f"config file {str(file)!r} is not valid TOML: {exc}"]) from None
     try:

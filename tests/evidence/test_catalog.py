@@ -101,7 +101,7 @@ def test_bad_json_is_refused(text: str, fragment: str) -> None:
 
 def test_a_value_with_an_infinite_number_is_refused() -> None:
     text = json.dumps(_doc(_item(value={"x": 1}))).replace('{"x": 1}', '{"x": 1e400}')
-    with pytest.raises(CatalogError, match="not finite"):
+    with pytest.raises(CatalogError, match="out of range"):
         catalog_from_json(text)
 
 

@@ -34,6 +34,7 @@ from pydantic import (
 from foureyes.config import validation_problems
 from foureyes.core.digest import canonical_json, sha256_hex
 from foureyes.core.errors import FoureyesError
+from foureyes.core.strict_json import loads_strict
 
 __all__ = [
     "Catalog",
@@ -226,20 +227,7 @@ def catalog_from_json(text: str | bytes, *, where: str = "catalog") -> Catalog:
         CatalogError: the text is not JSON, or the document is not a valid catalog.
     """
     try:
-        data = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        data = loads_strict(text)
     except (ValueError, RecursionError) as exc:
         raise CatalogError([f"{where} is not valid JSON: {exc}"]) from None
     return catalog_from_mapping(data, where=where)
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    document: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in document:
-            raise ValueError(f"duplicate key {key[:40]!r}")
-        document[key] = value
-    return document
-
-
-def _no_constant(literal: str) -> float:
-    raise ValueError(f"{literal} is not JSON")

@@ -41,7 +41,7 @@ from pydantic import (
     model_validator,
 )
 
-from foureyes.config import validation_problems
+from foureyes.config import read_text_file, validation_problems
 from foureyes.core.digest import canonical_json, sha256_hex
 from foureyes.core.errors import ConfigError
 from foureyes.core.locale import Locale
@@ -244,14 +244,7 @@ class KindRegistry:
         Raises:
             ConfigError: the file is missing, unreadable, not TOML, or a kind is malformed.
         """
-        file = Path(path)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError([f"kinds file {str(file)!r} does not exist"]) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError([f"kinds file {str(file)!r} cannot be read: {exc}"]) from None
-        return cls.from_toml(text, where=str(file))
+        return cls.from_toml(read_text_file(path, "kinds file"), where=str(path))
 
     @property
     def sha256(self) -> str:

@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from foureyes.config import validation_problems
+from foureyes.config import read_text_file, validation_problems
 from foureyes.core.errors import ConfigError
 
 __all__ = [
@@ -217,12 +217,7 @@ def load_scenario(path: str | Path) -> Scenario:
         ConfigError: the file is missing, unreadable, not TOML/JSON, or not a valid scenario.
     """
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError([f"scenario file {str(file)!r} does not exist"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([f"scenario file {str(file)!r} cannot be read: {exc}"]) from None
+    text = read_text_file(file, "scenario file")
     try:
         data: Any = tomllib.loads(text) if file.suffix == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:

@@ -24,6 +24,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
 from foureyes.core.errors import ContractError, UsageError
+from foureyes.core.strict_json import STRICT_DECODER, NotStrictJson
 from foureyes.llm.provider import ChatMessage, ChatRequest, ChatResult, JsonSchemaFormat
 
 __all__ = [
@@ -139,36 +140,6 @@ class Clamped:
         return float(min(max(value, self.lo), self.hi))
 
 
-class _NotJson(ValueError):
-    """Valid to Python's decoder, but not JSON we accept (NaN, 1e400, duplicate keys)."""
-
-
-def _finite_float(literal: str) -> float:
-    value = float(literal)
-    if not math.isfinite(value):
-        raise _NotJson(f"number {literal[:20]} is out of range")
-    return value
-
-
-def _reject_constant(literal: str) -> Any:
-    raise _NotJson(f"{literal} is not JSON")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # With a repeated key, which value the model meant is a guess; refuse to make it.
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise _NotJson(f"duplicate key {key[:_MAX_LOC_PART]!r}")
-        obj[key] = value
-    return obj
-
-
-_DECODER = json.JSONDecoder(
-    parse_float=_finite_float, parse_constant=_reject_constant, object_pairs_hook=_unique_keys
-)
-
-
 def _unfenced(text: str) -> str:
     """``text`` without one surrounding Markdown code fence, if it has one."""
     if text.startswith("```") and text.endswith("```") and "\n" in text:
@@ -179,7 +150,7 @@ def _unfenced(text: str) -> str:
 def _whole_value(text: str) -> tuple[bool, Any]:
     """Whether ``text`` is exactly one JSON value, and that value."""
     try:
-        value, end = _DECODER.raw_decode(text)
+        value, end = STRICT_DECODER.raw_decode(text)
     except (ValueError, RecursionError):
         return False, None
     return not text[end:].strip(), value
@@ -203,14 +174,14 @@ def _first_object(text: str, schema: str) -> str:
     first_error = ""
     while start >= 0:
         try:
-            _, end = _DECODER.raw_decode(text, start)
+            _, end = STRICT_DECODER.raw_decode(text, start)
         except json.JSONDecodeError as exc:
             first_error = first_error or f"{exc.msg} at offset {exc.pos}"
             # A brace inside an object that began earlier and then broke is never a
             # candidate: a truncated answer must not yield one of its inner objects.
             start = text.find("{", max(exc.pos, start + 1))
             continue
-        except _NotJson as exc:
+        except NotStrictJson as exc:
             raise ContractError(schema, ParseFailure.INVALID_JSON, str(exc)) from None
         except RecursionError:
             raise ContractError(schema, ParseFailure.INVALID_JSON, "nested too deeply") from None

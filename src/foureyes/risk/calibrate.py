@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from foureyes.config import read_text_file
 from foureyes.core.errors import ConfigError
 from foureyes.core.policy import GenerationPolicy
 from foureyes.risk.assess import Turn
@@ -139,10 +140,7 @@ def load_cases(path: Path, fmt: CaseFormat = CaseFormat.JSONL) -> list[Case]:
     Raises:
         ConfigError: the file cannot be read, or a row is malformed (naming its line).
     """
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([f"cases file {str(path)!r} cannot be read: {exc}"]) from None
+    raw = read_text_file(path, "cases file")
     if fmt is CaseFormat.JSONL:
         return _jsonl_cases(raw, path)
     csv.field_size_limit(sys.maxsize)
