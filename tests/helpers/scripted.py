@@ -10,9 +10,10 @@ the structured parser, the trace. Nothing of ours is mocked.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from collections import defaultdict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,8 +42,9 @@ class Reply:
     usage: Usage = field(default_factory=Usage)
 
 
-Script = str | Reply | RouteError | Callable[[ChatRequest], "str | Reply"]
-"""What one call does: a text, a :class:`Reply`, an error to raise, or a function of the request."""
+Script = str | Reply | RouteError | Callable[[ChatRequest], "str | Reply | Awaitable[str]"]
+"""What one call does: a text, a :class:`Reply`, an error to raise, or a (sync or async)
+function of the request."""
 
 
 def verdict(
@@ -90,8 +92,10 @@ class ScriptedProvider:
     script, not the provider, decides what happens.
     """
 
-    def __init__(self, route: str = "scripted") -> None:
+    def __init__(self, route: str = "scripted", *, usage: Usage | None = None) -> None:
         self.route = route
+        self.usage = usage or Usage()
+        """Token usage reported by replies given as plain text."""
         self.requests: list[ChatRequest] = []
         self._queues: dict[Role | None, deque[Script]] = defaultdict(deque)
         self.closed = False
@@ -100,6 +104,10 @@ class ScriptedProvider:
         """Queue what the next calls of ``role`` do."""
         self._queues[role].extend(items)
         return self
+
+    def clear(self) -> None:
+        """Drop everything still queued, for every role."""
+        self._queues.clear()
 
     def pending(self, role: Role) -> int:
         """Items still queued for ``role``."""
@@ -119,7 +127,9 @@ class ScriptedProvider:
             raise item
         if callable(item) and not isinstance(item, Reply):
             item = item(request)
-        reply = Reply(item) if isinstance(item, str) else item
+            if inspect.isawaitable(item):
+                item = await item
+        reply = Reply(item, usage=self.usage) if isinstance(item, str) else item
         if reply.delay_s > timeout_s:
             await asyncio.sleep(timeout_s)
             raise RouteTimeout(self.route, timeout_s)

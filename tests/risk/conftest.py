@@ -13,7 +13,13 @@ from foureyes.llm.calls import ModelCaller
 from foureyes.risk.l0 import L0Gate
 from foureyes.risk.triage import Triage
 from foureyes.store import Store
-from tests.risk._support import ManualClock, ScriptedProvider, scripted_config, scripted_routes
+from tests.helpers.clock import ManualClock
+from tests.risk._support import (
+    ScriptedProvider,
+    scripted_config,
+    scripted_provider,
+    scripted_routes,
+)
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +41,7 @@ async def store(store_url: str) -> AsyncIterator[Store]:
 
 @pytest.fixture
 def provider() -> ScriptedProvider:
-    return ScriptedProvider()
+    return scripted_provider()
 
 
 @pytest.fixture

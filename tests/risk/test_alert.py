@@ -44,11 +44,12 @@ from foureyes.risk.result import RunPurpose, TriageResult
 from foureyes.risk.triage import Triage, TriageRequest
 from foureyes.store import Store
 from foureyes.store.alerts import SqlAlertRecords
+from tests.helpers.clock import ManualClock
 from tests.risk._support import (
-    ManualClock,
     ScriptedProvider,
     answer,
     scripted_config,
+    scripted_provider,
     scripted_routes,
 )
 from tests.risk.conftest import MakeTriage
@@ -584,7 +585,7 @@ async def _run_sequence(sequence: list[tuple[Any, Any]]) -> None:
             StoreConfig(url=f"sqlite+aiosqlite:///{tmp}/s.db"), PrivacyConfig(), {}
         )
         try:
-            provider = ScriptedProvider()
+            provider = scripted_provider()
             config = scripted_config()
             caller = ModelCaller(
                 scripted_routes(config, provider), ledger=store.ledger, trace=store.traces
@@ -610,7 +611,7 @@ async def _run_sequence(sequence: list[tuple[Any, Any]]) -> None:
                     TriageRequest(text=CRISIS, conversation_id=conversation)
                 )
                 outcome = await service.consider(result)
-                provider.replies.clear()
+                provider.clear()
                 strong = ("critical", 0.85, ()), ("critical", 0.99, ())
                 should = (
                     isinstance(l1, tuple)

@@ -11,7 +11,8 @@ import pytest
 
 from foureyes.config import PrivacyConfig, StoreConfig
 from foureyes.store import Store
-from tests.store._support import ManualClock, OpenStore
+from tests.helpers.clock import ManualClock
+from tests.store._support import OpenStore
 
 
 @pytest.fixture

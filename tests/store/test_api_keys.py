@@ -14,7 +14,8 @@ from foureyes.store.api_keys import (
     RevokeOutcome,
     api_key_digest,
 )
-from tests.store._support import ManualClock, OpenStore
+from tests.helpers.clock import ManualClock
+from tests.store._support import OpenStore
 
 CLIENT_KEY = "client-key-0123456789abcdef"
 ADMIN_KEY = "admin-key-0123456789abcdef"

@@ -12,8 +12,9 @@ from foureyes.core.errors import ConfigError, StoreError, UsageError
 from foureyes.core.trace import EventKind, TraceEvent
 from foureyes.store import Store
 from foureyes.store._database import Database
+from tests.helpers.clock import ManualClock
 from tests.helpers.postgres import free_port
-from tests.store._support import ManualClock, OpenStore
+from tests.store._support import OpenStore
 
 
 async def test_sqlite_connections_use_wal_busy_timeout_and_foreign_keys(sqlite_url: str) -> None:

@@ -11,7 +11,8 @@ import pytest
 from foureyes.core.budget import Reservation, SpendLedger, SpendLimit, SpendUsage
 from foureyes.core.errors import BudgetExhausted, StoreError, UsageError
 from foureyes.store import SqlSpendLedger
-from tests.store._support import ManualClock, OpenStore
+from tests.helpers.clock import ManualClock
+from tests.store._support import OpenStore
 
 TODAY = dt.date(2026, 3, 14)
 

@@ -14,7 +14,8 @@ from foureyes.core.digest import text_fingerprint
 from foureyes.core.errors import ConfigError, StoreError, UsageError
 from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
 from foureyes.store import SqlTraceWriter, new_trace_id
-from tests.store._support import ManualClock, OpenStore
+from tests.helpers.clock import ManualClock
+from tests.store._support import OpenStore
 
 MESSAGE = "I have not slept in three days and nobody answers — 我很累"
 
@@ -178,7 +179,16 @@ def test_the_writer_has_no_method_to_edit_or_delete() -> None:
         for name, member in inspect.getmembers(SqlTraceWriter)
         if not name.startswith("_") and callable(member)
     }
-    assert public == {"append", "finish_run", "fingerprint", "get", "purge_expired", "start_run"}
+    assert public == {
+        "append",
+        "append_many",
+        "finish_run",
+        "fingerprint",
+        "get",
+        "list_runs",
+        "purge_expired",
+        "start_run",
+    }
 
 
 async def test_appending_to_an_unknown_run_is_a_store_error(

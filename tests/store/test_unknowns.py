@@ -6,7 +6,8 @@ import pytest
 
 from foureyes.core.errors import StoreError, UsageError
 from foureyes.store.unknowns import SqlOpenUnknowns, unknown_key
-from tests.store._support import ManualClock, OpenStore
+from tests.helpers.clock import ManualClock
+from tests.store._support import OpenStore
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import typer
 from foureyes.cli import (
     assess_cmd,
     calibrate_cmd,
+    chat_cmd,
     config_cmd,
     facts_cmd,
     keys_cmd,
@@ -25,6 +26,7 @@ app = typer.Typer(
 )
 app.add_typer(config_cmd.app, name="config")
 app.command("serve")(serve_cmd.serve)
+app.command("chat")(chat_cmd.chat)
 app.command("simulate")(simulate_cmd.simulate)
 app.command("assess")(assess_cmd.assess)
 risk_cmd.app.command("calibrate")(calibrate_cmd.calibrate)

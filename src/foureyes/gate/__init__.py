@@ -31,7 +31,7 @@ from foureyes.gate.release import (
 from foureyes.gate.request import OpenUnknowns, ReplyRequest
 from foureyes.gate.review_input import ReviewInput, Source, Turn, assemble_review_input
 from foureyes.gate.rules import BUILTIN_RULES, Rule, RuleCatalogue, RuleContext, RuleFinding
-from foureyes.gate.runner import RUN_KIND, GateRunner
+from foureyes.gate.runner import RUN_KIND, GateRunner, PendingReply
 from foureyes.gate.supervisor import Review, review_candidate, supervisor_request
 from foureyes.gate.verdict import (
     MAX_MISSING,
@@ -60,6 +60,7 @@ __all__ = [
     "Outcome",
     "PART_SEPARATOR",
     "PartKind",
+    "PendingReply",
     "RECORD_SCHEMA",
     "RUN_KIND",
     "Release",

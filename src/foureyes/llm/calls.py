@@ -8,7 +8,9 @@ Every model call in foureyes goes through :meth:`ModelCaller.call`, which
    (and any named limits the caller adds),
 4. calls the route's provider,
 5. commits what the call used, or releases the room when the call never started,
-6. appends one ``model_call`` event to the run's trace.
+6. appends one ``model_call`` event to the run's trace,
+
+all inside one OpenTelemetry span (:mod:`foureyes.llm.telemetry`).
 
 Limits raise before the provider is touched, so an exhausted budget costs nothing.
 """
@@ -26,6 +28,7 @@ from foureyes.core.deadline import Deadline
 from foureyes.core.errors import RouteConnectionError, RouteError, RouteTimeout
 from foureyes.core.roles import Role
 from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
+from foureyes.llm import telemetry
 from foureyes.llm.provider import ChatRequest, ChatResult
 from foureyes.llm.routes import Routes
 
@@ -114,20 +117,28 @@ class ModelCaller:
         started = time.monotonic()
         result: ChatResult | None = None
         error: RouteError | None = None
-        try:
-            result = await provider.complete(request, timeout_s=timeout_s)
-            return result
-        except RouteError as exc:
-            error = exc
-            raise
-        finally:
-            # Neither a result nor a route error: the caller cancelled the call mid-flight.
-            outcome = "ok" if result is not None else type(error).__name__ if error else "cancelled"
-            used_usd = self._used_usd(result, outcome, worst_usd, route_cfg)
-            await self._settle(reservations, error, used_usd)
-            await self._record(
-                scope, role, route_name, stage, started, result, outcome, error, used_usd
-            )
+        with telemetry.model_call_span(
+            role=role, route_name=route_name, route=route_cfg, stage=stage, request=request
+        ) as span:
+            try:
+                result = await provider.complete(request, timeout_s=timeout_s)
+                span.succeeded(result)
+                return result
+            except RouteError as exc:
+                error = exc
+                raise
+            finally:
+                # Neither a result nor a route error: the caller cancelled the call mid-flight.
+                outcome = (
+                    "ok" if result is not None else type(error).__name__ if error else "cancelled"
+                )
+                if result is None:
+                    span.failed(outcome)
+                used_usd = self._used_usd(result, outcome, worst_usd, route_cfg)
+                await self._settle(reservations, error, used_usd)
+                await self._record(
+                    scope, role, route_name, stage, started, result, outcome, error, used_usd
+                )
 
     async def _reserve(self, limits: Sequence[SpendLimit], usd: float) -> list[Reservation]:
         if self.ledger is None:

@@ -74,8 +74,8 @@ class SuppressReason(StrEnum):
 def l0_summary(l0: L0Result, *, with_terms: bool) -> dict[str, Any]:
     """The keyword gate's result as JSON.
 
-    Matched terms only when ``with_terms``: a term is a word of the user's text, so
-    records keep only categories and spans.
+    Matched terms and dampening cues only when ``with_terms``: both are words of the
+    user's text, so records keep only categories, spans and how many cues dampened.
     """
     matches = []
     for m in l0.matches:
@@ -88,13 +88,16 @@ def l0_summary(l0: L0Result, *, with_terms: bool) -> dict[str, Any]:
         if with_terms:
             match["term"] = m.term
         matches.append(match)
-    return {
+    summary: dict[str, Any] = {
         "escalate": l0.escalate,
         "score": l0.score,
         "categories": sorted(str(c) for c in l0.categories),
         "matches": matches,
-        "dampened_by": sorted(str(d) for d in l0.dampened_by),
+        "dampened": len(l0.dampened_by),
     }
+    if with_terms:
+        summary["dampened_by"] = sorted(str(d) for d in l0.dampened_by)
+    return summary
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,10 @@ in the environment, so a bad config, a missing variable, a malformed key or an
 unreachable store stops the server before it accepts a request.
 
 Endpoints and who may call them: ``/healthz`` is open (liveness, readiness and the auth
-mode; it reveals no data); ``/v1/models`` needs a ``client`` key; ``/metrics`` and
-``/v1/keys`` need an ``admin`` key (a Prometheus scrape job sends one as a bearer token).
+mode; it reveals no data); ``/v1/models``, ``/v1/chat/completions`` (the gateway),
+``/v1/assess``, ``/v1/review`` and ``/v1/facts/*`` need a ``client`` key; ``/metrics``,
+``/v1/traces`` and ``/v1/keys`` need an ``admin`` key (a Prometheus scrape job sends one
+as a bearer token).
 In the ``open_loopback`` mode local callers need no key (see :mod:`foureyes.server.auth`).
 
 Request path, outermost first: request log (id, one JSON line) → metrics → CORS (only
@@ -17,20 +19,28 @@ dependencies (key, rate limit, scope) → the handler.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from foureyes import __version__
 from foureyes.config import Config, ServerConfig
+from foureyes.core.budget import utc_day
 from foureyes.core.errors import StoreError
 from foureyes.core.roles import Role
+from foureyes.core.trace import EventKind, TraceEvent
+from foureyes.llm.calls import ModelCaller, route_limit
 from foureyes.llm.routes import Routes
+from foureyes.pipeline import SupportPipeline
+from foureyes.review.publication import PublicationPolicy
+from foureyes.review.reviewer import Reviewer
+from foureyes.review.runner import ReviewRunner
 from foureyes.server._logging import RequestLogMiddleware, log_event, server_logger
+from foureyes.server.api import api_router
 from foureyes.server.auth import (
     AdminKey,
     AuthMode,
@@ -38,17 +48,19 @@ from foureyes.server.auth import (
     KeyAuthenticator,
     env_api_keys,
     keys_router,
+    require_scope,
 )
+from foureyes.server.console import console_router
 from foureyes.server.errors import install_error_handlers
+from foureyes.server.facts_api import facts_router
+from foureyes.server.gateway import GATEWAY_MODEL, gateway_router
 from foureyes.server.limits import BodyGuardMiddleware, RateLimiter, add_cors
 from foureyes.server.metrics import METRICS_CONTENT_TYPE, Metrics, MetricsMiddleware
+from foureyes.server.review_api import review_router
 from foureyes.store import Store
-from foureyes.store.api_keys import EnvKeySync
+from foureyes.store.api_keys import EnvKeySync, KeyScope
 
 __all__ = ["GATEWAY_MODEL", "Service", "create_app"]
-
-GATEWAY_MODEL = "foureyes-support"
-"""The model id clients name to reach the guarded support pipeline."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +82,10 @@ class Service:
     """Per-key token buckets of this instance."""
     metrics: Metrics
     """This app's Prometheus metrics: report decisions, risk and model calls here."""
+    pipeline: SupportPipeline
+    """The support-message pipeline (triage and the gate) behind the gateway."""
+    reviewer: Reviewer
+    """The masked reviewer behind ``POST /v1/review``."""
 
 
 def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
@@ -100,12 +116,38 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             await routes.aclose()
             await store.close()
             raise
+        try:
+            pipeline = SupportPipeline(
+                config,
+                routes,
+                store,
+                alerts=SupportPipeline.alerts_for(config, store),
+                observer=_model_call_metrics(metrics),
+            )
+        except BaseException:
+            await routes.aclose()
+            await store.close()
+            raise
+        caller = ModelCaller(routes, ledger=store.ledger, trace=store.traces)
+        reviewer = Reviewer(
+            ReviewRunner(caller, packet_max_chars=config.review.packet_max_chars),
+            config.review,
+            policy=PublicationPolicy(config.review.publish),
+        )
         app.state.service = Service(
-            config=config, routes=routes, store=store, auth=auth, limiter=limiter, metrics=metrics
+            config=config,
+            routes=routes,
+            store=store,
+            auth=auth,
+            limiter=limiter,
+            metrics=metrics,
+            pipeline=pipeline,
+            reviewer=reviewer,
         )
         try:
             yield
         finally:
+            await pipeline.aclose()
             await routes.aclose()
             await store.close()
 
@@ -117,6 +159,17 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestLogMiddleware)
     app.include_router(keys_router)
+    app.include_router(gateway_router())
+    app.include_router(api_router())
+    client_only = [Depends(require_scope(KeyScope.CLIENT))]
+    app.include_router(
+        facts_router(lambda request: request.app.state.service), dependencies=client_only
+    )
+    app.include_router(
+        review_router(lambda request: request.app.state.service.reviewer),
+        dependencies=client_only,
+    )
+    app.include_router(console_router(model=GATEWAY_MODEL))
 
     @app.get("/healthz")
     async def healthz(request: Request) -> JSONResponse:
@@ -149,11 +202,46 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
         }
 
     @app.get("/metrics")
-    async def prometheus_metrics(_: AdminKey) -> Response:
+    async def prometheus_metrics(request: Request, _: AdminKey) -> Response:
         """Prometheus metrics of this instance (text exposition format)."""
+        await _publish_budgets(request.app.state.service)
         return Response(metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
 
     return app
+
+
+def _model_call_metrics(metrics: Metrics) -> Callable[[TraceEvent], None]:
+    """The pipeline's observer: each ``model_call`` event counted by role and route."""
+
+    def observe(event: TraceEvent) -> None:
+        if event.kind is EventKind.MODEL_CALL:
+            data = event.data
+            metrics.observe_model_call(
+                Role(data["role"]), data["route"], data["latency_ms"] / 1000, data["outcome"]
+            )
+
+    return observe
+
+
+async def _publish_budgets(service: Service) -> None:
+    """Set the budget gauges from the ledger: what each route in use has left today.
+
+    Read when scraped rather than on every call, so the hot path never waits for it.
+    """
+    today = utc_day()
+    for name in sorted({service.config.roles.route_for(role) for role in Role}):
+        route = service.config.routes[name]
+        if route.daily_calls is None and route.daily_budget_usd is None:
+            continue
+        limit = route_limit(
+            name, daily_calls=route.daily_calls, daily_budget_usd=route.daily_budget_usd
+        )
+        used = await service.store.ledger.usage(limit.key, today)
+        service.metrics.set_budget_remaining(
+            limit.key,
+            None if limit.max_calls is None else limit.max_calls - used.calls - used.reserved_calls,
+            None if limit.max_usd is None else limit.max_usd - used.usd - used.reserved_usd,
+        )
 
 
 def _announce(mode: AuthMode, sync: EnvKeySync, server: ServerConfig) -> None:

@@ -347,3 +347,9 @@ api_keys = Table(
     CheckConstraint("source IN ('created', 'env')", name="source"),
 )
 """API keys of the HTTP service; a revoked key stays, so it can never be reinstated."""
+
+
+# --- support pipeline ---------------------------------------------------------------------
+
+# The trace list joins each run to its triage (``SqlTraceWriter.list_runs``).
+Index(None, risk_assessments.c.trace_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import select, update
@@ -17,6 +17,7 @@ from foureyes.core.trace import EventKind, TraceEvent, TraceRecord, TraceRun
 from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database
 from foureyes.store.tables import trace_events, trace_runs
+from foureyes.store.trace_list import MAX_LIST, RunFilter, RunSummary, list_query
 
 __all__ = ["SqlTraceWriter", "new_trace_id"]
 
@@ -111,12 +112,7 @@ class SqlTraceWriter:
             UsageError: the event's kind is not an :class:`EventKind`, its time is naive, or
                 its data is not JSON-serialisable.
         """
-        try:
-            kind = EventKind(event.kind)
-        except ValueError:
-            raise UsageError(f"unknown trace event kind {event.kind!r}") from None
-        at = require_utc(event.at, "event.at")
-        document = _json_document(event.data, "event data")
+        row = _event_row(event)
         async with self._db.write("append") as conn:
             # Taking the seq is the transaction's first write, so it also locks the run row:
             # concurrent appends to one run queue here and get consecutive numbers.
@@ -130,16 +126,53 @@ class SqlTraceWriter:
             ).scalar_one_or_none()
             if seq is None:
                 raise await _closed_run_error(conn, "append", trace_id)
-            await conn.execute(
-                trace_events.insert().values(
-                    trace_id=trace_id,
-                    seq=seq,
-                    kind=kind.value,
-                    stage=event.stage,
-                    at=at,
-                    data=document,
+            await conn.execute(trace_events.insert().values(trace_id=trace_id, seq=seq, **row))
+
+    async def append_many(
+        self,
+        trace_id: str,
+        events: Sequence[TraceEvent],
+        *,
+        outcome: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Append ``events`` in order in one transaction; with ``outcome``, finish the run too.
+
+        The same as :meth:`append` for each event (and :meth:`finish_run`), committed
+        together: either every event is recorded (and the run closed), or none is.
+
+        Raises:
+            StoreError: the run is unknown or finished, or the write failed; nothing is
+                written then.
+            UsageError: an event is invalid (see :meth:`append`), or ``reason`` comes
+                without ``outcome``.
+        """
+        if outcome is None and reason is not None:
+            raise UsageError("a reason is recorded only when the run is finished with an outcome")
+        rows = [_event_row(event) for event in events]
+        if not rows and outcome is None:
+            return
+        now = self._now()
+        values: dict[str, Any] = {"last_seq": trace_runs.c.last_seq + len(rows)}
+        if outcome is not None:
+            values |= {"finished_at": now, "outcome": outcome, "reason": reason}
+        async with self._db.write("append_many") as conn:
+            last = (
+                await conn.execute(
+                    update(trace_runs)
+                    .where(trace_runs.c.trace_id == trace_id, trace_runs.c.finished_at.is_(None))
+                    .values(**values)
+                    .returning(trace_runs.c.last_seq)
                 )
-            )
+            ).scalar_one_or_none()
+            if last is None:
+                raise await _closed_run_error(conn, "append_many", trace_id)
+            first = last - len(rows) + 1
+            if rows:
+                await conn.execute(
+                    trace_events.insert(),
+                    [{"trace_id": trace_id, "seq": first + n, **row} for n, row in enumerate(rows)],
+                )
 
     async def finish_run(self, trace_id: str, *, outcome: str, reason: str | None) -> None:
         """Close the run with its final outcome; no event can be appended afterwards.
@@ -195,6 +228,41 @@ class SqlTraceWriter:
         )
         return TraceRecord(run=header, events=tuple(_event(trace_id, row) for row in rows))
 
+    async def list_runs(
+        self, where: RunFilter | None = None, *, limit: int = 100
+    ) -> list[RunSummary]:
+        """The most recent runs matching ``where``, newest first, with their triage's outcome.
+
+        Args:
+            where: what to narrow the list to (everything by default).
+            limit: at most this many (1 to :data:`MAX_LIST`).
+
+        Raises:
+            StoreError: the store could not be read.
+            UsageError: ``limit`` is out of range, or a date bound is naive.
+        """
+        if not 1 <= limit <= MAX_LIST:
+            raise UsageError(f"limit must be between 1 and {MAX_LIST}, got {limit}")
+        query = list_query(where or RunFilter()).limit(limit)
+        async with self._db.read("list_runs") as conn:
+            rows = (await conn.execute(query)).all()
+        return [
+            RunSummary(
+                trace_id=row.trace_id,
+                kind=row.kind,
+                conversation_id=row.conversation_id,
+                started_at=row.started_at,
+                finished_at=row.finished_at,
+                outcome=row.outcome,
+                reason=row.reason,
+                risk_status=row.risk_status,
+                risk_level=row.risk_level,
+                risk_tier=row.risk_tier,
+                risk_confirmed=row.risk_confirmed,
+            )
+            for row in rows
+        ]
+
     async def purge_expired(self, now: dt.datetime | None = None) -> int:
         """Erase raw input whose retention has run out, and return how many runs lost it.
 
@@ -215,6 +283,20 @@ class SqlTraceWriter:
 
     def _now(self) -> dt.datetime:
         return require_utc(self._clock(), "the store clock")
+
+
+def _event_row(event: TraceEvent) -> dict[str, Any]:
+    """The columns of one event, checked (see :meth:`SqlTraceWriter.append`)."""
+    try:
+        kind = EventKind(event.kind)
+    except ValueError:
+        raise UsageError(f"unknown trace event kind {event.kind!r}") from None
+    return {
+        "kind": kind.value,
+        "stage": event.stage,
+        "at": require_utc(event.at, "event.at"),
+        "data": _json_document(event.data, "event data"),
+    }
 
 
 def _json_document(value: Mapping[str, Any], what: str) -> dict[str, Any]:

@@ -1,0 +1,369 @@
+"""The state of one gate run: its limits, its meter, its drafts and reviews.
+
+:class:`Run` is what :class:`~foureyes.gate.runner.GateRunner` drives for one reply. It
+is split into a draft phase, which needs no policy and may start before triage has
+decided one (:meth:`Run.speculate`), and a review-and-decide phase that takes the
+policy (:meth:`Run.attempts`). A speculative draft that the policy turns out to forbid
+is cancelled, or dropped unread if it already finished (:meth:`Run.discard`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from foureyes.config import GateConfig
+from foureyes.core.budget import CallBudget
+from foureyes.core.deadline import Clock, Deadline
+from foureyes.core.digest import Proposal, sha256_hex
+from foureyes.core.errors import FoureyesError, RouteTimeout
+from foureyes.core.locale import Locale
+from foureyes.core.policy import GenerationPolicy
+from foureyes.core.reasons import ReasonCode
+from foureyes.core.roles import Role
+from foureyes.gate._meter import Meter
+from foureyes.gate.counselor import Revision, counselor_request, draft_reply
+from foureyes.gate.failures import Stage, reason_for
+from foureyes.gate.gate import Decision, decide
+from foureyes.gate.outcome import Attempt
+from foureyes.gate.request import OpenUnknowns, ReplyRequest
+from foureyes.gate.review_input import assemble_review_input
+from foureyes.gate.rules import RuleCatalogue, RuleContext
+from foureyes.gate.supervisor import Review, review_candidate
+from foureyes.gate.verdict import Verdict
+from foureyes.llm import telemetry
+from foureyes.llm.calls import CallScope, ModelCaller
+from foureyes.risk.resources import ResourceRegistry
+
+__all__ = ["Run", "usable_verdict"]
+
+_MAX_ERROR = 500
+# A revision needs a draft and a review; with fewer calls left it cannot be judged.
+_CALLS_PER_ATTEMPT = 2
+
+
+def _error_text(error: FoureyesError) -> str:
+    return f"{type(error).__name__}: {error}"[:_MAX_ERROR]
+
+
+def usable_verdict(review: Review | None) -> Verdict | None:
+    """The verdict :func:`~foureyes.gate.gate.decide` may weigh, if any."""
+    # A verdict naming other text is passed on, so decide() itself refuses the mismatch;
+    # a verdict with unknown rules or spans outside the candidate is no verdict at all.
+    if review is None or (review.problem is not None and review.problem.reason.is_review_failure):
+        return None
+    return review.verdict
+
+
+@dataclass(frozen=True, slots=True)
+class _Drafted:
+    """A draft phase's result: a candidate, or the attempt that failed to write one."""
+
+    candidate: Proposal[str] | None
+    failed: Attempt | None
+
+
+class Run:
+    """The state of one reply (one instance per reply, never shared)."""
+
+    def __init__(
+        self,
+        *,
+        caller: ModelCaller,
+        gate: GateConfig,
+        catalogue: RuleCatalogue,
+        unknowns: OpenUnknowns | None,
+        registry: ResourceRegistry,
+        clock: Clock,
+        request: ReplyRequest,
+        trace_id: str,
+        locale: Locale,
+        region: str | None,
+    ) -> None:
+        self.started = time.perf_counter()
+        """When the run began (``perf_counter``), for its timings."""
+        self.caller = caller
+        self.gate = gate
+        self.catalogue = catalogue
+        self.unknowns = unknowns
+        self.request = request
+        self.trace_id = trace_id
+        self.locale = locale
+        self.region = region
+        self.scope = CallScope(
+            Deadline.after(gate.deadline_s, clock=clock), CallBudget(gate.max_calls), trace_id
+        )
+        self.meter = Meter(caller, self.scope)
+        self.open_unknowns: tuple[str, ...] = ()
+        self.speculation: dict[str, Any] | None = None
+        """What became of a speculative first draft, for the record (``None``: none)."""
+        self._unknowns_read: asyncio.Future[tuple[str, ...]] | None = None
+        self._first: asyncio.Task[_Drafted] | None = None
+        self.rules = RuleContext(max_chars=gate.max_chars, region=region, registry=registry)
+
+    def speculate(self) -> None:
+        """Start the first draft and the open-unknowns read now, before any policy is known.
+
+        The draft does not depend on the policy; only what is done with it does.
+        """
+        self._start_unknowns_read()
+        self._first = asyncio.ensure_future(self._draft(0, None))
+        self.speculation = {"state": "running"}
+
+    async def discard(self) -> None:
+        """Drop the speculative work: cancel what still runs, ignore what finished.
+
+        Called when the policy forbids generation, or the reply is abandoned. What the
+        draft had become (cancelled, written with its digest, failed) goes in the record;
+        its text goes nowhere.
+        """
+        read, self._unknowns_read = self._unknowns_read, None
+        first, self._first = self._first, None
+        for task in (read, first):
+            if task is not None and not task.done():
+                task.cancel()
+        pending = [task for task in (read, first) if task is not None]
+        if pending:
+            # wait() does not raise what the tasks raised; only our own cancellation.
+            await asyncio.wait(pending)
+        if read is not None and not read.cancelled():
+            read.exception()  # retrieved: a read nobody needs may fail unnoticed
+        if first is None:
+            return
+        state: dict[str, Any] = {"state": "cancelled", "discarded": True}
+        if not first.cancelled():
+            error = first.exception()
+            if error is not None:
+                state = {"state": "failed", "discarded": True, "error": type(error).__name__}
+            elif (drafted := first.result()).candidate is not None:
+                state = {
+                    "state": "written",
+                    "discarded": True,
+                    "candidate_sha256": drafted.candidate.sha256,
+                }
+            else:
+                failed = drafted.failed
+                reason = failed.reason.value if failed is not None else None
+                state = {"state": "failed", "discarded": True, "reason": reason}
+        self.speculation = state
+
+    async def attempts(
+        self, policy: GenerationPolicy
+    ) -> tuple[list[Attempt], ReasonCode | None, Proposal[str] | None]:
+        """Draft and judge, revising while allowed; the attempts, any limit hit, the last draft."""
+        if self._first is None:
+            self._start_unknowns_read()
+        attempts: list[Attempt] = []
+        revision: Revision | None = None
+        candidate: Proposal[str] | None = None
+        for n in range(self.gate.max_revisions + 1):
+            attempt, candidate = await self._attempt(n, revision, policy)
+            attempts.append(attempt)
+            retry = attempt.reason in (ReasonCode.REJECTED, ReasonCode.RULE_VIOLATION)
+            if not retry or candidate is None or n == self.gate.max_revisions:
+                break
+            if self.scope.deadline.expired:
+                return attempts, ReasonCode.DEADLINE_EXCEEDED, candidate
+            if self.scope.budget.remaining < _CALLS_PER_ATTEMPT:
+                return attempts, ReasonCode.BUDGET_EXHAUSTED, candidate
+            revision = self._revision(attempt, candidate)
+        return attempts, None, candidate
+
+    def _start_unknowns_read(self) -> None:
+        conversation = self.request.conversation_id
+        if self.unknowns is not None and conversation is not None:
+            # Read while the Counselor drafts: only the review needs them.
+            self._unknowns_read = asyncio.ensure_future(
+                self.unknowns.open(conversation, limit=self.gate.max_open_unknowns)
+            )
+
+    @staticmethod
+    def _revision(attempt: Attempt, candidate: Proposal[str]) -> Revision:
+        violations = attempt.review.verdict.violations if attempt.review else ()
+        broken = [f.rule for f in attempt.findings] + [v.rule for v in violations]
+        return Revision(
+            previous=candidate.content,
+            broken=tuple(dict.fromkeys(broken)),
+            notes=tuple(v.note for v in violations if v.note),
+        )
+
+    async def _attempt(
+        self, n: int, revision: Revision | None, policy: GenerationPolicy
+    ) -> tuple[Attempt, Proposal[str] | None]:
+        try:
+            if n == 0 and self._first is not None:
+                first, self._first = self._first, None
+                drafted = await first
+                self.speculation = {"state": "used"}
+            else:
+                drafted = await self._draft(n, revision)
+        finally:
+            await self._finish_unknowns_read()
+        candidate = drafted.candidate
+        if candidate is None:
+            assert drafted.failed is not None
+            return drafted.failed, None
+        findings = self.catalogue.check(candidate.content, self.rules)
+        # Rules checked in code settle the candidate; a review would only spend a call.
+        review, failure, error = (None, None, None) if findings else await self._review(candidate)
+        decision = decide(
+            policy,
+            candidate_sha256=candidate.sha256,
+            findings=findings,
+            verdict=usable_verdict(review),
+            failure=failure,
+        )
+        attempt = Attempt(
+            revision=n,
+            candidate_sha256=candidate.sha256,
+            candidate_chars=len(candidate.content),
+            draft_route=candidate.route,
+            findings=findings,
+            review=review,
+            failure=failure,
+            error=error,
+            reason=decision.reason,
+        )
+        return attempt, candidate
+
+    async def _draft(self, n: int, revision: Revision | None) -> _Drafted:
+        """The draft phase of attempt ``n``: needs no policy, so it may run speculatively."""
+        try:
+            request = counselor_request(
+                self.request.message,
+                self.request.history,
+                catalogue=self.catalogue,
+                locale=self.locale,
+                max_chars=self.gate.max_chars,
+                history_turns=self.gate.counselor_turns,
+                revision=revision,
+            )
+            candidate = await draft_reply(self.meter.call(Stage.DRAFT), request)
+        except FoureyesError as exc:
+            failure = reason_for(
+                Stage.DRAFT, exc, deadline_passed=self._deadline_cut(exc, Role.COUNSELOR)
+            )
+            if failure is None:
+                raise
+            attempt = Attempt(
+                revision=n,
+                candidate_sha256=None,
+                candidate_chars=None,
+                draft_route=None,
+                findings=(),
+                review=None,
+                failure=failure,
+                error=_error_text(exc),
+                reason=failure,
+            )
+            return _Drafted(None, attempt)
+        return _Drafted(candidate, None)
+
+    def _deadline_cut(self, error: FoureyesError, role: Role) -> bool:
+        """Whether the run's deadline, rather than the route, ended a failed call.
+
+        A call's timeout is the route's, cut to the time the run has left; a timeout
+        shorter than the route's own was the deadline's.
+        """
+        if self.scope.deadline.expired:
+            return True
+        _, route = self.caller.routes.config.route_for(role)
+        return isinstance(error, RouteTimeout) and error.timeout_s < route.timeout_s
+
+    async def _finish_unknowns_read(self) -> None:
+        """Take the open unknowns read during the first draft (once)."""
+        if self._unknowns_read is not None:
+            read, self._unknowns_read = self._unknowns_read, None
+            self.open_unknowns = await read
+
+    async def _review(
+        self, candidate: Proposal[str]
+    ) -> tuple[Review | None, ReasonCode | None, str | None]:
+        """The review of ``candidate``: the review, a failure reason, and the error text."""
+        review_input = assemble_review_input(
+            message=self.request.message,
+            history=self.request.history,
+            candidate=candidate,
+            sources=self.request.sources,
+            open_unknowns=self.open_unknowns,
+            counselor_summary=self.request.counselor_summary,
+            history_turns=self.gate.history_turns,
+        )
+        try:
+            review = await review_candidate(
+                self.meter.call(Stage.REVIEW),
+                review_input,
+                self.catalogue,
+                region=self.region,
+                max_chars=self.gate.max_chars,
+                retries=self.gate.verdict_retries,
+            )
+        except FoureyesError as exc:
+            failure = reason_for(
+                Stage.REVIEW, exc, deadline_passed=self._deadline_cut(exc, Role.SUPERVISOR)
+            )
+            if failure is None:
+                raise
+            telemetry.record_verdict(
+                candidate_sha256=candidate.sha256, label=None, failure=failure.value
+            )
+            return None, failure, _error_text(exc)
+        problem = review.problem
+        telemetry.record_verdict(
+            candidate_sha256=candidate.sha256,
+            label=review.verdict.decision.value,
+            failure=None if problem is None else problem.reason.value,
+            verdict_sha256=review.verdict_sha256,
+            route=review.route,
+        )
+        if problem is None:
+            return review, None, None
+        reason = problem.reason
+        return review, reason if reason.is_review_failure else None, problem.detail
+
+    async def keep_unknowns(self, decision: Decision, last: Attempt | None) -> tuple[str, ...]:
+        """Keep an ``insufficient`` verdict's missing items open on the conversation."""
+        conversation = self.request.conversation_id
+        if (
+            decision.reason is not ReasonCode.INSUFFICIENT
+            or last is None
+            or last.review is None
+            or self.unknowns is None
+            or conversation is None
+        ):
+            return ()
+        missing = last.review.verdict.missing
+        await self.unknowns.add(conversation, missing, trace_id=self.trace_id)
+        return missing
+
+    def context(self, added: tuple[str, ...], stale: Sequence[Any]) -> dict[str, Any]:
+        """What the review was based on, for the decision record."""
+        history = self.request.history
+        shown = min(len(history), self.gate.history_turns)
+        return {
+            "earlier_turns_shown": shown,
+            "earlier_turns_omitted": len(history) - shown,
+            "sources": [
+                {"id": s.id, "origin": s.origin, "sha256": sha256_hex(s.text)}
+                for s in self.request.sources
+            ],
+            "open_unknowns": list(self.open_unknowns),
+            "unknowns_added": list(added),
+            "counselor_summary": self.request.counselor_summary is not None,
+            "rules": sorted(self.catalogue.ids),
+            "stale_resources": [entry.id for entry in stale],
+            "speculative_draft": self.speculation,
+        }
+
+    def limits(self) -> dict[str, Any]:
+        """The run's limits and what was used of them."""
+        return {
+            "deadline_s": self.gate.deadline_s,
+            "elapsed_s": round(self.scope.deadline.elapsed(), 6),
+            "max_calls": self.gate.max_calls,
+            "calls_used": self.scope.budget.used,
+            "max_revisions": self.gate.max_revisions,
+        }

@@ -1,0 +1,36 @@
+"""The support-message pipeline: triage and the release gate composed for each message.
+
+Start with :class:`SupportPipeline` (``await pipeline.handle(SupportMessage(...))``); its
+:class:`SupportOutcome` says what went out, why, under which policy and risk, and where
+the time went. :func:`trace_view` reads a recorded run back for people.
+"""
+
+from foureyes.pipeline._buffer import EventObserver
+from foureyes.pipeline.floor import AppliedPolicy, PolicyFloor, apply_floor, has_strong_term
+from foureyes.pipeline.outcome import (
+    DELIVERY_SCHEMA,
+    CallRecord,
+    PipelineTimings,
+    SupportMessage,
+    SupportOutcome,
+    delivery_record,
+)
+from foureyes.pipeline.support import RUN_KIND, SupportPipeline
+from foureyes.pipeline.view import trace_view
+
+__all__ = [
+    "AppliedPolicy",
+    "CallRecord",
+    "DELIVERY_SCHEMA",
+    "EventObserver",
+    "PipelineTimings",
+    "PolicyFloor",
+    "RUN_KIND",
+    "SupportMessage",
+    "SupportOutcome",
+    "SupportPipeline",
+    "apply_floor",
+    "delivery_record",
+    "has_strong_term",
+    "trace_view",
+]

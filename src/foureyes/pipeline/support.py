@@ -1,0 +1,295 @@
+"""The support-message pipeline: triage and the release gate, composed, for one message.
+
+::
+
+    start the run ─▶ triage: L0 at once; L1/L2 when L0 escalates ─▶ policy (+ floor)
+          └──────▶ Counselor's first draft (speculative) ─────────────────┤
+                                                                          ▼
+                          gate: review, revise, decide (a prohibition discards the draft)
+                                                                          ▼
+           guardian alert considered (confirmed triage only, in the background)
+                                                                          ▼
+              one commit: every event of the run, the delivery record, the outcome
+                                                                          ▼
+                                                              the reply may leave
+
+With ``gate.speculative_draft`` (the default) the Counselor drafts while triage runs, so
+a reply takes about max(triage, draft) + review rather than their sum; the draft does
+not depend on the policy, only what is done with it does, and a draft written before
+triage prohibited generation is cancelled or dropped unread (invariant 2).
+
+The whole run is recorded in one trace whose events are held in memory and committed in
+one transaction before :meth:`SupportPipeline.handle` returns (invariant 10). A store
+that cannot be written raises :class:`~foureyes.core.errors.StoreError`: nothing may be
+delivered then. Every other expected failure is a reason code in the outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import secrets
+import time
+from typing import Any
+
+from foureyes.config import Config
+from foureyes.core.errors import StoreError
+from foureyes.core.trace import EventKind, TraceEvent
+from foureyes.gate import GateRunner, PendingReply, ReplyRequest
+from foureyes.llm import telemetry
+from foureyes.llm.calls import ModelCaller
+from foureyes.llm.routes import Routes
+from foureyes.pipeline._buffer import EventObserver, HeldTraces
+from foureyes.pipeline.floor import apply_floor
+from foureyes.pipeline.outcome import (
+    CallRecord,
+    PipelineTimings,
+    SupportMessage,
+    SupportOutcome,
+    delivery_record,
+)
+from foureyes.risk.assess import Turn as RiskTurn
+from foureyes.risk.guardian import AlertOutcome, GuardianAlerts
+from foureyes.risk.l0 import L0Gate
+from foureyes.risk.notifiers import build_notifier
+from foureyes.risk.resources import ResourceRegistry
+from foureyes.risk.result import TriageResult
+from foureyes.risk.triage import Triage, TriageRequest
+from foureyes.store import Store
+
+__all__ = ["RUN_KIND", "SupportPipeline"]
+
+RUN_KIND = "support_message"
+"""The trace ``kind`` of a pipeline run."""
+
+_log = logging.getLogger(__name__)
+
+
+def _alert_json(outcome: AlertOutcome) -> dict[str, Any]:
+    return {
+        "status": outcome.status.value,
+        "reason": None if outcome.reason is None else outcome.reason.value,
+        "attempt_id": outcome.attempt_id,
+    }
+
+
+class SupportPipeline:
+    """Answers support messages: one instance per process, one :meth:`handle` per message."""
+
+    def __init__(
+        self,
+        config: Config,
+        routes: Routes,
+        store: Store,
+        *,
+        alerts: GuardianAlerts | None = None,
+        l0: L0Gate | None = None,
+        registry: ResourceRegistry | None = None,
+        observer: EventObserver | None = None,
+    ) -> None:
+        """Compose triage and the gate over ``routes`` and ``store``.
+
+        Args:
+            config: the effective configuration (``[gate]``, ``[risk]``).
+            routes: the built routes; closing them stays the caller's job.
+            store: the open store: traces, ledger, assessments, unknowns.
+            alerts: the guardian-alert service; ``None``: alerts are off (what a
+                confirmed triage would have met is recorded as ``disabled``).
+            l0: the keyword gate (the packaged lexicon by default).
+            registry: the crisis-resource registry (the packaged one by default).
+            observer: called with every trace event of the pipeline's runs as it is
+                appended (metrics); what it raises is logged and changes nothing.
+
+        Raises:
+            ConfigError: ``gate.extra_rules`` redefines a built-in rule.
+        """
+        self.config = config
+        self._traces = HeldTraces(store.traces, observer=observer)
+        self.caller = ModelCaller(routes, ledger=store.ledger, trace=self._traces)
+        """The metered caller every role of the pipeline calls through."""
+        self.triage = Triage(
+            config, self.caller, store.assessments, l0 or L0Gate.default(), trace=self._traces
+        )
+        """The triage of each message."""
+        self.gate = GateRunner(
+            self.caller, traces=self._traces, unknowns=store.unknowns, registry=registry
+        )
+        """The release gate."""
+        self._alerts = alerts
+        self._alerting: set[asyncio.Task[AlertOutcome]] = set()
+
+    @staticmethod
+    def alerts_for(config: Config, store: Store) -> GuardianAlerts | None:
+        """The guardian-alert service ``risk.alert`` configures; ``None`` without a target.
+
+        Raises:
+            ConfigError: the notifier cannot be built.
+        """
+        if not config.risk.alert.target:
+            return None
+        return GuardianAlerts(config.risk.alert, store.alerts, build_notifier(config.risk.alert))
+
+    async def handle(self, message: SupportMessage) -> SupportOutcome:
+        """Triage ``message``, answer it through the gate, and record everything.
+
+        Returns only once the run's record is committed.
+
+        Raises:
+            StoreError: the run could not be recorded; nothing may be delivered.
+        """
+        speculative = self.config.gate.speculative_draft
+        started_wall = dt.datetime.now(dt.UTC)
+        started = time.perf_counter()
+        trace_id = await self._traces.start_held_run(
+            RUN_KIND,
+            conversation_id=message.conversation_id,
+            input_text=message.text,
+            meta={
+                "purpose": message.purpose.value,
+                "speculative_draft": speculative,
+                "conversation_named": message.conversation_id is not None,
+                "earlier_turns": len(message.history),
+            },
+        )
+        try:
+            with telemetry.operation_span(
+                "foureyes.support_message", trace_id=trace_id, speculative_draft=speculative
+            ) as span:
+                outcome = await self._answer(message, trace_id, started, started_wall, speculative)
+                span.annotate(
+                    decision=outcome.decision.value,
+                    reason=outcome.reason.value,
+                    policy=outcome.policy.policy.value,
+                    risk_tier=outcome.triage.tier.value,
+                    risk_status=outcome.triage.status.value,
+                )
+                # Invariant 10: the whole record is durable before the text is returned.
+                await self._traces.commit(
+                    trace_id,
+                    delivery_record(
+                        outcome, conversation_named=message.conversation_id is not None
+                    ),
+                    outcome=outcome.decision.value,
+                    reason=outcome.reason.value,
+                )
+        except StoreError:
+            # Invariant 10: what could not be recorded is not delivered; the caller gets
+            # the error, never the text.
+            self._traces.drop(trace_id)
+            raise
+        except BaseException as exc:
+            await self._record_failure(trace_id, exc)
+            raise
+        return outcome
+
+    async def _answer(
+        self,
+        message: SupportMessage,
+        trace_id: str,
+        started: float,
+        started_wall: dt.datetime,
+        speculative: bool,
+    ) -> SupportOutcome:
+        conversation = message.conversation_id or f"anon:{secrets.token_hex(12)}"
+        request = ReplyRequest(
+            message=message.text,
+            history=message.history,
+            conversation_id=message.conversation_id,
+            region=message.region,
+            locale=message.locale,
+        )
+        pending: PendingReply | None = None
+        if speculative:
+            pending = self.gate.begin(request, trace_id=trace_id, speculate=True)
+        try:
+            triage = await self.triage.assess(
+                TriageRequest(
+                    text=message.text,
+                    conversation_id=conversation,
+                    history=[RiskTurn(t.role, t.text) for t in message.history],
+                    purpose=message.purpose,
+                    trace_id=trace_id,
+                )
+            )
+        except BaseException:
+            if pending is not None:
+                await pending.discard()
+            raise
+        triage_ms = (time.perf_counter() - started) * 1000
+        applied = apply_floor(triage)
+        alerting = self._consider_alert(triage)
+        if pending is None:
+            pending = self.gate.begin(request, trace_id=trace_id, speculate=False)
+        gate = await pending.finish(applied.policy)
+        total_ms = (time.perf_counter() - started) * 1000
+        calls = tuple(
+            CallRecord.of_event(event, started_wall)
+            for event in self._traces.held(trace_id)
+            if event.kind is EventKind.MODEL_CALL
+        )
+        return SupportOutcome(
+            decision=gate.decision,
+            reason=gate.reason,
+            candidate_sha256=gate.candidate_sha256,
+            delivered_sha256=gate.delivered_sha256,
+            text=gate.text,
+            trace_id=trace_id,
+            conversation_id=conversation,
+            triage=triage,
+            policy=applied,
+            gate=gate,
+            alert=self._alert_state(triage, alerting),
+            calls=calls,
+            timings=PipelineTimings.of(
+                total_ms=total_ms, triage_ms=triage_ms, gate_ms=gate.timings.total_ms, calls=calls
+            ),
+            speculative=speculative,
+        )
+
+    def _consider_alert(self, triage: TriageResult) -> asyncio.Task[AlertOutcome] | None:
+        """Start the guardian-alert evaluation of a confirmed triage, in the background.
+
+        Only a confirmed triage can meet the preconditions (invariant 5), so no other is
+        evaluated; the evaluation records itself in the alert records, and sending (with
+        its retries) must not hold the reply back.
+        """
+        if self._alerts is None or not triage.confirmed:
+            return None
+        task = asyncio.ensure_future(self._alerts.consider(triage))
+        self._alerting.add(task)
+        task.add_done_callback(self._alert_done)
+        return task
+
+    def _alert_done(self, task: asyncio.Task[AlertOutcome]) -> None:
+        self._alerting.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            _log.error("guardian alert evaluation failed: %s", type(error).__name__)
+
+    def _alert_state(
+        self, triage: TriageResult, task: asyncio.Task[AlertOutcome] | None
+    ) -> dict[str, Any] | None:
+        if not triage.confirmed:
+            return None
+        if self._alerts is None:
+            return {"status": "blocked", "reason": "disabled", "attempt_id": None}
+        assert task is not None
+        if not task.done():
+            return {"status": "pending", "reason": None, "attempt_id": None}
+        if task.cancelled() or task.exception() is not None:
+            return {"status": "failed", "reason": None, "attempt_id": None}
+        return _alert_json(task.result())
+
+    async def _record_failure(self, trace_id: str, error: BaseException) -> None:
+        """Record what a run held when a bug (or a cancellation) ended it, if the store can."""
+        event = TraceEvent(EventKind.ERROR, "pipeline", {"error": type(error).__name__})
+        outcome = "cancelled" if isinstance(error, asyncio.CancelledError) else "error"
+        try:
+            await self._traces.commit(trace_id, event, outcome=outcome, reason=None)
+        except Exception as exc:  # the original failure is the one to raise
+            _log.warning("the failed run %s could not be recorded: %s", trace_id, exc)
+
+    async def aclose(self) -> None:
+        """Wait for guardian-alert evaluations still under way (call before closing the store)."""
+        if self._alerting:
+            await asyncio.gather(*self._alerting, return_exceptions=True)

@@ -1,0 +1,67 @@
+"""A recorded run, read back for people: its header, its events, and a summary of each stage.
+
+:func:`trace_view` is the JSON that ``GET /v1/traces/{id}`` answers and the web console
+draws: ``run`` (the header), ``events`` (every event in order) and ``summary``, which
+lifts out of the events what someone looking at a decision wants first:
+
+- ``triage``: status, level, confirmation, tier, policy, reasons, the L0 categories and
+  spans (never the matched words), L1 and L2 (without their evidence) and the unmet
+  confirmation checks;
+- ``gate``: the gate's decision record (``foureyes.gate.decision/1``): the candidate's
+  digest, every attempt with its verdict and the rules fired, the delivered parts, usage
+  and timings;
+- ``delivery``: the pipeline's record (``foureyes.pipeline.delivery/1``): decision,
+  reason, digests, the policy applied and why, the alert, and every model call placed on
+  the run's timeline (``calls``: role, stage, ``start_ms``, ``duration_ms``, outcome).
+
+A block is ``None`` when the run has no such event (a gate run has no triage; a run that
+failed has no delivery).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from foureyes.core.trace import EventKind, TraceRecord
+from foureyes.gate import RECORD_SCHEMA
+from foureyes.pipeline.outcome import DELIVERY_SCHEMA
+
+__all__ = ["trace_view"]
+
+
+def _last(record: TraceRecord, kind: EventKind, stage: str, schema: str | None) -> Any:
+    for event in reversed(record.events):
+        if event.kind is kind and event.stage == stage:
+            data: Mapping[str, Any] = event.data
+            if schema is None or data.get("schema") == schema:
+                return dict(data)
+    return None
+
+
+def trace_view(record: TraceRecord) -> dict[str, Any]:
+    """A run as JSON for people and the console (see the module docstring)."""
+    header = record.run
+    return {
+        "run": {
+            "trace_id": header.trace_id,
+            "kind": header.kind,
+            "conversation_id": header.conversation_id,
+            "started_at": header.started_at.isoformat(),
+            "finished_at": None if header.finished_at is None else header.finished_at.isoformat(),
+            "outcome": header.outcome,
+            "reason": header.reason,
+            "input_fingerprint": header.input_fingerprint,
+            "input_text": header.input_text,
+            "meta": dict(header.meta),
+        },
+        "events": [
+            {"kind": e.kind.value, "stage": e.stage, "at": e.at.isoformat(), "data": dict(e.data)}
+            for e in record.events
+        ],
+        "summary": {
+            "triage": _last(record, EventKind.RISK, "triage", None),
+            "gate": _last(record, EventKind.DECISION, "gate", RECORD_SCHEMA),
+            "delivery": _last(record, EventKind.DELIVERY, "pipeline", DELIVERY_SCHEMA),
+        },
+    }

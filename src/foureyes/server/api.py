@@ -1,0 +1,138 @@
+"""JSON endpoints beside the gateway: recorded runs (admin) and risk assessment (client).
+
+- ``GET /v1/traces/{trace_id}``: one run, as :func:`foureyes.pipeline.trace_view` draws
+  it (header, every event, and a per-stage summary).
+- ``GET /v1/traces``: recent runs, newest first, filtered by ``kind``, ``reason``,
+  ``outcome``, ``risk_level`` (a level or ``unknown``), ``conversation_id``, ``since`` and
+  ``until`` (ISO 8601 with a zone, to the millisecond) and paged with ``before`` (the
+  ``next_before`` of the previous page).
+- ``POST /v1/assess``: triage one text (L0, then L1/L2 when L0 escalates) and answer the
+  result, the policy the pipeline would apply, and code-rendered crisis resources when
+  that policy calls for them. Nothing is generated for the user.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import secrets
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from foureyes.core.policy import GenerationPolicy
+from foureyes.gate import Turn
+from foureyes.pipeline import SupportPipeline, apply_floor, trace_view
+from foureyes.risk.assess import Turn as RiskTurn
+from foureyes.risk.resources import render_resources
+from foureyes.risk.result import RunPurpose
+from foureyes.risk.triage import TriageRequest
+from foureyes.server.auth import AdminKey, ClientKey
+from foureyes.server.errors import ApiError, ErrorCode
+from foureyes.store.trace_list import MAX_LIST, RunFilter
+from foureyes.store.traces import SqlTraceWriter
+
+__all__ = ["AssessBody", "api_router"]
+
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def _aware(value: dt.datetime | None) -> dt.datetime | None:
+    if value is not None and value.tzinfo is None:
+        raise ValueError("give a time zone (e.g. 2026-11-30T12:00:00Z)")
+    return value
+
+
+_Moment = Annotated[dt.datetime | None, AfterValidator(_aware)]
+_Level = Literal["low", "medium", "high", "critical", "unknown"]
+_Text = Annotated[str | None, Query(min_length=1, max_length=256)]
+
+
+class AssessBody(BaseModel):
+    """The body of ``POST /v1/assess``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    text: str = Field(min_length=1)
+    """The text to triage."""
+    conversation_id: str | None = Field(default=None, min_length=1, max_length=256)
+    """The conversation (single flight, daily L1 limit, trend); a fresh one when unset."""
+    history: tuple[Turn, ...] = ()
+    """Earlier turns, oldest first (L2 sees the last ``risk.context_turns``)."""
+    purpose: Literal["live", "test"] = "live"
+    """``test`` triages are kept apart from live ones."""
+    region: str | None = Field(default=None, pattern=r"^[A-Z]{2}$")
+    """The user's region, for the resources shown."""
+
+
+def api_router() -> APIRouter:
+    """The router of the trace and assessment endpoints (``app.state.service``)."""
+    router = APIRouter(tags=["api"])
+
+    @router.get("/v1/traces/{trace_id}")
+    async def get_trace(trace_id: str, request: Request, _: AdminKey) -> dict[str, Any]:
+        """One recorded run: header, every event, and the summary the console draws."""
+        traces: SqlTraceWriter = request.app.state.service.store.traces
+        record = await traces.get(trace_id) if _TRACE_ID.fullmatch(trace_id) else None
+        if record is None:
+            raise ApiError(ErrorCode.NOT_FOUND)
+        return trace_view(record)
+
+    @router.get("/v1/traces")
+    async def list_traces(
+        request: Request,
+        _: AdminKey,
+        kind: _Text = None,
+        reason: _Text = None,
+        outcome: _Text = None,
+        risk_level: _Level | None = None,
+        conversation_id: _Text = None,
+        since: Annotated[_Moment, Query()] = None,
+        until: Annotated[_Moment, Query()] = None,
+        before: Annotated[str | None, Query(pattern=r"^[0-9a-f]{32}$")] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 50,
+    ) -> dict[str, Any]:
+        """Recent runs, newest first, with their triage's outcome."""
+        traces: SqlTraceWriter = request.app.state.service.store.traces
+        where = RunFilter(
+            kind=kind,
+            reason=reason,
+            outcome=outcome,
+            risk_level=risk_level,
+            conversation_id=conversation_id,
+            since=since,
+            until=until,
+            before=before,
+        )
+        runs = await traces.list_runs(where, limit=limit)
+        return {
+            "object": "list",
+            "data": [run.as_json() for run in runs],
+            "next_before": runs[-1].trace_id if len(runs) == limit else None,
+        }
+
+    @router.post("/v1/assess")
+    async def assess(body: AssessBody, request: Request, _: ClientKey) -> dict[str, Any]:
+        """Triage one text; the result, the policy that would apply, and any resources."""
+        service = request.app.state.service
+        pipeline: SupportPipeline = service.pipeline
+        result = await pipeline.triage.assess(
+            TriageRequest(
+                text=body.text,
+                conversation_id=body.conversation_id or f"anon:{secrets.token_hex(12)}",
+                history=[RiskTurn(t.role, t.text) for t in body.history],
+                purpose=RunPurpose(body.purpose),
+            )
+        )
+        if result.trace_id is not None:
+            request.state.trace_id = result.trace_id
+        service.metrics.record_risk(result.tier.value, result.level)
+        applied = apply_floor(result)
+        document = result.as_dict(with_evidence=True) | {"applied_policy": applied.as_json()}
+        if applied.policy is not GenerationPolicy.NORMAL:
+            region = body.region or service.config.gate.region
+            document["resources"] = render_resources(result.locale, region)
+        return document
+
+    return router

@@ -1,0 +1,660 @@
+// The foureyes console: a chat pane on the guarded pipeline, each reply's decision trail,
+// and the recorded traces. Vanilla JS, no dependencies, served from this origin only.
+//
+// Safety: every text that came from a user, a model or the service is put in the page with
+// textContent (through h() below, which only ever creates text nodes for strings); no
+// markup is ever built from strings. The page's CSP forbids inline script besides.
+(() => {
+  "use strict";
+
+  const config = JSON.parse(document.getElementById("fe-config").textContent);
+  const S = config.strings;
+  const KEY_STORE = "foureyes.console.key";
+  const CONVERSATION_STORE = "foureyes.console.conversation";
+  const TRANSCRIPT_STORE = "foureyes.console.transcript";
+  const GATE_SCHEMA = "foureyes.gate.decision/1";
+  const TRACE_ID = /^[0-9a-f]{32}$/;
+  const PAGE_SIZE = 50;
+
+  const has = (object, key) => Object.prototype.hasOwnProperty.call(object, key);
+  const t = (key) => (has(S, key) ? S[key] : key);
+  const label = (family, value) => {
+    const key = `${family}.${value}`;
+    return has(S, key) ? S[key] : String(value ?? "—");
+  };
+  const last = (items) => (items.length ? items[items.length - 1] : null);
+  const $ = (id) => document.getElementById(id);
+
+  // ---- DOM --------------------------------------------------------------------------
+
+  /** An element; strings among the children become text nodes, never markup. */
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (name === "class") el.className = value;
+      else if (name === "dataset") Object.assign(el.dataset, value);
+      else el.setAttribute(name, value === true ? "" : String(value));
+    }
+    for (const child of children.flat(Infinity)) {
+      if (child === null || child === undefined || child === false) continue;
+      el.append(child instanceof Node ? child : String(child));
+    }
+    return el;
+  }
+
+  function kv(rows) {
+    return h(
+      "dl",
+      { class: "kv" },
+      rows.filter(Boolean).map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]),
+    );
+  }
+
+  function digest(value) {
+    if (typeof value !== "string" || !value) return h("span", { class: "muted" }, "—");
+    return h("code", { class: "digest", title: value, dataset: { digest: value } },
+      `${value.slice(0, 12)}…`);
+  }
+
+  function ms(value) {
+    if (typeof value !== "number" || !Number.isFinite(value)) return "—";
+    return `${value < 10 ? value.toFixed(1) : Math.round(value)} ms`;
+  }
+
+  function when(iso) {
+    const date = new Date(iso);
+    if (!iso || Number.isNaN(date.getTime())) return "—";
+    const format = new Intl.DateTimeFormat(config.lang, { dateStyle: "medium", timeStyle: "medium" });
+    return h("time", { datetime: iso }, format.format(date));
+  }
+
+  function outcomeBadge(outcome) {
+    const known = outcome === "released" || outcome === "fallback";
+    return h("span", { class: `badge badge-${known ? outcome : "other"}`, dataset: { outcome } },
+      known ? label("outcome", outcome) : String(outcome ?? "—"));
+  }
+
+  function reasonCode(reason) {
+    return h("code", { class: `reason reason-${reason === "approved" ? "ok" : "fallback"}`,
+      title: has(S, `reason.${reason}`) ? S[`reason.${reason}`] : null, dataset: { reason } },
+    String(reason ?? "—"));
+  }
+
+  function levelChip(status, level) {
+    const value = status === "unknown" || !level ? "unknown" : level;
+    return h("span", { class: `level level-${value}`, dataset: { level: value } },
+      label("level", value));
+  }
+
+  function chips(family, values) {
+    if (!values || !values.length) return h("span", { class: "muted" }, t("trail.none"));
+    return h("ul", { class: "chips" }, values.map((v) => h("li", { class: "chip" }, label(family, v))));
+  }
+
+  /** A card of a trail; ``trail.heading`` is its heading's tag, one below the trail's. */
+  function section(trail, title, body, wide) {
+    return h("section", { class: wide ? "card wide" : "card" }, h(trail.heading, {}, title), body);
+  }
+
+  // ---- the service ------------------------------------------------------------------
+
+  const apiKey = () => sessionStorage.getItem(KEY_STORE);
+
+  async function api(path, { method = "GET", body } = {}) {
+    const headers = { Accept: "application/json", "Accept-Language": config.lang };
+    const key = apiKey();
+    if (key) headers.Authorization = `Bearer ${key}`;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    let response;
+    try {
+      response = await fetch(path, {
+        method, headers, credentials: "omit", cache: "no-store",
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch {
+      throw new Error(t("error.network"));
+    }
+    const data = await response.json().catch(() => null);
+    if (!response.ok) {
+      const error = data && data.error;
+      const message = error && error.message ? error.message : `${t("error.http")} (HTTP ${response.status})`;
+      if (response.status === 401 || response.status === 403) showKeyForm();
+      throw new Error(message);
+    }
+    return data;
+  }
+
+  const traceCache = new Map();
+
+  function getTrace(id) {
+    if (!traceCache.has(id)) {
+      const request = api(`/v1/traces/${encodeURIComponent(id)}`);
+      traceCache.set(id, request);
+      request.catch(() => traceCache.delete(id));
+    }
+    return traceCache.get(id);
+  }
+
+  // ---- access -----------------------------------------------------------------------
+
+  function showKeyForm() {
+    $("key-form").hidden = false;
+  }
+
+  async function checkAccess() {
+    const status = $("auth-status");
+    let body;
+    try {
+      const response = await fetch("/healthz", { headers: { Accept: "application/json" }, cache: "no-store" });
+      body = await response.json();
+    } catch {
+      status.textContent = t("auth.unreachable");
+      return;
+    }
+    const mode = body && body.auth;
+    if (mode === "open_loopback") {
+      status.textContent = t("auth.open_loopback");
+      $("key-form").hidden = true;
+    } else if (mode === "keys") {
+      status.textContent = `${t("auth.keys")} ${apiKey() ? t("auth.key_set") : t("auth.key_missing")}`;
+      showKeyForm();
+    } else if (mode === "closed") {
+      status.textContent = t("auth.closed");
+    } else if (body && body.status === "unavailable") {
+      status.textContent = t("auth.store_down");
+    } else {
+      status.textContent = t("auth.unreachable");
+    }
+  }
+
+  function useKey(event) {
+    event.preventDefault();
+    const input = $("api-key");
+    const key = input.value.trim();
+    input.value = "";
+    if (key) sessionStorage.setItem(KEY_STORE, key);
+    traceCache.clear();
+    checkAccess();
+    if (!$("traces").hidden) loadTraces(true);
+  }
+
+  function forgetKey() {
+    sessionStorage.removeItem(KEY_STORE);
+    traceCache.clear();
+    checkAccess();
+  }
+
+  // ---- the decision trail -----------------------------------------------------------
+
+  /** What a trace says about one reply: the summary GET /v1/traces/{id} lifts out of it. */
+  function trailOf(trace) {
+    const events = trace && Array.isArray(trace.events) ? trace.events : [];
+    const summary = (trace && trace.summary) || {};
+    const stage = (name) => last(events.filter((e) => e.kind === "risk" && e.stage === name));
+    const gate = summary.gate && summary.gate.schema === GATE_SCHEMA ? summary.gate : null;
+    return {
+      run: (trace && trace.run) || {},
+      triage: summary.triage || null,
+      stages: { l1: stage("l1") && stage("l1").data, l2: stage("l2") && stage("l2").data },
+      gate,
+      delivery: summary.delivery || null,
+      calls: events.filter((e) => e.kind === "model_call"),
+      ends: events.map((e) => e.at),
+    };
+  }
+
+  function decisionCard(trail, summary) {
+    const gate = trail.gate;
+    const outcome = gate ? gate.outcome : summary ? summary.decision : trail.run.outcome;
+    const reason = gate ? gate.reason : summary ? summary.reason : trail.run.reason;
+    const body = [
+      h("p", { class: "verdict-line" }, outcomeBadge(outcome), " ", reasonCode(reason)),
+      reason ? h("p", { class: "explain" }, label("reason", reason)) : null,
+    ];
+    // A reply's text is shown above its trail; a trace keeps none, only digests.
+    if (!summary) {
+      body.push(h("p", { class: "muted" }, t("trail.text_not_kept")));
+      const rendered = ((gate && gate.code_rendered) || []).join(", ");
+      if (rendered) body.push(h("p", {}, `${t("trail.code_rendered")}: `, h("code", {}, rendered)));
+    }
+    return section(trail, t("trail.decision"), body);
+  }
+
+  function assessment(tier, data, stage) {
+    const title = h("span", { class: "tier" }, label("tier", tier));
+    if (!data) {
+      const failed = stage && stage.reason;
+      return h("li", { class: "assessment", dataset: { tier } }, title, " ",
+        h("span", { class: "muted" }, failed ? `${t("assess.failed")}: ${label("suppress", failed)}` : t("assess.not_run")));
+    }
+    const flags = Object.entries(data.context_flags || {}).filter(([, on]) => on).map(([name]) => name);
+    return h("li", { class: "assessment", dataset: { tier } }, title, " ",
+      levelChip("ok", data.level), " ",
+      h("span", {}, `${t("assess.confidence")} ${Math.round((data.confidence || 0) * 100)}%`),
+      data.capped ? h("span", { class: "note" }, ` · ${t("assess.capped")} (${t("assess.reported")}: ${label("level", data.reported_level)})`) : null,
+      flags.length ? h("span", { class: "note" }, ` · ${t("assess.flags")}: ${flags.map((f) => label("flag", f)).join(", ")}`) : null,
+      data.offline ? h("span", { class: "note" }, ` · ${t("assess.offline")}`) : null);
+  }
+
+  function policyLine(triage, delivery) {
+    const policy = delivery && delivery.policy;
+    if (!policy || !policy.floor) return h("span", { dataset: { policy: triage.policy } }, label("policy", triage.policy));
+    return h("span", { dataset: { policy: policy.applied } }, label("policy", policy.applied),
+      h("span", { class: "note" }, ` · ${label("floor", policy.floor)}`));
+  }
+
+  function alertLine(alert) {
+    return h("span", { class: `alert alert-${alert.status}`, dataset: { alert: alert.status } },
+      label("alert", alert.status), alert.reason ? [" · ", label("alertblock", alert.reason)] : null);
+  }
+
+  function riskCard(summary, trail) {
+    const triage = trail.triage;
+    const risk = triage || summary || null;
+    if (!risk) return section(trail, t("risk.heading"), h("p", { class: "muted" }, t("risk.not_recorded")));
+    const l0 = triage && triage.l0;
+    const rows = [
+      [t("risk.status"), label("status", risk.status)],
+      [t("risk.level"), levelChip(risk.status, risk.level)],
+      [t("risk.tier"), h("span", { dataset: { tier: risk.tier } }, label("tier", risk.tier))],
+      [t("risk.confirmed"), h("span", { class: risk.confirmed ? "confirmed" : "" },
+        risk.confirmed ? t("confirmed.yes") : t("confirmed.no"))],
+      triage && [t("risk.policy"), policyLine(triage, trail.delivery)],
+      trail.delivery && trail.delivery.alert && [t("alert.heading"), alertLine(trail.delivery.alert)],
+    ];
+    const body = [kv(rows)];
+    if (l0) {
+      body.push(h("div", { class: "l0" },
+        h("p", { class: "label" }, `${label("tier", "L0")} · ${l0.escalate ? t("l0.escalated") : t("l0.not_escalated")} · ${t("l0.score")} ${l0.score}`),
+        h("p", { class: "label" }, t("l0.categories")),
+        chips("category", l0.categories),
+        l0.dampened_by && l0.dampened_by.length
+          ? h("p", { class: "note" }, `${t("l0.dampened")}: `, l0.dampened_by.map((d) => h("code", {}, d, " ")))
+          : null));
+    }
+    if (triage) {
+      body.push(h("ul", { class: "assessments" },
+        assessment("L1", triage.l1, trail.stages.l1), assessment("L2", triage.l2, trail.stages.l2)));
+      if (triage.confirmation && triage.confirmation.length) {
+        body.push(h("p", { class: "label" }, t("risk.unmet")), chips("check", triage.confirmation));
+      }
+      if (triage.reasons && triage.reasons.length) {
+        body.push(h("p", { class: "label" }, t("risk.reasons")), chips("suppress", triage.reasons));
+      }
+    }
+    return section(trail, t("risk.heading"), body);
+  }
+
+  /** A rule broken, with its description; ``byModel`` quotes a note a model wrote. */
+  function ruleItem(rule, note, byModel) {
+    const description = has(config.rules, rule) ? config.rules[rule] : null;
+    return h("li", { dataset: { rule } }, h("code", {}, rule),
+      description ? h("span", { class: "note" }, ` — ${description}`) : null,
+      note && byModel ? h("span", { class: "model-note" }, ` “${note}”`) : null,
+      note && !byModel ? h("span", { class: "finding-note" }, ` (${note})`) : null);
+  }
+
+  function attemptItem(attempt) {
+    const review = attempt.review;
+    const heading = attempt.revision === 0 ? t("review.draft") : `${t("review.revision")} ${attempt.revision}`;
+    const parts = [h("p", { class: "attempt-head" }, h("strong", {}, heading), " ",
+      digest(attempt.candidate_sha256), " ", reasonCode(attempt.reason))];
+    if (attempt.rules_fired && attempt.rules_fired.length) {
+      parts.push(h("p", { class: "label" }, t("review.rules_fired")),
+        h("ul", { class: "rules fired" }, attempt.rules_fired.map((f) => ruleItem(f.rule, f.note, false))));
+    }
+    if (review) {
+      const verdict = review.verdict || {};
+      const matches = verdict.candidate_sha256 === attempt.candidate_sha256;
+      parts.push(h("p", {},
+        `${t("review.verdict")}: `,
+        h("span", { class: `verdict verdict-${verdict.decision}`, dataset: { verdict: verdict.decision } },
+          label("verdict", verdict.decision)),
+        ` · ${t("review.verdict_names")} `, digest(verdict.candidate_sha256),
+        h("span", { class: matches ? "match" : "mismatch", "aria-label": matches ? "=" : "≠" }, matches ? " ✓" : " ✗"),
+        h("span", { class: "note" }, ` · ${t("review.route")} ${review.route}${review.offline ? ` (${t("review.offline")})` : ""}`)));
+      if (verdict.violations && verdict.violations.length) {
+        parts.push(h("p", { class: "label" }, t("review.violations")),
+          h("ul", { class: "rules" }, verdict.violations.map((v) => ruleItem(v.rule, v.note, true))));
+      }
+      if (verdict.missing && verdict.missing.length) {
+        parts.push(h("p", { class: "label" }, t("review.missing")),
+          h("ul", { class: "missing" }, verdict.missing.map((m) => h("li", {}, m))));
+      }
+      if (review.problem) {
+        parts.push(h("p", { class: "problem" }, `${t("review.problem")}: `, reasonCode(review.problem.reason),
+          review.problem.detail ? ` ${review.problem.detail}` : ""));
+      }
+    } else {
+      parts.push(h("p", { class: "muted" }, t("review.no_review")));
+    }
+    if (attempt.failure) {
+      parts.push(h("p", { class: "problem" }, `${t("review.failure")}: `, reasonCode(attempt.failure),
+        attempt.error ? ` ${attempt.error}` : ""));
+    }
+    return h("li", { class: "attempt" }, parts);
+  }
+
+  function reviewCard(summary, trail) {
+    const gate = trail.gate;
+    const candidate = gate ? gate.candidate_sha256 : summary && summary.candidate_sha256;
+    const delivered = gate ? gate.delivered_sha256 : summary && summary.delivered_sha256;
+    const rows = [
+      [t("review.candidate"), candidate ? digest(candidate) : h("span", { class: "muted" }, t("review.no_candidate"))],
+      [t("review.delivered"), h("span", {}, digest(delivered),
+        gate ? ` (${gate.delivered_chars} ${t("trail.chars")})` : "")],
+    ];
+    const body = [kv(rows)];
+    if (gate && gate.attempts && gate.attempts.length) {
+      body.push(h("ol", { class: "attempts" }, gate.attempts.map(attemptItem)));
+    } else if (gate) {
+      body.push(h("p", { class: "muted" }, label("policy", gate.policy)));
+    }
+    return section(trail, t("review.heading"), body);
+  }
+
+  function timingCard(trail) {
+    const started = Date.parse(trail.run.started_at);
+    const calls = trail.calls.map((event) => {
+      const duration = Number(event.data.latency_ms) || 0;
+      const end = Date.parse(event.at) - started;
+      return { role: event.data.role, stage: event.stage, outcome: event.data.outcome,
+        start: Math.max(0, end - duration), duration };
+    });
+    const ends = trail.ends.map((at) => Date.parse(at) - started).filter(Number.isFinite);
+    const timings = trail.delivery && trail.delivery.timings;
+    const total = Math.max(1, timings ? timings.total_ms : 0, ...ends,
+      ...calls.map((c) => c.start + c.duration));
+    const body = [];
+    if (timings) {
+      body.push(h("p", { class: "note timing-split" },
+        [[t("timing.triage"), timings.triage_ms], [t("timing.gate"), timings.gate_ms],
+          [t("timing.models"), timings.model_ms], [t("timing.overhead"), timings.overhead_ms]]
+          .map(([name, value]) => `${name} ${ms(value)}`).join(" · ")));
+    }
+    if (!calls.length) {
+      body.push(h("p", { class: "muted" }, t("timing.none")));
+      return section(trail, t("timing.heading"), body, true);
+    }
+    const row = (name, start, duration, extra) => {
+      const bar = h("span", { class: `wf-bar ${extra}` });
+      bar.style.left = `${(100 * start) / total}%`;
+      bar.style.width = `${Math.max(0.6, (100 * duration) / total)}%`;
+      return h("li", { class: "wf-row" }, h("span", { class: "wf-label" }, name),
+        h("span", { class: "wf-track" }, bar), h("span", { class: "wf-ms" }, ms(duration)));
+    };
+    body.push(h("figure", { class: "waterfall" },
+      h("figcaption", {}, t("timing.caption")),
+      h("ol", { class: "wf" },
+        row(t("timing.total"), 0, total, "wf-total"),
+        calls.map((c) => row(`${label("role", c.role)} · ${c.stage}${c.outcome === "ok" ? "" : ` (${t("timing.failed")})`}`,
+          c.start, c.duration, `role-${c.role}${c.outcome === "ok" ? "" : " failed"}`)))));
+    return section(trail, t("timing.heading"), body, true);
+  }
+
+  /** The trail's cards: from the reply's summary at once, then from its trace. */
+  function renderTrail(container, { summary, trace, heading }) {
+    const trail = { ...trailOf(trace), heading };
+    // The reply's foureyes object, or the pipeline's record of it: the same fields.
+    const block = summary || trail.delivery;
+    const cards = [decisionCard(trail, summary), riskCard(block && block.risk, trail),
+      reviewCard(block, trail)];
+    if (trace) cards.push(timingCard(trail));
+    if (trace && !trail.gate) cards.push(h("p", { class: "muted" }, t("trail.no_record")));
+    container.replaceChildren(h("div", { class: "cards" }, cards));
+  }
+
+  // ---- chat -------------------------------------------------------------------------
+
+  function randomId() {
+    const bytes = new Uint8Array(8);
+    crypto.getRandomValues(bytes);
+    return `console-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+  }
+
+  const state = {
+    conversation: sessionStorage.getItem(CONVERSATION_STORE) || randomId(),
+    turns: JSON.parse(sessionStorage.getItem(TRANSCRIPT_STORE) || "[]"),
+    busy: false,
+    traceFilters: null,
+    traceCursor: null,
+  };
+
+  function saveChat() {
+    sessionStorage.setItem(CONVERSATION_STORE, state.conversation);
+    sessionStorage.setItem(TRANSCRIPT_STORE, JSON.stringify(state.turns));
+  }
+
+  function traceLink(id) {
+    if (typeof id !== "string" || !TRACE_ID.test(id)) return null;
+    return h("a", { href: `#traces/${id}`, class: "trace-link" }, `${t("trail.open_trace")} ${id.slice(0, 8)}…`);
+  }
+
+  async function fillTrail(container, turn) {
+    const id = turn.foureyes && turn.foureyes.trace_id;
+    renderTrail(container, { summary: turn.foureyes, heading: "h3" });
+    if (!id) return;
+    try {
+      renderTrail(container, { summary: turn.foureyes, trace: await getTrace(id), heading: "h3" });
+    } catch (error) {
+      container.append(h("p", { class: "problem" }, `${t("trail.unavailable")}: ${error.message}`));
+    }
+  }
+
+  function renderTurn(turn, index) {
+    const user = h("div", { class: "msg user" }, h("p", { class: "who" }, t("chat.you")),
+      h("p", { class: "text" }, turn.user));
+    if (turn.error) {
+      return h("li", { class: "turn", dataset: { turn: index } }, user,
+        h("div", { class: "msg error", role: "alert" }, `${t("chat.failed")}: ${turn.error}`));
+    }
+    const summary = turn.foureyes || {};
+    const trail = h("div", { class: "trail-body" });
+    const replyId = `reply-${index}`;
+    const reply = h("article", { class: `msg reply ${summary.decision || ""}`, "aria-labelledby": replyId },
+      h("p", { class: "who", id: replyId }, t("chat.reply"), " ", outcomeBadge(summary.decision), " ",
+        reasonCode(summary.reason), " ", traceLink(summary.trace_id)),
+      h("p", { class: "text reply-text" }, turn.reply),
+      h("details", { class: "trail", open: true }, h("summary", {}, t("trail.heading")), trail));
+    fillTrail(trail, turn);
+    return h("li", { class: "turn", dataset: { turn: index, reason: summary.reason } }, user, reply);
+  }
+
+  function renderChat() {
+    $("conversation-id").textContent = state.conversation;
+    $("transcript").replaceChildren(...state.turns.map(renderTurn));
+    $("chat-empty").hidden = state.turns.length > 0;
+  }
+
+  async function send(event) {
+    event.preventDefault();
+    const input = $("message");
+    const text = input.value.trim();
+    if (!text || state.busy) return;
+    state.busy = true;
+    $("send").disabled = true;
+    $("chat-status").textContent = t("chat.sending");
+    const messages = state.turns.filter((turn) => !turn.error).flatMap((turn) => [
+      { role: "user", content: turn.user }, { role: "assistant", content: turn.reply }]);
+    messages.push({ role: "user", content: text });
+    const turn = { user: text, reply: null, foureyes: null, error: null };
+    try {
+      const data = await api("/v1/chat/completions", {
+        method: "POST", body: { model: config.model, messages, user: state.conversation },
+      });
+      const choice = data.choices && data.choices[0];
+      turn.reply = (choice && choice.message && choice.message.content) || "";
+      turn.foureyes = data.foureyes || null;
+      input.value = "";
+    } catch (error) {
+      turn.error = error.message;
+    }
+    state.turns.push(turn);
+    saveChat();
+    $("transcript").append(renderTurn(turn, state.turns.length - 1));
+    $("chat-empty").hidden = true;
+    $("chat-status").textContent = turn.error
+      ? `${t("chat.failed")}: ${turn.error}`
+      : `${label("outcome", turn.foureyes && turn.foureyes.decision)} · ${turn.foureyes && turn.foureyes.reason}`;
+    state.busy = false;
+    $("send").disabled = false;
+    input.focus();
+  }
+
+  function newConversation() {
+    state.conversation = randomId();
+    state.turns = [];
+    saveChat();
+    renderChat();
+    $("message").focus();
+  }
+
+  // ---- traces -----------------------------------------------------------------------
+
+  /** Midnight starting ``date`` (YYYY-MM-DD) in the browser's time zone, ``days`` later. */
+  function midnight(date, days) {
+    const moment = new Date(`${date}T00:00:00`);
+    moment.setDate(moment.getDate() + days);
+    return moment.toISOString();
+  }
+
+  function filters() {
+    const form = new FormData($("trace-filters"));
+    const value = (name) => String(form.get(name) || "").trim();
+    const params = new URLSearchParams();
+    if (value("reason")) params.set("reason", value("reason"));
+    if (value("risk_level")) params.set("risk_level", value("risk_level"));
+    // Whole days: from the first day's midnight to the midnight after the last day.
+    if (value("since")) params.set("since", midnight(value("since"), 0));
+    if (value("until")) params.set("until", midnight(value("until"), 1));
+    return params;
+  }
+
+  function traceRow(item) {
+    const risk = item.risk || {};
+    const id = item.trace_id;
+    return h("tr", { dataset: { trace: id, reason: item.reason } },
+      h("td", {}, when(item.started_at)),
+      h("td", {}, outcomeBadge(item.outcome)),
+      h("td", {}, reasonCode(item.reason)),
+      h("td", {}, item.risk ? [levelChip(risk.status, risk.level), ` ${risk.tier || ""}`] : "—"),
+      h("td", {}, TRACE_ID.test(id)
+        ? h("a", { href: `#traces/${id}`, class: "trace-link", "aria-label": `${t("trail.open_trace")} ${id}` },
+          h("code", {}, `${id.slice(0, 12)}…`))
+        : id));
+  }
+
+  async function loadTraces(reset) {
+    const status = $("traces-status");
+    const table = $("trace-table");
+    if (reset) {
+      state.traceFilters = filters();
+      state.traceCursor = null;
+    }
+    const params = new URLSearchParams(state.traceFilters);
+    params.set("limit", String(PAGE_SIZE));
+    if (state.traceCursor) params.set("before", state.traceCursor);
+    status.textContent = t("trail.loading");
+    table.setAttribute("aria-busy", "true");
+    try {
+      const data = await api(`/v1/traces?${params}`);
+      const rows = (Array.isArray(data.data) ? data.data : []).map(traceRow);
+      if (reset) table.tBodies[0].replaceChildren(...rows);
+      else table.tBodies[0].append(...rows);
+      state.traceCursor = data.next_before || null;
+      $("traces-more").hidden = !state.traceCursor;
+      const shown = table.tBodies[0].rows.length;
+      status.textContent = shown ? `${shown} ${t("traces.count")}` : t("traces.empty");
+    } catch (error) {
+      status.textContent = `${t("trail.unavailable")}: ${error.message}`;
+    } finally {
+      table.removeAttribute("aria-busy");
+    }
+  }
+
+  function runFacts(run) {
+    return kv([
+      [t("detail.kind"), run.kind],
+      [t("detail.started"), when(run.started_at)],
+      [t("detail.finished"), when(run.finished_at)],
+      run.conversation_id && [t("detail.conversation"), h("code", {}, run.conversation_id)],
+      [t("detail.fingerprint"), digest(run.input_fingerprint)],
+      run.input_text && [t("detail.input"), h("blockquote", { class: "delivered" }, run.input_text)],
+    ]);
+  }
+
+  async function openTrace(id) {
+    const status = $("detail-status");
+    const body = $("detail-body");
+    $("detail-id").textContent = id;
+    body.replaceChildren();
+    status.textContent = t("trail.loading");
+    let trace;
+    try {
+      trace = await getTrace(id);
+    } catch (error) {
+      status.textContent = `${t("trail.unavailable")}: ${error.message}`;
+      return;
+    }
+    status.textContent = "";
+    const trail = h("div", { class: "trail-body" });
+    renderTrail(trail, { trace, heading: "h4" });
+    body.replaceChildren(runFacts(trace.run || {}), trail);
+    $("trace-detail").focus();
+  }
+
+  // ---- views ------------------------------------------------------------------------
+
+  let tracesLoaded = false;
+
+  function route(focus) {
+    const [view, id] = location.hash.replace(/^#/, "").split("/");
+    const name = view === "traces" ? "traces" : "chat";
+    for (const el of document.querySelectorAll("main > .view")) el.hidden = el.id !== name;
+    for (const link of document.querySelectorAll("nav a[data-view]")) {
+      if (link.dataset.view === name) link.setAttribute("aria-current", "page");
+      else link.removeAttribute("aria-current");
+    }
+    if (name === "traces") {
+      if (!tracesLoaded) {
+        tracesLoaded = true;
+        loadTraces(true);
+      }
+      if (id && TRACE_ID.test(id)) {
+        openTrace(id);
+        return;
+      }
+    }
+    if (focus) $(name).focus();
+  }
+
+  function start() {
+    $("lang-apply").hidden = true;
+    $("lang-select").addEventListener("change", (event) => {
+      const url = new URL(location.href);
+      url.searchParams.set("lang", event.target.value);
+      location.assign(url.toString());
+    });
+    $("key-form").addEventListener("submit", useKey);
+    $("key-forget").addEventListener("click", forgetKey);
+    $("chat-form").addEventListener("submit", send);
+    $("message").addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) $("chat-form").requestSubmit();
+    });
+    $("new-conversation").addEventListener("click", newConversation);
+    $("trace-filters").addEventListener("submit", (event) => {
+      event.preventDefault();
+      loadTraces(true);
+    });
+    $("trace-filters").addEventListener("reset", () => setTimeout(() => loadTraces(true), 0));
+    $("traces-more").addEventListener("click", () => loadTraces(false));
+    window.addEventListener("hashchange", () => route(true));
+    saveChat();
+    renderChat();
+    checkAccess();
+    route(false);
+  }
+
+  start();
+})();

@@ -1,0 +1,140 @@
+"""The run list: which runs :meth:`SqlTraceWriter.list_runs` returns, and how each is shown.
+
+Each run is joined to its triage (``risk_assessments.trace_id``), so a list can be
+filtered by risk level. Trace ids begin with the run's start time in milliseconds, so
+the primary key both orders the list and bounds it by date.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Select, select
+
+from foureyes.store._clock import require_utc
+from foureyes.store.tables import risk_assessments, trace_runs
+
+__all__ = ["MAX_LIST", "RunFilter", "RunSummary", "list_query"]
+
+MAX_LIST = 1000
+"""The most runs :meth:`~foureyes.store.traces.SqlTraceWriter.list_runs` returns at once."""
+_UNKNOWN_LEVEL = "unknown"
+
+
+def _id_floor(at: dt.datetime) -> str:
+    """The smallest trace id of a run started at ``at`` or later (ids sort by start time)."""
+    return f"{int(require_utc(at, 'a date bound').timestamp() * 1000):012x}"
+
+
+@dataclass(frozen=True, slots=True)
+class RunFilter:
+    """Which runs a list holds; every field set narrows it."""
+
+    kind: str | None = None
+    """Runs of this kind only (``support_message``, ``gate_reply``, ...)."""
+    reason: str | None = None
+    """Runs finished with this reason code."""
+    outcome: str | None = None
+    """Runs finished with this outcome (``released``, ``fallback``, ...)."""
+    risk_level: str | None = None
+    """Runs whose triage found this level; ``unknown`` for triages without a level."""
+    conversation_id: str | None = None
+    """Runs of this conversation."""
+    since: dt.datetime | None = None
+    """Runs started at or after this time (aware)."""
+    until: dt.datetime | None = None
+    """Runs started before this time (aware)."""
+    before: str | None = None
+    """Runs older than this trace id: pass the last id of a page to get the next."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One line of a run list: its header and its triage's outcome, without its events."""
+
+    trace_id: str
+    """The run."""
+    kind: str
+    """What ran."""
+    conversation_id: str | None
+    """Its conversation."""
+    started_at: dt.datetime
+    """When it started."""
+    finished_at: dt.datetime | None
+    """When it finished; ``None`` while open (or abandoned)."""
+    outcome: str | None
+    """Its final outcome."""
+    reason: str | None
+    """Its final reason code."""
+    risk_status: str | None
+    """The triage's status (``ok``, ``unknown``); ``None`` when the run had no triage."""
+    risk_level: str | None
+    """The triage's level, ``None`` when unknown or absent."""
+    risk_tier: str | None
+    """The deepest tier the triage reached."""
+    risk_confirmed: bool | None
+    """Whether double confirmation held."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The summary as JSON (times in ISO 8601)."""
+        return {
+            "trace_id": self.trace_id,
+            "kind": self.kind,
+            "conversation_id": self.conversation_id,
+            "started_at": self.started_at.isoformat(),
+            "finished_at": None if self.finished_at is None else self.finished_at.isoformat(),
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "risk": None
+            if self.risk_status is None
+            else {
+                "status": self.risk_status,
+                "level": self.risk_level,
+                "tier": self.risk_tier,
+                "confirmed": self.risk_confirmed,
+            },
+        }
+
+
+def list_query(where: RunFilter) -> Select[Any]:
+    """The query of the runs ``where`` selects, newest first, each with its triage."""
+    runs, risk = trace_runs.c, risk_assessments.c
+    query = (
+        select(
+            runs.trace_id,
+            runs.kind,
+            runs.conversation_id,
+            runs.started_at,
+            runs.finished_at,
+            runs.outcome,
+            runs.reason,
+            risk.status.label("risk_status"),
+            risk.level.label("risk_level"),
+            risk.tier.label("risk_tier"),
+            risk.confirmed.label("risk_confirmed"),
+        )
+        .select_from(trace_runs.outerjoin(risk_assessments, risk.trace_id == runs.trace_id))
+        # Ids sort by start time, so the primary key orders the list and bounds dates.
+        .order_by(runs.trace_id.desc())
+    )
+    for column, value in (
+        (runs.kind, where.kind),
+        (runs.reason, where.reason),
+        (runs.outcome, where.outcome),
+        (runs.conversation_id, where.conversation_id),
+    ):
+        if value is not None:
+            query = query.where(column == value)
+    if where.risk_level == _UNKNOWN_LEVEL:
+        query = query.where(risk.status == _UNKNOWN_LEVEL)
+    elif where.risk_level is not None:
+        query = query.where(risk.level == where.risk_level)
+    if where.since is not None:
+        query = query.where(runs.trace_id >= _id_floor(where.since))
+    if where.until is not None:
+        query = query.where(runs.trace_id < _id_floor(where.until))
+    if where.before is not None:
+        query = query.where(runs.trace_id < where.before)
+    return query

@@ -1,0 +1,80 @@
+"""HeldTraces: a pipeline run's events held in memory and committed in one transaction."""
+
+from __future__ import annotations
+
+import pytest
+
+from foureyes.core.errors import StoreError
+from foureyes.core.trace import EventKind, TraceEvent
+from foureyes.pipeline._buffer import HeldTraces
+from foureyes.store import Store
+
+
+def event(stage: str) -> TraceEvent:
+    return TraceEvent(EventKind.RISK, stage, {"stage": stage})
+
+
+async def test_a_held_run_reaches_the_store_only_when_committed(store: Store) -> None:
+    traces = HeldTraces(store.traces)
+    trace_id = await traces.start_held_run("support_message", conversation_id="c1")
+    await traces.append(trace_id, event("a"))
+    await traces.append(trace_id, event("b"))
+
+    before = await store.traces.get(trace_id)
+    await traces.commit(trace_id, event("c"), outcome="released", reason="approved")
+    after = await store.traces.get(trace_id)
+
+    assert before is not None and before.events == ()  # the run itself exists at once
+    assert after is not None and [e.stage for e in after.events] == ["a", "b", "c"]
+    assert (after.run.outcome, after.run.reason) == ("released", "approved")
+    assert traces.held(trace_id) == ()
+
+
+async def test_a_run_not_held_is_written_event_by_event(store: Store) -> None:
+    traces = HeldTraces(store.traces)
+    trace_id = await traces.start_run("risk_triage")
+    await traces.append(trace_id, event("a"))
+
+    record = await store.traces.get(trace_id)
+    assert record is not None and [e.stage for e in record.events] == ["a"]
+    await traces.finish_run(trace_id, outcome="ok", reason=None)
+    finished = await traces.get(trace_id)
+    assert finished is not None and finished.run.outcome == "ok"
+
+
+async def test_finishing_a_held_run_commits_it(store: Store) -> None:
+    traces = HeldTraces(store.traces)
+    trace_id = await traces.start_held_run("x")
+    await traces.append(trace_id, event("a"))
+
+    await traces.finish_run(trace_id, outcome="fallback", reason="draft_failed")
+
+    record = await store.traces.get(trace_id)
+    assert record is not None and len(record.events) == 1 and record.run.outcome == "fallback"
+
+
+async def test_a_failed_commit_or_a_drop_releases_what_was_held(store: Store) -> None:
+    traces = HeldTraces(store.traces)
+    trace_id = await traces.start_held_run("x")
+    await store.traces.finish_run(trace_id, outcome="error", reason=None)  # closed elsewhere
+    await traces.append(trace_id, event("a"))
+
+    with pytest.raises(StoreError):
+        await traces.commit(trace_id, outcome="released", reason="approved")
+
+    assert traces.held(trace_id) == ()
+    other = await traces.start_held_run("x")
+    await traces.append(other, event("b"))
+    assert [e.stage for e in traces.drop(other)] == ["b"] and traces.held(other) == ()
+
+
+async def test_the_observer_sees_every_event_as_it_is_appended(store: Store) -> None:
+    seen: list[str] = []
+    traces = HeldTraces(store.traces, observer=lambda e: seen.append(e.stage))
+    held = await traces.start_held_run("x")
+    direct = await traces.start_run("y")
+
+    await traces.append(held, event("a"))
+    await traces.append(direct, event("b"))
+
+    assert seen == ["a", "b"]

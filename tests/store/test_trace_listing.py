@@ -1,0 +1,212 @@
+"""Batched appends and the run list of the trace writer, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from foureyes.core.errors import StoreError, UsageError
+from foureyes.core.trace import EventKind, TraceEvent
+from foureyes.store import NewAssessment, Store
+from foureyes.store.trace_list import MAX_LIST, RunFilter
+from tests.helpers.clock import ManualClock
+from tests.store._support import OpenStore
+
+
+def _event(stage: str, **data: object) -> TraceEvent:
+    return TraceEvent(EventKind.RISK, stage, data)
+
+
+async def test_a_batch_follows_earlier_events_and_can_finish_the_run(
+    open_store: OpenStore, store_url: str
+) -> None:
+    store = await open_store(store_url)
+    trace_id = await store.traces.start_run("support_message")
+    await store.traces.append(trace_id, _event("l0", n=1))
+
+    batch = [_event("l1", n=2), _event("triage", n=3), _event("delivery", n=4)]
+    await store.traces.append_many(trace_id, batch, outcome="released", reason="approved")
+
+    record = await store.traces.get(trace_id)
+    assert record is not None
+    assert [e.data["n"] for e in record.events] == [1, 2, 3, 4]
+    assert (record.run.outcome, record.run.reason) == ("released", "approved")
+    assert record.run.finished_at is not None
+    with pytest.raises(StoreError, match="finished"):
+        await store.traces.append_many(trace_id, [_event("late")])
+
+
+async def test_a_batch_without_an_outcome_leaves_the_run_open(
+    open_store: OpenStore, store_url: str
+) -> None:
+    store = await open_store(store_url)
+    trace_id = await store.traces.start_run("support_message")
+
+    await store.traces.append_many(trace_id, [_event("a"), _event("b")])
+    await store.traces.append(trace_id, _event("c"))
+
+    record = await store.traces.get(trace_id)
+    assert record is not None and record.run.finished_at is None
+    assert [e.stage for e in record.events] == ["a", "b", "c"]
+
+
+async def test_an_empty_batch_with_an_outcome_only_finishes(
+    open_store: OpenStore, sqlite_url: str
+) -> None:
+    store = await open_store(sqlite_url)
+    trace_id = await store.traces.start_run("x")
+
+    await store.traces.append_many(trace_id, [], outcome="error", reason=None)
+
+    record = await store.traces.get(trace_id)
+    assert record is not None and record.events == () and record.run.outcome == "error"
+
+
+async def test_a_batch_for_an_unknown_run_writes_nothing(
+    open_store: OpenStore, sqlite_url: str
+) -> None:
+    store = await open_store(sqlite_url)
+
+    with pytest.raises(StoreError, match="unknown") as caught:
+        await store.traces.append_many("f" * 32, [_event("a")], outcome="released")
+
+    assert caught.value.operation == "append_many"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        TraceEvent(EventKind.RISK, "x", {"value": float("nan")}),
+        TraceEvent(EventKind.RISK, "x", {}, at=dt.datetime(2026, 1, 1)),  # noqa: DTZ001
+    ],
+    ids=["not-json", "naive-time"],
+)
+async def test_one_bad_event_refuses_the_whole_batch(
+    open_store: OpenStore, sqlite_url: str, bad: TraceEvent
+) -> None:
+    store = await open_store(sqlite_url)
+    trace_id = await store.traces.start_run("x")
+
+    with pytest.raises(UsageError):
+        await store.traces.append_many(trace_id, [_event("good"), bad], outcome="released")
+
+    record = await store.traces.get(trace_id)
+    assert record is not None and record.events == () and record.run.finished_at is None
+
+
+async def test_a_reason_needs_an_outcome(open_store: OpenStore, sqlite_url: str) -> None:
+    store = await open_store(sqlite_url)
+    trace_id = await store.traces.start_run("x")
+
+    with pytest.raises(UsageError):
+        await store.traces.append_many(trace_id, [], reason="approved")
+
+
+async def _run(
+    store: Store,
+    clock: ManualClock,
+    *,
+    kind: str = "support_message",
+    conversation: str = "c1",
+    outcome: str = "released",
+    reason: str = "approved",
+    level: str | None = "low",
+    status: str = "ok",
+) -> str:
+    trace_id = await store.traces.start_run(kind, conversation_id=conversation)
+    if status:
+        await store.assessments.record(
+            NewAssessment(
+                conversation_id=conversation,
+                purpose="live",
+                at=clock(),
+                status=status,
+                level=level,
+                tier="L1",
+                confirmed=False,
+                policy="normal",
+                reasons=[],
+                detail={},
+                trace_id=trace_id,
+            ),
+            text="hello",
+        )
+    await store.traces.append_many(trace_id, [], outcome=outcome, reason=reason)
+    clock.advance(minutes=10)
+    return trace_id
+
+
+async def test_runs_are_listed_newest_first_with_their_triage(
+    open_store: OpenStore, store_url: str
+) -> None:
+    clock = ManualClock()
+    store = await open_store(store_url, clock=clock)
+    first = await _run(store, clock, level="high")
+    second = await _run(store, clock, status="", outcome="fallback", reason="draft_failed")
+
+    runs = await store.traces.list_runs()
+
+    assert [r.trace_id for r in runs] == [second, first]
+    assert runs[1].as_json()["risk"] == {
+        "status": "ok",
+        "level": "high",
+        "tier": "L1",
+        "confirmed": False,
+    }
+    assert runs[0].as_json()["risk"] is None
+    assert runs[1].started_at == dt.datetime(2026, 3, 14, 12, 0, tzinfo=dt.UTC)
+
+
+async def test_filters_narrow_the_list(open_store: OpenStore, store_url: str) -> None:
+    clock = ManualClock()
+    store = await open_store(store_url, clock=clock)
+    high = await _run(store, clock, level="high", outcome="fallback", reason="rejected")
+    unknown = await _run(store, clock, level=None, status="unknown", conversation="c2")
+    gate = await _run(store, clock, kind="gate_reply", status="")
+    low = await _run(store, clock, level="low")
+
+    async def ids(**where: object) -> list[str]:
+        return [r.trace_id for r in await store.traces.list_runs(RunFilter(**where))]  # type: ignore[arg-type]
+
+    assert await ids(reason="rejected") == [high]
+    assert await ids(outcome="released", kind="support_message") == [low, unknown]
+    assert await ids(kind="gate_reply") == [gate]
+    assert await ids(risk_level="high") == [high]
+    assert await ids(risk_level="unknown") == [unknown]
+    assert await ids(conversation_id="c2") == [unknown]
+    start = dt.datetime(2026, 3, 14, 12, 0, tzinfo=dt.UTC)
+    assert await ids(since=start + dt.timedelta(minutes=10)) == [low, gate, unknown]
+    assert await ids(until=start + dt.timedelta(minutes=10)) == [high]
+    assert await ids(
+        since=start + dt.timedelta(minutes=5), until=start + dt.timedelta(minutes=25)
+    ) == [gate, unknown]
+    assert await ids(before=gate) == [unknown, high]
+
+
+async def test_the_list_is_paged_by_limit_and_before(
+    open_store: OpenStore, sqlite_url: str
+) -> None:
+    clock = ManualClock()
+    store = await open_store(sqlite_url, clock=clock)
+    made = [await _run(store, clock) for _ in range(5)]
+
+    page = await store.traces.list_runs(limit=2)
+    rest = await store.traces.list_runs(RunFilter(before=page[-1].trace_id), limit=10)
+
+    assert [r.trace_id for r in page + rest] == made[::-1]
+
+
+@pytest.mark.parametrize("limit", [0, MAX_LIST + 1])
+async def test_a_limit_out_of_range_is_refused(
+    open_store: OpenStore, sqlite_url: str, limit: int
+) -> None:
+    store = await open_store(sqlite_url)
+    with pytest.raises(UsageError):
+        await store.traces.list_runs(limit=limit)
+
+
+async def test_a_naive_date_bound_is_refused(open_store: OpenStore, sqlite_url: str) -> None:
+    store = await open_store(sqlite_url)
+    with pytest.raises(UsageError):
+        await store.traces.list_runs(RunFilter(since=dt.datetime(2026, 1, 1)))  # noqa: DTZ001
