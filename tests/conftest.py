@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 pytest_plugins = [
+    "tests.helpers.browser",
     "tests.helpers.postgres",
     "tests.helpers.server",
     "tests.helpers.simulator",

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Dialog, Locator, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Dialog, Locator, Page, expect
 
 from foureyes.config import Config, GateConfig, RolesConfig, StoreConfig
 from foureyes.core.digest import sha256_hex
@@ -32,16 +32,6 @@ from tests.helpers.server import RunningServer, serve_app
 from tests.helpers.simulator import RunningSimulator
 from tests.server._support import ADMIN_KEY, CLIENT_KEY, KEYS_ENV
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "console.png"
 
 DRAFT = "Thank you for telling me. That sounds heavy; what feels hardest right now?"
@@ -92,22 +82,6 @@ SCENARIO: dict[str, Any] = {
         ],
     }
 }
-
-
-def _chromium_missing(reason: str) -> None:
-    if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
-        pytest.fail(f"the browser tests cannot run in CI: {reason}", pytrace=False)
-    pytest.skip(f"no browser: {reason}")
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        _chromium_missing(f"{CHROMIUM} is not installed (Debian package 'chromium')")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield browser
-        browser.close()
 
 
 def _config(simulator: RunningSimulator, db: Path, **server: Any) -> Config:
