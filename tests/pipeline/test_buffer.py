@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from foureyes.core.errors import StoreError
+from foureyes.core.errors import StoreError, UsageError
 from foureyes.core.trace import EventKind, TraceEvent
 from foureyes.pipeline._buffer import HeldTraces
 from foureyes.store import Store
@@ -78,3 +78,31 @@ async def test_the_observer_sees_every_event_as_it_is_appended(store: Store) -> 
     await traces.append(direct, event("b"))
 
     assert seen == ["a", "b"]
+
+
+async def test_a_reserved_run_is_written_with_its_commit(store: Store) -> None:
+    traces = HeldTraces(store.traces)
+    trace_id = await traces.start_held_run("support_message", input_text="hi", reserve=True)
+    await traces.append(trace_id, event("a"))
+
+    assert await store.traces.get(trace_id) is None  # no transaction of its own
+    await traces.commit(trace_id, event("b"), outcome="released", reason="approved")
+
+    record = await store.traces.get(trace_id)
+    assert record is not None and [e.stage for e in record.events] == ["a", "b"]
+    assert record.run.input_fingerprint == store.traces.fingerprint("hi")
+    assert (record.run.outcome, record.run.reason) == ("released", "approved")
+
+
+async def test_a_reserved_run_dropped_or_failed_is_forgotten(store: Store) -> None:
+    traces = HeldTraces(store.traces)
+    dropped = await traces.start_held_run("x", reserve=True)
+    await traces.append(dropped, event("a"))
+    assert [e.stage for e in traces.drop(dropped)] == ["a"]
+    assert store.traces.abandon_reserved(dropped) is False
+
+    failed = await traces.start_held_run("x", reserve=True)
+    await store.close()  # every write fails from here on
+    with pytest.raises(UsageError):
+        await traces.commit(failed, outcome="released", reason="approved")
+    assert store.traces.abandon_reserved(failed) is False and traces.held(failed) == ()

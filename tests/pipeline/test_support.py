@@ -402,12 +402,14 @@ async def test_a_store_that_cannot_record_the_run_delivers_nothing(
     routes = Routes(config, {"scripted": scripted})
     pipeline = SupportPipeline(config, routes, store)
 
-    def draft_then_lock(request: ChatRequest) -> str:
-        # The run is open by now; from here on every write of the store times out.
+    def review_then_lock(request: ChatRequest) -> str:
+        # The run is open by now (the triage's assessment wrote it) and no write of the
+        # store is under way; from here on every write times out. (A responder blocks
+        # the event loop, so it must not run while a write of this store is in flight.)
         locked.execute("BEGIN IMMEDIATE")
-        return DRAFT
+        return approve()(request)
 
-    scripted.enqueue(Role.COUNSELOR, draft_then_lock).enqueue(Role.SUPERVISOR, approve())
+    scripted.enqueue(Role.COUNSELOR, DRAFT).enqueue(Role.SUPERVISOR, review_then_lock)
     try:
         with pytest.raises(StoreError):
             await pipeline.handle(SupportMessage(text=CALM, conversation_id="c1"))

@@ -179,7 +179,9 @@ def test_the_writer_has_no_method_to_edit_or_delete() -> None:
         for name, member in inspect.getmembers(SqlTraceWriter)
         if not name.startswith("_") and callable(member)
     }
+    # reserve_run and abandon_reserved touch only a run not written yet (in memory).
     assert public == {
+        "abandon_reserved",
         "append",
         "append_many",
         "finish_run",
@@ -187,6 +189,7 @@ def test_the_writer_has_no_method_to_edit_or_delete() -> None:
         "get",
         "list_runs",
         "purge_expired",
+        "reserve_run",
         "start_run",
     }
 

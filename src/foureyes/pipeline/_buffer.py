@@ -3,9 +3,11 @@
 A support message's run collects a dozen events (L0, L1, L2, triage, every model call,
 the gate's decision record, the delivery record). Writing each as it happens costs a
 transaction apiece; :class:`HeldTraces` keeps them in memory instead and
-:meth:`HeldTraces.commit` writes them all, and closes the run, in one. The pipeline commits
-before it returns, so the whole record is durable before the reply leaves the process
-(DESIGN.md 4, invariant 10); if the commit fails, nothing is delivered.
+:meth:`HeldTraces.commit` writes them all, and closes the run, in one. A run may also be
+only reserved, its header written by the first transaction that names it (the pipeline's
+triage records its assessment in it), so a message costs two transactions, not three. The
+pipeline commits before it returns, so the whole record is durable before the reply leaves
+the process (DESIGN.md 4, invariant 10); if the commit fails, nothing is delivered.
 
 Only runs opened with :meth:`HeldTraces.start_held_run` are held; other runs (a triage's
 own, when it runs alone), and events appended after a held run is committed, go straight
@@ -60,14 +62,25 @@ class HeldTraces:
         conversation_id: str | None = None,
         input_text: str | None = None,
         meta: Mapping[str, Any] | None = None,
+        reserve: bool = False,
     ) -> str:
-        """Open a run in the store at once (records that name it need it); hold its events.
+        """Open a run whose events are held until :meth:`commit`.
 
-        The caller must end it with :meth:`commit` or :meth:`drop`.
+        By default the run's header is written at once. With ``reserve`` it is only
+        reserved (:meth:`SqlTraceWriter.reserve_run
+        <foureyes.store.traces.SqlTraceWriter.reserve_run>`): the first store write that
+        names the run (a triage's assessment, an open unknown, or the commit itself)
+        writes it in its own transaction, which saves the pipeline a transaction per
+        message. The caller must end the run with :meth:`commit` or :meth:`drop`.
         """
-        trace_id = await self._store.start_run(
-            kind, conversation_id=conversation_id, input_text=input_text, meta=meta
-        )
+        if reserve:
+            trace_id = self._store.reserve_run(
+                kind, conversation_id=conversation_id, input_text=input_text, meta=meta
+            )
+        else:
+            trace_id = await self._store.start_run(
+                kind, conversation_id=conversation_id, input_text=input_text, meta=meta
+            )
         self._held[trace_id] = []
         return trace_id
 
@@ -104,15 +117,24 @@ class HeldTraces:
     ) -> None:
         """Write the held events, then ``last``, and close the run, in one transaction.
 
-        The events are released whether the write succeeds or not: a failed commit
-        leaves the run open and empty, and the caller delivers nothing.
+        A reserved run's header is written in that transaction too. The events are
+        released whether the write succeeds or not: a failed commit leaves the run open
+        and empty (or, reserved and never written, forgotten), and the caller delivers
+        nothing.
 
         Raises:
             StoreError: the write failed; nothing of the run's events was written.
         """
         events = [*self._held.pop(trace_id, ()), *last]
-        await self._store.append_many(trace_id, events, outcome=outcome, reason=reason)
+        try:
+            await self._store.append_many(trace_id, events, outcome=outcome, reason=reason)
+        finally:
+            self._store.abandon_reserved(trace_id)
 
     def drop(self, trace_id: str) -> tuple[TraceEvent, ...]:
-        """Release a run's held events without writing them, and return them."""
+        """Release a run's held events without writing them, and return them.
+
+        A reserved run never written is forgotten; one already written stays open.
+        """
+        self._store.abandon_reserved(trace_id)
         return tuple(self._held.pop(trace_id, ()))

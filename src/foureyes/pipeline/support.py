@@ -141,8 +141,11 @@ class SupportPipeline:
         speculative = self.config.gate.speculative_draft
         started_wall = dt.datetime.now(dt.UTC)
         started = time.perf_counter()
+        # Reserved, not written: the triage's assessment record (the first record that
+        # names the run) writes its header in the same transaction.
         trace_id = await self._traces.start_held_run(
             RUN_KIND,
+            reserve=True,
             conversation_id=message.conversation_id,
             input_text=message.text,
             meta={

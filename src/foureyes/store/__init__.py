@@ -2,7 +2,8 @@
 
 Open one with :meth:`Store.open`; it upgrades the schema and hands out the trace writer
 (:attr:`Store.traces`), the spend ledger (:attr:`Store.ledger`) and one record keeper per
-capability (``unknowns``, ``assessments``, ``alerts``, ``observations``, ``api_keys``).
+capability (``unknowns``, ``assessments``, ``alerts``, ``observations``, ``api_keys``,
+``evals``).
 Every database failure surfaces as :class:`~foureyes.core.errors.StoreError`.
 """
 
@@ -18,6 +19,7 @@ from foureyes.store.api_keys import (
 from foureyes.store.assessments import NewAssessment, SqlAssessmentLog, StoredAssessment
 from foureyes.store.consent import Contact, OptIn, SqlConsentRecords
 from foureyes.store.engine import Store
+from foureyes.store.evals import EvalResultRow, EvalRunRow, SqlEvalStore
 from foureyes.store.ledger import SqlSpendLedger
 from foureyes.store.observations import (
     NewObservation,
@@ -33,6 +35,8 @@ __all__ = [
     "ApiKeyRecord",
     "AttemptState",
     "Contact",
+    "EvalResultRow",
+    "EvalRunRow",
     "KeyScope",
     "NewApiKey",
     "NewAssessment",
@@ -46,6 +50,7 @@ __all__ = [
     "SqlApiKeys",
     "SqlAssessmentLog",
     "SqlConsentRecords",
+    "SqlEvalStore",
     "SqlObservationLog",
     "SqlOpenUnknowns",
     "SqlSpendLedger",

@@ -18,10 +18,14 @@ from sqlalchemy import and_, delete, select
 from foureyes.core.budget import utc_day
 from foureyes.store._clock import require_utc
 from foureyes.store._database import Database
+from foureyes.store._pending import PendingRuns
 from foureyes.store.tables import risk_assessments, risk_flights
 from foureyes.store.traces import new_trace_id
 
 __all__ = ["NewAssessment", "SqlAssessmentLog", "StoredAssessment"]
+
+# Built once: every message's triage records one row (see store/traces.py).
+_INSERT = risk_assessments.insert()
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +84,21 @@ class SqlAssessmentLog:
     Reach it as ``Store.assessments``.
     """
 
-    def __init__(self, db: Database, *, fingerprint: Callable[[str], str]) -> None:
-        """Use ``db``; ``fingerprint`` is the store's HMAC of a text."""
+    def __init__(
+        self,
+        db: Database,
+        *,
+        fingerprint: Callable[[str], str],
+        pending: PendingRuns | None = None,
+    ) -> None:
+        """Use ``db``; ``fingerprint`` is the store's HMAC of a text.
+
+        With ``pending`` (the trace writer's reserved runs), recording an assessment of a
+        reserved run writes the run's header in the same transaction.
+        """
         self._db = db
         self._fingerprint = fingerprint
+        self._pending = pending if pending is not None else PendingRuns(db)
 
     def fingerprint(self, text: str) -> str:
         """The HMAC recorded for ``text``."""
@@ -98,24 +113,25 @@ class SqlAssessmentLog:
         """
         at = require_utc(row.at, "row.at")
         assessment_id = new_trace_id(at)
-        async with self._db.write("record_assessment") as conn:
+        async with self._pending.write("record_assessment", row.trace_id) as conn:
             await conn.execute(
-                risk_assessments.insert().values(
-                    id=assessment_id,
-                    trace_id=row.trace_id,
-                    conversation_id=row.conversation_id,
-                    purpose=row.purpose,
-                    at=at,
-                    day=utc_day(at),
-                    text_fingerprint=self._fingerprint(text),
-                    status=row.status,
-                    level=row.level,
-                    tier=row.tier,
-                    confirmed=row.confirmed,
-                    policy=row.policy,
-                    reasons=list(row.reasons),
-                    detail=dict(row.detail),
-                )
+                _INSERT,
+                {
+                    "id": assessment_id,
+                    "trace_id": row.trace_id,
+                    "conversation_id": row.conversation_id,
+                    "purpose": row.purpose,
+                    "at": at,
+                    "day": utc_day(at),
+                    "text_fingerprint": self._fingerprint(text),
+                    "status": row.status,
+                    "level": row.level,
+                    "tier": row.tier,
+                    "confirmed": row.confirmed,
+                    "policy": row.policy,
+                    "reasons": list(row.reasons),
+                    "detail": dict(row.detail),
+                },
             )
         return assessment_id
 

@@ -16,6 +16,7 @@ from foureyes.store._migrate import upgrade_to_head
 from foureyes.store.alerts import SqlAlertRecords
 from foureyes.store.api_keys import SqlApiKeys
 from foureyes.store.assessments import SqlAssessmentLog
+from foureyes.store.evals import SqlEvalStore
 from foureyes.store.ledger import SqlSpendLedger
 from foureyes.store.observations import SqlObservationLog
 from foureyes.store.tables import store_secrets
@@ -39,11 +40,14 @@ class Store:
         self._db = db
         self._traces = traces
         self._ledger = SqlSpendLedger(db, clock=clock)
-        self._unknowns = SqlOpenUnknowns(db, clock=clock)
-        self._assessments = SqlAssessmentLog(db, fingerprint=traces.fingerprint)
+        self._unknowns = SqlOpenUnknowns(db, clock=clock, pending=traces.pending)
+        self._assessments = SqlAssessmentLog(
+            db, fingerprint=traces.fingerprint, pending=traces.pending
+        )
         self._alerts = SqlAlertRecords(db)
         self._observations = SqlObservationLog(db, clock=clock)
         self._api_keys = SqlApiKeys(db, clock=clock)
+        self._evals = SqlEvalStore(db, clock=clock)
 
     @classmethod
     async def open(
@@ -122,6 +126,11 @@ class Store:
     def api_keys(self) -> SqlApiKeys:
         """Client and admin API keys (digests only)."""
         return self._api_keys
+
+    @property
+    def evals(self) -> SqlEvalStore:
+        """Evaluation runs and their results."""
+        return self._evals
 
     @property
     def dialect(self) -> str:

@@ -353,3 +353,33 @@ api_keys = Table(
 
 # The trace list joins each run to its triage (``SqlTraceWriter.list_runs``).
 Index(None, risk_assessments.c.trace_id)
+
+
+# --- evaluation harness -------------------------------------------------------------------
+
+eval_runs = Table(
+    "eval_runs",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("suite", String(64), nullable=False, index=True),
+    # A resumed run must be over the very suite it started with.
+    Column("suite_sha256", String(64), nullable=False),
+    # Reproducibility facts: arms, config digest, routes, seed, package version.
+    Column("facts", _JSON, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+"""One evaluation run of a suite under some arms."""
+
+eval_results = Table(
+    "eval_results",
+    metadata,
+    Column("run_id", String(64), ForeignKey("eval_runs.run_id"), primary_key=True),
+    Column("case_id", String(64), primary_key=True),
+    Column("arm", String(64), primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("passed", Boolean, nullable=False),
+    Column("record", _JSON, nullable=False),
+    Column("finished_at", UTCDateTime, nullable=False),
+    CheckConstraint("status IN ('ok', 'failed')", name="status"),
+)
+"""One finished case x arm pair; the primary key makes a rerun unable to duplicate it."""

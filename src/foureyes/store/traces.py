@@ -8,7 +8,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Integer, and_, bindparam, select, update
 
 from foureyes.config import PrivacyConfig
 from foureyes.core.digest import text_fingerprint
@@ -16,10 +16,33 @@ from foureyes.core.errors import StoreError, UsageError
 from foureyes.core.trace import EventKind, TraceEvent, TraceRecord, TraceRun
 from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database
+from foureyes.store._pending import PendingRuns
 from foureyes.store.tables import trace_events, trace_runs
 from foureyes.store.trace_list import MAX_LIST, RunFilter, RunSummary, list_query
 
 __all__ = ["SqlTraceWriter", "new_trace_id"]
+
+# The hot statements are built once: building and keying a statement per call costs more
+# Python than executing a cached one with fresh parameters.
+_RUN = bindparam("run", type_=trace_runs.c.trace_id.type)
+_OPEN = and_(trace_runs.c.trace_id == _RUN, trace_runs.c.finished_at.is_(None))
+_NEXT = trace_runs.c.last_seq + bindparam("count", type_=Integer)
+# Taking the seq is the transaction's first write, so it also locks the run row:
+# concurrent appends to one run queue on it and get consecutive numbers.
+_TAKE_SEQ = update(trace_runs).where(_OPEN).values(last_seq=_NEXT).returning(trace_runs.c.last_seq)
+_TAKE_SEQ_AND_FINISH = (
+    update(trace_runs)
+    .where(_OPEN)
+    .values(
+        last_seq=_NEXT,
+        finished_at=bindparam("now", type_=trace_runs.c.finished_at.type),
+        outcome=bindparam("outcome", type_=trace_runs.c.outcome.type),
+        reason=bindparam("reason", type_=trace_runs.c.reason.type),
+    )
+    .returning(trace_runs.c.last_seq)
+)
+_INSERT_RUN = trace_runs.insert()
+_INSERT_EVENT = trace_events.insert()
 
 
 def new_trace_id(now: dt.datetime) -> str:
@@ -57,10 +80,16 @@ class SqlTraceWriter:
         self._privacy = privacy
         self._hmac_key = hmac_key
         self._clock = clock
+        self._pending = PendingRuns(db)
 
     def fingerprint(self, text: str) -> str:
         """The HMAC this store records for ``text``, for matching a message to its traces."""
         return text_fingerprint(text, self._hmac_key)
+
+    @property
+    def pending(self) -> PendingRuns:
+        """The runs reserved with :meth:`reserve_run` and not written yet."""
+        return self._pending
 
     async def start_run(
         self,
@@ -82,12 +111,53 @@ class SqlTraceWriter:
             StoreError: the run could not be written.
             UsageError: ``meta`` is not JSON-serialisable.
         """
+        values = self._run_row(kind, conversation_id, input_text, meta)
+        async with self._db.write("start_run") as conn:
+            await conn.execute(_INSERT_RUN, values)
+        return str(values["trace_id"])
+
+    def reserve_run(
+        self,
+        kind: str,
+        *,
+        conversation_id: str | None = None,
+        input_text: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Open a run whose header is written with the first write that names it.
+
+        The same as :meth:`start_run` (same arguments, same header), without a transaction
+        of its own: the header is inserted in the transaction of the first event, finish,
+        assessment or open unknown recorded for the run, so it is durable exactly when
+        the first record that names it is. Until then :meth:`get` does not know the run.
+        A run that ends up never written must be given up with :meth:`abandon_reserved`.
+
+        Raises:
+            UsageError: ``meta`` is not JSON-serialisable.
+        """
+        values = self._run_row(kind, conversation_id, input_text, meta)
+        self._pending.reserve(values)
+        return str(values["trace_id"])
+
+    def abandon_reserved(self, trace_id: str) -> bool:
+        """Forget a run from :meth:`reserve_run` never written; whether it was still unwritten.
+
+        A run already written is left as it is (open, if nothing finished it).
+        """
+        return self._pending.discard(trace_id)
+
+    def _run_row(
+        self,
+        kind: str,
+        conversation_id: str | None,
+        input_text: str | None,
+        meta: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
         now = self._now()
         document = _json_document(meta or {}, "run meta")
         keep_raw = input_text is not None and self._privacy.store_raw_text
-        trace_id = new_trace_id(now)
-        values = {
-            "trace_id": trace_id,
+        return {
+            "trace_id": new_trace_id(now),
             "kind": kind,
             "conversation_id": conversation_id,
             "started_at": now,
@@ -99,9 +169,6 @@ class SqlTraceWriter:
             "last_seq": 0,
             "meta": document,
         }
-        async with self._db.write("start_run") as conn:
-            await conn.execute(trace_runs.insert().values(**values))
-        return trace_id
 
     async def append(self, trace_id: str, event: TraceEvent) -> None:
         """Append ``event`` to the run, committed before this returns.
@@ -113,20 +180,13 @@ class SqlTraceWriter:
                 its data is not JSON-serialisable.
         """
         row = _event_row(event)
-        async with self._db.write("append") as conn:
-            # Taking the seq is the transaction's first write, so it also locks the run row:
-            # concurrent appends to one run queue here and get consecutive numbers.
+        async with self._pending.write("append", trace_id) as conn:
             seq = (
-                await conn.execute(
-                    update(trace_runs)
-                    .where(trace_runs.c.trace_id == trace_id, trace_runs.c.finished_at.is_(None))
-                    .values(last_seq=trace_runs.c.last_seq + 1)
-                    .returning(trace_runs.c.last_seq)
-                )
+                await conn.execute(_TAKE_SEQ, {"run": trace_id, "count": 1})
             ).scalar_one_or_none()
             if seq is None:
                 raise await _closed_run_error(conn, "append", trace_id)
-            await conn.execute(trace_events.insert().values(trace_id=trace_id, seq=seq, **row))
+            await conn.execute(_INSERT_EVENT, {"trace_id": trace_id, "seq": seq, **row})
 
     async def append_many(
         self,
@@ -152,25 +212,18 @@ class SqlTraceWriter:
         rows = [_event_row(event) for event in events]
         if not rows and outcome is None:
             return
-        now = self._now()
-        values: dict[str, Any] = {"last_seq": trace_runs.c.last_seq + len(rows)}
+        params: dict[str, Any] = {"run": trace_id, "count": len(rows)}
         if outcome is not None:
-            values |= {"finished_at": now, "outcome": outcome, "reason": reason}
-        async with self._db.write("append_many") as conn:
-            last = (
-                await conn.execute(
-                    update(trace_runs)
-                    .where(trace_runs.c.trace_id == trace_id, trace_runs.c.finished_at.is_(None))
-                    .values(**values)
-                    .returning(trace_runs.c.last_seq)
-                )
-            ).scalar_one_or_none()
+            params |= {"now": self._now(), "outcome": outcome, "reason": reason}
+        statement = _TAKE_SEQ if outcome is None else _TAKE_SEQ_AND_FINISH
+        async with self._pending.write("append_many", trace_id) as conn:
+            last = (await conn.execute(statement, params)).scalar_one_or_none()
             if last is None:
                 raise await _closed_run_error(conn, "append_many", trace_id)
             first = last - len(rows) + 1
             if rows:
                 await conn.execute(
-                    trace_events.insert(),
+                    _INSERT_EVENT,
                     [{"trace_id": trace_id, "seq": first + n, **row} for n, row in enumerate(rows)],
                 )
 
@@ -181,7 +234,7 @@ class SqlTraceWriter:
             StoreError: the run is unknown or already finished, or the write failed.
         """
         now = self._now()
-        async with self._db.write("finish_run") as conn:
+        async with self._pending.write("finish_run", trace_id) as conn:
             result = await conn.execute(
                 update(trace_runs)
                 .where(trace_runs.c.trace_id == trace_id, trace_runs.c.finished_at.is_(None))

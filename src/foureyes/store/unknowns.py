@@ -19,6 +19,7 @@ from foureyes.core.digest import sha256_hex
 from foureyes.core.errors import UsageError
 from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database
+from foureyes.store._pending import PendingRuns
 from foureyes.store.tables import gate_open_unknowns
 
 __all__ = ["OpenUnknown", "SqlOpenUnknowns", "unknown_key"]
@@ -58,9 +59,17 @@ class SqlOpenUnknowns:
     stays as it is; raised again after being resolved, it opens again.
     """
 
-    def __init__(self, db: Database, *, clock: WallClock = utc_now) -> None:
+    def __init__(
+        self, db: Database, *, clock: WallClock = utc_now, pending: PendingRuns | None = None
+    ) -> None:
+        """Use ``db`` and ``clock``.
+
+        With ``pending`` (the trace writer's reserved runs), unknowns raised by a reserved
+        run write the run's header in the same transaction.
+        """
         self._db = db
         self._clock = clock
+        self._pending = pending if pending is not None else PendingRuns(db)
 
     async def open(self, conversation_id: str, *, limit: int) -> tuple[str, ...]:
         """The open unknowns' texts, most recently raised first, at most ``limit``.
@@ -93,7 +102,7 @@ class SqlOpenUnknowns:
             raise UsageError("an open unknown needs text")
         if not cleaned:
             return
-        async with self._db.write("add_unknowns") as conn:
+        async with self._pending.write("add_unknowns", trace_id) as conn:
             for text in dict.fromkeys(cleaned):
                 key = unknown_key(text)
                 await conn.execute(

@@ -1,0 +1,61 @@
+"""Runs reserved in memory whose header row is written with the first write that names them.
+
+A support message's run used to cost a transaction of its own just to insert its header,
+before anything else was written. A reserved run (:meth:`SqlTraceWriter.reserve_run
+<foureyes.store.traces.SqlTraceWriter.reserve_run>`) skips it: every store write that names
+a run (an event, a finish, a triage's assessment, an open unknown) goes through
+:meth:`PendingRuns.write`, which inserts the header of a reserved run first, in the same
+transaction, so the foreign keys hold and the header is exactly as durable as the first
+record that needs it. A reservation is forgotten only once that transaction committed; a
+failed one leaves it reserved for the next write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from foureyes.store._database import Database
+from foureyes.store.tables import trace_runs
+
+__all__ = ["PendingRuns"]
+
+
+class PendingRuns:
+    """The reserved runs of one store, and the write transaction that opens them."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._rows: dict[str, dict[str, Any]] = {}
+
+    def reserve(self, row: Mapping[str, Any]) -> None:
+        """Hold the header ``row`` (with its ``trace_id``) until a write names the run."""
+        self._rows[str(row["trace_id"])] = dict(row)
+
+    def discard(self, trace_id: str) -> bool:
+        """Forget a reserved run never written; whether it was still reserved."""
+        return self._rows.pop(trace_id, None) is not None
+
+    def __contains__(self, trace_id: object) -> bool:
+        return trace_id in self._rows
+
+    @contextlib.asynccontextmanager
+    async def write(self, operation: str, trace_id: str | None) -> AsyncIterator[AsyncConnection]:
+        """:meth:`Database.write`, with the header of ``trace_id`` inserted first if reserved.
+
+        Raises:
+            StoreError: the database failed; the run stays reserved then.
+            UsageError: the store is closed.
+        """
+        row = None if trace_id is None else self._rows.get(trace_id)
+        async with self._db.write(operation) as conn:
+            if row is not None:
+                # Ids carry 80 random bits, so a conflict can only be this very header,
+                # inserted by a concurrent write naming the same run (PostgreSQL).
+                await conn.execute(self._db.insert_ignoring_conflict(trace_runs, row, ["trace_id"]))
+            yield conn
+        if row is not None:
+            self._rows.pop(str(trace_id), None)

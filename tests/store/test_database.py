@@ -1,0 +1,53 @@
+"""The engine's SQLite settings and its pool: durable commits, no transaction left open."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from foureyes.store._database import Database
+
+
+async def test_sqlite_commits_sync_the_log_every_time(sqlite_url: str) -> None:
+    # Invariant 10: a committed decision record must survive a power loss, not just a
+    # crash of the process; synchronous=FULL (2) syncs the WAL on every commit.
+    db = Database.create(sqlite_url, timeout_s=1.0)
+    try:
+        await db.probe("open")
+        async with db.read("pragma") as conn:
+            level = (await conn.exec_driver_sql("PRAGMA synchronous")).scalar()
+    finally:
+        await db.dispose()
+    assert level == 2
+
+
+async def test_a_connection_returned_inside_a_transaction_is_rolled_back(
+    sqlite_url: str, sqlite_path: Path
+) -> None:
+    db = Database.create(sqlite_url, timeout_s=1.0)
+    try:
+        await db.probe("open")
+        async with db.write("ddl") as conn:
+            await conn.exec_driver_sql("CREATE TABLE t (x INTEGER)")
+        async with db.read("raw") as conn:
+            raw = await conn.get_raw_connection()
+            driver = raw.driver_connection
+            assert driver is not None
+            # A transaction SQLAlchemy does not know about (as an interrupted block
+            # could leave): it holds the write lock and an uncommitted row.
+            await driver.commit()
+            await driver.execute("BEGIN IMMEDIATE")
+            await driver.execute("INSERT INTO t VALUES (1)")
+        other = sqlite3.connect(sqlite_path, timeout=0.5, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # the lock was released on return to the pool
+            other.execute("ROLLBACK")
+            assert other.execute("SELECT count(*) FROM t").fetchone() == (0,)
+        finally:
+            other.close()
+        async with db.write("after") as conn:  # the pooled connection is usable again
+            await conn.exec_driver_sql("INSERT INTO t VALUES (2)")
+            count = (await conn.exec_driver_sql("SELECT count(*) FROM t")).scalar()
+        assert count == 1
+    finally:
+        await db.dispose()

@@ -1,0 +1,165 @@
+"""Reserved runs: the header written by the first write that names the run, in its transaction."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from foureyes.config import PrivacyConfig
+from foureyes.core.errors import StoreError, UsageError
+from foureyes.core.trace import EventKind, TraceEvent
+from foureyes.store import Store
+from tests.store._support import OpenStore
+from tests.store.test_assessments import row
+
+AT = dt.datetime(2026, 3, 14, 12, 0, tzinfo=dt.UTC)
+
+
+def event(stage: str) -> TraceEvent:
+    return TraceEvent(EventKind.RISK, stage, {"stage": stage}, AT)
+
+
+async def reserved(store: Store) -> str:
+    trace_id = store.traces.reserve_run(
+        "support_message", conversation_id="c1", input_text="hello", meta={"purpose": "live"}
+    )
+    assert await store.traces.get(trace_id) is None  # nothing written yet
+    return trace_id
+
+
+async def test_the_first_append_writes_the_header_with_the_event(
+    open_store: OpenStore, store_url: str
+) -> None:
+    store = await open_store(store_url)
+    trace_id = await reserved(store)
+
+    await store.traces.append(trace_id, event("a"))
+    await store.traces.append(trace_id, event("b"))
+
+    record = await store.traces.get(trace_id)
+    assert record is not None and [e.stage for e in record.events] == ["a", "b"]
+    assert record.run.kind == "support_message" and record.run.conversation_id == "c1"
+    assert record.run.input_fingerprint == store.traces.fingerprint("hello")
+    assert record.run.input_text is None and record.run.meta == {"purpose": "live"}
+    assert record.run.finished_at is None
+    assert store.traces.abandon_reserved(trace_id) is False  # written: no longer reserved
+
+
+async def test_one_commit_writes_header_events_and_outcome(
+    open_store: OpenStore, store_url: str
+) -> None:
+    store = await open_store(store_url)
+    trace_id = await reserved(store)
+
+    await store.traces.append_many(
+        trace_id, [event("a"), event("b")], outcome="released", reason="approved"
+    )
+
+    record = await store.traces.get(trace_id)
+    assert record is not None and [e.stage for e in record.events] == ["a", "b"]
+    assert (record.run.outcome, record.run.reason) == ("released", "approved")
+    with pytest.raises(StoreError, match="finished"):
+        await store.traces.append(trace_id, event("late"))
+
+
+async def test_finishing_a_reserved_run_writes_it_closed(
+    open_store: OpenStore, store_url: str
+) -> None:
+    store = await open_store(store_url)
+    trace_id = await reserved(store)
+
+    await store.traces.finish_run(trace_id, outcome="error", reason=None)
+
+    record = await store.traces.get(trace_id)
+    assert record is not None and record.events == () and record.run.outcome == "error"
+
+
+async def test_an_assessment_of_a_reserved_run_writes_the_header_first(
+    open_store: OpenStore, store_url: str
+) -> None:
+    store = await open_store(store_url)
+    trace_id = await reserved(store)
+
+    assessment_id = await store.assessments.record(row(trace_id=trace_id), text="hello")
+
+    stored = await store.assessments.get(assessment_id)
+    record = await store.traces.get(trace_id)
+    assert stored is not None and stored.trace_id == trace_id
+    assert record is not None and record.run.finished_at is None and record.events == ()
+    # The run goes on as any written run: its events and outcome come later.
+    await store.traces.append_many(trace_id, [event("a")], outcome="released", reason=None)
+    finished = await store.traces.get(trace_id)
+    assert finished is not None and finished.run.outcome == "released"
+
+
+async def test_unknowns_raised_by_a_reserved_run_write_the_header_first(
+    open_store: OpenStore, store_url: str
+) -> None:
+    store = await open_store(store_url)
+    trace_id = await reserved(store)
+
+    await store.unknowns.add("c1", ["which medication?"], trace_id=trace_id)
+
+    assert await store.unknowns.open("c1", limit=5) == ("which medication?",)
+    assert await store.traces.get(trace_id) is not None
+
+
+async def test_an_abandoned_reservation_is_never_written(
+    open_store: OpenStore, store_url: str
+) -> None:
+    store = await open_store(store_url)
+    trace_id = await reserved(store)
+
+    assert store.traces.abandon_reserved(trace_id) is True
+    assert store.traces.abandon_reserved(trace_id) is False
+
+    with pytest.raises(StoreError, match="unknown"):
+        await store.traces.append(trace_id, event("a"))
+    with pytest.raises(StoreError):  # the foreign key: no such run
+        await store.assessments.record(row(trace_id=trace_id), text="hello")
+    assert await store.traces.get(trace_id) is None
+
+
+async def test_reserving_refuses_meta_that_is_not_json(
+    open_store: OpenStore, store_url: str
+) -> None:
+    store = await open_store(store_url)
+    with pytest.raises(UsageError):
+        store.traces.reserve_run("x", meta={"bad": float("nan")})
+
+
+async def test_a_failed_first_write_keeps_the_run_reserved(
+    open_store: OpenStore, sqlite_path: Path, sqlite_url: str
+) -> None:
+    store = await open_store(sqlite_url, timeout_s=0.1)
+    trace_id = store.traces.reserve_run("support_message", input_text="hello")
+    other = sqlite3.connect(sqlite_path, timeout=1, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        with pytest.raises(StoreError):
+            await store.traces.append(trace_id, event("a"))
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+
+    # Rolled back with the event; the next write names the run and writes it after all.
+    assert await store.traces.get(trace_id) is None
+    await store.traces.append(trace_id, event("b"))
+    record = await store.traces.get(trace_id)
+    assert record is not None and [e.stage for e in record.events] == ["b"]
+
+
+async def test_raw_text_of_a_reserved_run_follows_the_privacy_settings(
+    open_store: OpenStore, store_url: str
+) -> None:
+    store = await open_store(
+        store_url, privacy=PrivacyConfig(store_raw_text=True, retention_days=3)
+    )
+    trace_id = store.traces.reserve_run("x", input_text="kept for three days")
+    await store.traces.finish_run(trace_id, outcome="ok", reason=None)
+
+    record = await store.traces.get(trace_id)
+    assert record is not None and record.run.input_text == "kept for three days"
