@@ -9,6 +9,7 @@ from foureyes.cli import (
     calibrate_cmd,
     chat_cmd,
     config_cmd,
+    eval_cmd,
     facts_cmd,
     keys_cmd,
     review_cmd,
@@ -35,6 +36,7 @@ app.command("review")(review_cmd.review)
 app.add_typer(facts_cmd.app, name="facts")
 app.add_typer(keys_cmd.app, name="keys")
 app.add_typer(trace_cmd.app, name="trace")
+app.add_typer(eval_cmd.app, name="eval")
 
 
 def main() -> None:

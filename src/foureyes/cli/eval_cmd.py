@@ -1,0 +1,228 @@
+"""``foureyes eval``: list the shipped suites, run a suite under arms, report a run."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import secrets
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load, run
+from foureyes.config import Config
+from foureyes.core.errors import FoureyesError, UsageError
+from foureyes.evals import (
+    EvalRunner,
+    PairDone,
+    RunSummary,
+    SuiteError,
+    arm_routes,
+    eval_providers,
+    load_suite,
+    shipped_suites,
+    suite_path,
+    write_report,
+)
+from foureyes.evals.report import ReportFiles
+from foureyes.store import Store
+
+app = typer.Typer(no_args_is_help=True, help="Paired-arm evaluation: suites, runs, reports.")
+
+
+def _loud(error: UsageError | OSError, *, as_json: bool) -> NoReturn:
+    # A cassette miss is a UsageError, not a FoureyesError, on purpose (the gate would
+    # swallow a FoureyesError as a reason code); here it fails the command like one.
+    fail(FoureyesError(f"{type(error).__name__}: {error}"), as_json=as_json)
+
+
+@app.command("list")
+def list_suites(as_json: JsonOption = False) -> None:
+    """List the shipped suites with their arms and case counts."""
+    documents: list[dict[str, Any]] = []
+    for name, path in shipped_suites().items():
+        try:
+            suite = load_suite(path)
+        except SuiteError as exc:
+            fail(exc, as_json=as_json)
+        documents.append(
+            {
+                "name": name,
+                "kind": suite.kind.value,
+                "description": suite.description,
+                "cases": len(suite.cases),
+                "labels": list(suite.labels),
+                "arms": [
+                    {"name": a.name, "baseline": a.baseline, "description": a.description}
+                    for a in suite.arms
+                ],
+            }
+        )
+    if as_json:
+        emit_json({"ok": True, "suites": documents})
+        return
+    for doc in documents:
+        arms = ", ".join(a["name"] + (" (baseline)" if a["baseline"] else "") for a in doc["arms"])
+        console.print(f"[bold]{doc['name']}[/] ({doc['kind']}, {doc['cases']} cases): {arms}")
+
+
+async def _run(
+    cfg: Config,
+    suite_name: str,
+    arm_names: list[str] | None,
+    *,
+    run_id: str,
+    concurrency: int,
+    pair_deadline_s: float,
+    seed: int,
+    record: Path | None,
+    replay: Path | None,
+    data_root: Path,
+    show_progress: bool,
+) -> RunSummary:
+    suite = load_suite(suite_path(suite_name))
+    arms = [suite.arm(n) for n in arm_names] if arm_names else list(suite.arms)
+    routes = arm_routes(cfg, arms)
+    providers = eval_providers(cfg, routes, os.environ, record=record, replay=replay)
+    mode = "replay" if replay else "record" if record else "live"
+    store = await Store.open(cfg.store, cfg.privacy, os.environ)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("failures {task.fields[failures]}  spend ${task.fields[spend]:.4f}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not show_progress,
+    )
+    task = progress.add_task(suite.name, total=len(arms) * len(suite.cases), failures=0, spend=0.0)
+
+    def advance(done: PairDone) -> None:
+        progress.update(task, completed=done.done, failures=done.failures, spend=done.spend_usd)
+
+    try:
+        with progress:
+            runner = EvalRunner(
+                suite,
+                arms,
+                config=cfg,
+                providers=providers,
+                store=store,
+                run_id=run_id,
+                concurrency=concurrency,
+                pair_deadline_s=pair_deadline_s,
+                seed=seed,
+                mode=mode,
+                data_root=data_root,
+                on_progress=advance,
+            )
+            return await runner.run()
+    finally:
+        for provider in providers.values():
+            await provider.aclose()
+        await store.close()
+
+
+@app.command("run")
+def run_suite(
+    suite: Annotated[str, typer.Argument(help="A shipped suite's name, or a suite folder.")],
+    arms: Annotated[
+        str | None, typer.Option("--arms", help="Comma-separated arm names (default: all).")
+    ] = None,
+    run_id: Annotated[
+        str | None, typer.Option("--run-id", help="Resume this run (default: a new run).")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(min=1, max=64, help="Pairs in flight.")] = 4,
+    pair_deadline: Annotated[
+        float, typer.Option("--pair-deadline", min=0.1, help="Seconds one pair may take.")
+    ] = 120.0,
+    seed: Annotated[int, typer.Option(help="Seed of the run's statistics.")] = 0,
+    record: Annotated[
+        Path | None, typer.Option(help="Record every model exchange into this cassette.")
+    ] = None,
+    replay: Annotated[
+        Path | None, typer.Option(help="Answer from this cassette instead of the network.")
+    ] = None,
+    data_root: Annotated[
+        Path,
+        typer.Option(
+            "--data-root", file_okay=False, help="Folder that review cases' sessions are under."
+        ),
+    ] = Path("../shared/data/trajectories"),
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run every case of SUITE under every chosen arm; stored as each pair finishes."""
+    cfg = load(config, as_json=as_json)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
+    rid = run_id or f"{Path(suite).name}-{stamp}-{secrets.token_hex(3)}"
+    names = [n.strip() for n in arms.split(",") if n.strip()] if arms else None
+    try:
+        summary = run(
+            _run(
+                cfg,
+                suite,
+                names,
+                run_id=rid,
+                concurrency=concurrency,
+                pair_deadline_s=pair_deadline,
+                seed=seed,
+                record=record,
+                replay=replay,
+                data_root=data_root,
+                show_progress=not as_json,
+            )
+        )
+    except FoureyesError as exc:
+        fail(exc, as_json=as_json)
+    except (UsageError, OSError) as exc:
+        _loud(exc, as_json=as_json)
+    document = {
+        "ok": True,
+        "run_id": summary.run_id,
+        "ran": summary.ran,
+        "skipped": summary.skipped,
+        "failures": summary.failures,
+        "spend_usd": summary.spend_usd,
+    }
+    if as_json:
+        emit_json(document)
+        return
+    console.print(
+        f"run [bold]{summary.run_id}[/]: ran {summary.ran}, skipped {summary.skipped}, "
+        f"failures {summary.failures}, spend ${summary.spend_usd:.4f}"
+    )
+    console.print(f"report: foureyes eval report {summary.run_id}")
+
+
+async def _report(cfg: Config, run_id: str, out: Path) -> ReportFiles:
+    store = await Store.open(cfg.store, cfg.privacy, os.environ)
+    try:
+        return await write_report(store, run_id, out)
+    finally:
+        await store.close()
+
+
+@app.command("report")
+def report(
+    run_id: Annotated[str, typer.Argument(help="The run to report.")],
+    out: Annotated[
+        Path, typer.Option("--out", file_okay=False, help="Folder to write the report into.")
+    ] = Path("eval-reports"),
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Write RUN's self-contained HTML page and Markdown summary."""
+    cfg = load(config, as_json=as_json)
+    try:
+        files = run(_report(cfg, run_id, out))
+    except FoureyesError as exc:
+        fail(exc, as_json=as_json)
+    except (UsageError, OSError) as exc:
+        _loud(exc, as_json=as_json)
+    if as_json:
+        emit_json({"ok": True, "html": str(files.html), "markdown": str(files.markdown)})
+        return
+    console.print(f"wrote {files.html} and {files.markdown}")

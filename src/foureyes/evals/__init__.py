@@ -1,0 +1,122 @@
+"""Paired-arm evaluation: does a mechanism help, at what cost, and how sure are we.
+
+A :class:`Suite` of frozen cases is run under named :class:`Arm` configurations by the
+:class:`EvalRunner` (bounded, budgeted, resumable; each pair stored as it finishes).
+Model exchanges can be recorded into a cassette and replayed offline
+(:func:`eval_providers`); :mod:`foureyes.evals.stats` holds the paired statistics and
+:func:`write_report` the HTML and Markdown reports. See ``docs/evals.md``.
+"""
+
+from foureyes.evals.arms import (
+    CASE_DRAFT_ROUTE,
+    CaseAnswer,
+    FrozenDraft,
+    answer_case,
+    arm_config,
+    arm_routes,
+)
+from foureyes.evals.cassette import (
+    CassetteMiss,
+    RecordingProvider,
+    ReplayProvider,
+    eval_providers,
+    exchange_key,
+    load_cassette,
+)
+from foureyes.evals.metrics import (
+    ArmMetrics,
+    PairRecord,
+    RunMetrics,
+    TriageAgreement,
+    compute_metrics,
+    confusion,
+)
+from foureyes.evals.report import (
+    ReportFiles,
+    load_metrics,
+    render_html,
+    render_markdown,
+    write_report,
+)
+from foureyes.evals.review_arm import NO_REVIEW, answer_review_case
+from foureyes.evals.runner import (
+    ARM_BUDGET_EXHAUSTED,
+    PAIR_DEADLINE,
+    EvalRunner,
+    PairDone,
+    RunSummary,
+    run_facts,
+)
+from foureyes.evals.stats import (
+    NO_SIGNIFICANT_DIFFERENCE,
+    Interval,
+    PairedComparison,
+    bootstrap_ci,
+    cohen_kappa,
+    compare_paired,
+    mcnemar_exact,
+    pearson,
+)
+from foureyes.evals.suite import (
+    Arm,
+    Case,
+    Suite,
+    SuiteError,
+    SuiteKind,
+    load_suite,
+    shipped_suites,
+    suite_path,
+)
+from foureyes.evals.verify import VerifierResult, run_verifier
+
+__all__ = [
+    "ARM_BUDGET_EXHAUSTED",
+    "Arm",
+    "ArmMetrics",
+    "CASE_DRAFT_ROUTE",
+    "Case",
+    "CaseAnswer",
+    "CassetteMiss",
+    "EvalRunner",
+    "FrozenDraft",
+    "Interval",
+    "NO_REVIEW",
+    "NO_SIGNIFICANT_DIFFERENCE",
+    "PAIR_DEADLINE",
+    "PairDone",
+    "PairRecord",
+    "PairedComparison",
+    "RecordingProvider",
+    "ReplayProvider",
+    "ReportFiles",
+    "RunMetrics",
+    "RunSummary",
+    "Suite",
+    "SuiteError",
+    "SuiteKind",
+    "TriageAgreement",
+    "VerifierResult",
+    "answer_case",
+    "answer_review_case",
+    "arm_config",
+    "arm_routes",
+    "bootstrap_ci",
+    "cohen_kappa",
+    "compare_paired",
+    "compute_metrics",
+    "confusion",
+    "eval_providers",
+    "exchange_key",
+    "load_cassette",
+    "load_metrics",
+    "load_suite",
+    "mcnemar_exact",
+    "pearson",
+    "render_html",
+    "render_markdown",
+    "run_facts",
+    "run_verifier",
+    "shipped_suites",
+    "suite_path",
+    "write_report",
+]

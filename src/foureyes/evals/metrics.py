@@ -1,0 +1,220 @@
+"""Metrics of a run, computed from its stored results: pure and synchronous.
+
+Every arm is compared with the baseline on the cases both have a result for. A failed
+pair counts as not passed (a system that answers nothing did not get the case right).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from foureyes.evals.stats import (
+    Interval,
+    PairedComparison,
+    bootstrap_ci,
+    cohen_kappa,
+    compare_paired,
+    pearson,
+)
+from foureyes.evals.suite import SuiteKind
+
+__all__ = [
+    "ArmMetrics",
+    "PairRecord",
+    "RunMetrics",
+    "TriageAgreement",
+    "compute_metrics",
+    "confusion",
+]
+
+_ELEVATED = frozenset({"high", "critical"})
+
+
+@dataclass(frozen=True, slots=True)
+class PairRecord:
+    """One stored pair, as the metrics read it."""
+
+    case_id: str
+    """The case."""
+    arm: str
+    """The arm."""
+    passed: bool
+    """Whether it passed."""
+    failed: bool
+    """Whether the system produced no usable answer."""
+    prediction: str | None
+    """The arm's label."""
+    expected: str | None
+    """The case's label."""
+    cost_usd: float
+    """Spend."""
+    latency_ms: float
+    """Wall time."""
+    detail: Mapping[str, Any]
+    """Kind-specific facts."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArmMetrics:
+    """One arm's numbers."""
+
+    arm: str
+    """The arm."""
+    n: int
+    """Cases with a result."""
+    failures: int
+    """Pairs that failed."""
+    pass_rate: Interval
+    """Share passed, with a bootstrap interval."""
+    mean_cost_usd: float
+    """Spend per case."""
+    mean_latency_ms: float
+    """Wall time per case."""
+    correction_rate: float | None
+    """Share of paired cases the baseline got wrong and this arm right."""
+    false_diversion_rate: float | None
+    """Share of paired cases the baseline got right and this arm wrong."""
+    no_update_rate: float | None
+    """Share of paired cases where the arm's label equals the baseline's."""
+    cost_per_correction_usd: float | None
+    """Extra spend over the baseline per correction; ``None`` without a correction."""
+    comparison: PairedComparison | None
+    """McNemar and the paired difference against the baseline (``None`` for the baseline)."""
+    block_rate: float | None
+    """Gate: share of must-block cases blocked."""
+    false_block_rate: float | None
+    """Gate: share of must-pass cases blocked."""
+    critical_recall: float | None
+    """Triage: share of critical cases labelled critical."""
+    alert_precision: float | None
+    """Triage: of cases labelled high or critical, the share that are."""
+
+
+@dataclass(frozen=True, slots=True)
+class TriageAgreement:
+    """How L1 and L2 agree on the cases where both gave a level."""
+
+    n: int
+    """Cases with both levels."""
+    kappa: float | None
+    """Cohen's kappa of their levels."""
+    error_correlation: float | None
+    """Correlation of their errors (1 = wrong on the same cases)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunMetrics:
+    """Everything a report shows."""
+
+    kind: SuiteKind
+    """The suite's kind."""
+    baseline: str
+    """The baseline arm."""
+    arms: tuple[ArmMetrics, ...]
+    """Per arm, in the order given."""
+    labels: tuple[str, ...]
+    """The label set (confusion matrices' axes)."""
+    confusions: Mapping[str, Mapping[str, Mapping[str, int]]]
+    """Per arm: expected label to predicted label (``none`` when it gave none) to count."""
+    agreement: Mapping[str, TriageAgreement]
+    """Triage: per arm, L1/L2 agreement."""
+
+
+def confusion(records: Sequence[PairRecord], labels: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Expected label to predicted label to count (``none`` for no prediction)."""
+    table = {e: dict.fromkeys([*labels, "none"], 0) for e in labels}
+    for r in records:
+        if r.expected in table:
+            predicted = r.prediction if r.prediction in table[r.expected] else "none"
+            table[r.expected][predicted] += 1
+    return table
+
+
+def _share(hits: int, n: int) -> float | None:
+    return hits / n if n else None
+
+
+def _arm(
+    arm: str,
+    mine: Mapping[str, PairRecord],
+    base: Mapping[str, PairRecord],
+    *,
+    is_baseline: bool,
+    seed: int,
+) -> ArmMetrics:
+    rows = list(mine.values())
+    shared = sorted(set(mine) & set(base))
+    corrections = sum(1 for c in shared if mine[c].passed and not base[c].passed)
+    diversions = sum(1 for c in shared if base[c].passed and not mine[c].passed)
+    same = sum(1 for c in shared if mine[c].prediction == base[c].prediction)
+    extra = sum(mine[c].cost_usd - base[c].cost_usd for c in shared)
+    comparison = None
+    if not is_baseline and shared:
+        comparison = compare_paired(
+            [base[c].passed for c in shared], [mine[c].passed for c in shared], seed=seed
+        )
+    blocks = [r for r in rows if r.expected == "block"]
+    passes = [r for r in rows if r.expected == "pass"]
+    critical = [r for r in rows if r.expected == "critical"]
+    alerts = [r for r in rows if r.prediction in _ELEVATED]
+    n = len(rows)
+    return ArmMetrics(
+        arm=arm,
+        n=n,
+        failures=sum(r.failed for r in rows),
+        pass_rate=bootstrap_ci([float(r.passed) for r in rows], seed=seed),
+        mean_cost_usd=sum(r.cost_usd for r in rows) / n,
+        mean_latency_ms=sum(r.latency_ms for r in rows) / n,
+        correction_rate=None if is_baseline else _share(corrections, len(shared)),
+        false_diversion_rate=None if is_baseline else _share(diversions, len(shared)),
+        no_update_rate=None if is_baseline else _share(same, len(shared)),
+        cost_per_correction_usd=extra / corrections if corrections and not is_baseline else None,
+        comparison=comparison,
+        block_rate=_share(sum(r.prediction == "block" for r in blocks), len(blocks)),
+        false_block_rate=_share(sum(r.prediction == "block" for r in passes), len(passes)),
+        critical_recall=_share(sum(r.prediction == "critical" for r in critical), len(critical)),
+        alert_precision=_share(sum(r.expected in _ELEVATED for r in alerts), len(alerts)),
+    )
+
+
+def _agreement(rows: Sequence[PairRecord]) -> TriageAgreement:
+    both = [r for r in rows if r.detail.get("l1") and r.detail.get("l2")]
+    l1 = [str(r.detail["l1"]) for r in both]
+    l2 = [str(r.detail["l2"]) for r in both]
+    e1 = [float(level != r.expected) for level, r in zip(l1, both, strict=True)]
+    e2 = [float(level != r.expected) for level, r in zip(l2, both, strict=True)]
+    return TriageAgreement(
+        n=len(both), kappa=cohen_kappa(l1, l2), error_correlation=pearson(e1, e2)
+    )
+
+
+def compute_metrics(
+    kind: SuiteKind,
+    records: Sequence[PairRecord],
+    *,
+    arms: Sequence[str],
+    baseline: str,
+    labels: Sequence[str],
+    seed: int,
+) -> RunMetrics:
+    """The metrics of a run's records; arms without any record are left out."""
+    by_arm: dict[str, dict[str, PairRecord]] = {a: {} for a in arms}
+    for r in records:
+        if r.arm in by_arm:
+            by_arm[r.arm][r.case_id] = r
+    base = by_arm.get(baseline, {})
+    present = [a for a in arms if by_arm[a]]
+    return RunMetrics(
+        kind=kind,
+        baseline=baseline,
+        arms=tuple(_arm(a, by_arm[a], base, is_baseline=a == baseline, seed=seed) for a in present),
+        labels=tuple(labels),
+        confusions={a: confusion(list(by_arm[a].values()), labels) for a in present},
+        agreement=(
+            {a: _agreement(list(by_arm[a].values())) for a in present}
+            if kind is SuiteKind.TRIAGE
+            else {}
+        ),
+    )

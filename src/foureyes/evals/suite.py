@@ -1,0 +1,221 @@
+"""Suites of frozen cases and the arms they are run under.
+
+A suite is a folder holding ``suite.json`` (name, kind, description, arms) and
+``cases.json`` (a list of cases). A case freezes its initial state and goal and is
+scored by an expected label, a verifier command, or both. An arm is a named
+configuration: which route serves each role, and the kind's switches.
+
+A suite with a broken case is refused whole, with every broken case named: paired
+evidence needs every arm to see the same cases, so silently dropping one would change
+what the comparison means.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from foureyes.core.digest import canonical_json, sha256_hex
+from foureyes.core.errors import ConfigError
+from foureyes.review.projection import Mask
+
+__all__ = [
+    "Arm",
+    "Case",
+    "Suite",
+    "SuiteError",
+    "SuiteKind",
+    "load_suite",
+    "shipped_suites",
+    "suite_path",
+]
+
+_ID = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
+
+
+class SuiteError(ConfigError):
+    """A suite that cannot be run: its files are unreadable or some cases are broken."""
+
+
+class SuiteKind(StrEnum):
+    """What a suite's arms run."""
+
+    GATE = "gate"
+    """The release gate on a frozen draft; labels ``block`` or ``pass``."""
+    TRIAGE = "triage"
+    """Crisis triage of a text; labels are risk levels."""
+    REVIEW = "review"
+    """Masked review of a recorded agent session; a smoke suite needs no labels."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class Case(_Frozen):
+    """One frozen case."""
+
+    id: str = Field(pattern=_ID)
+    """Unique within the suite."""
+    goal: str = Field(min_length=1)
+    """What the system should do here, for the reader of a report."""
+    state: dict[str, str] = Field(min_length=1)
+    """Initial state: ``message`` and ``draft`` (gate), ``text`` (triage), or ``session``
+    (a file under the run's data root) and ``window`` (review); ``locale``."""
+    expected: str | None = None
+    """The expected label; compared with the arm's prediction."""
+    verifier: tuple[str, ...] = ()
+    """A command (argv) given the arm's output on stdin; exit status 0 passes."""
+    verifier_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    """How long the verifier may run before it is killed and the case fails."""
+
+
+class Arm(_Frozen):
+    """A named configuration of the system."""
+
+    name: str = Field(pattern=_ID)
+    """Unique within the suite."""
+    description: str = ""
+    """What the arm changes."""
+    baseline: bool = False
+    """Whether the other arms are compared with this one (exactly one arm is)."""
+    routes: dict[str, str] = Field(default_factory=dict)
+    """Role name (``supervisor``, ``risk_l1``, ...) to the route that serves it."""
+    supervisor: bool = True
+    """Gate suites: whether the Supervisor reviews (off: only the rules checked in code)."""
+    l2: bool = True
+    """Triage suites: whether L2's level counts (off: L1's level is the prediction)."""
+    mask: Mask | None = None
+    """Review suites: what the reviewer does not see; ``None`` for no review at all."""
+    observe_only: bool = False
+    """Review suites: the review runs but is never shown to the primary."""
+    budget_usd: float | None = Field(default=None, ge=0)
+    """Spend after which this arm's remaining pairs are recorded as failures, unrun."""
+
+
+class Suite(_Frozen):
+    """A validated suite."""
+
+    name: str = Field(pattern=_ID)
+    """The suite's name."""
+    kind: SuiteKind
+    """What its arms run."""
+    description: str = ""
+    """What it measures."""
+    labels: tuple[str, ...] = Field(min_length=1)
+    """The closed set of expected labels."""
+    arms: tuple[Arm, ...] = Field(min_length=1)
+    """Its arms, the baseline among them."""
+    cases: tuple[Case, ...] = Field(min_length=1)
+    """Its cases."""
+
+    @property
+    def baseline(self) -> Arm:
+        """The arm the others are compared with."""
+        return next(arm for arm in self.arms if arm.baseline)
+
+    def arm(self, name: str) -> Arm:
+        """The arm called ``name``.
+
+        Raises:
+            SuiteError: there is no such arm.
+        """
+        for arm in self.arms:
+            if arm.name == name:
+                return arm
+        known = ", ".join(a.name for a in self.arms)
+        raise SuiteError([f"suite {self.name!r} has no arm {name!r} (arms: {known})"])
+
+    @property
+    def sha256(self) -> str:
+        """Digest of the suite's canonical form: a resumed run must match it."""
+        return sha256_hex(canonical_json(self.model_dump(mode="json")))
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SuiteError([f"{path}: {exc}"]) from exc
+
+
+def _case_problems(
+    index: int, raw: Any, labels: tuple[str, ...], *, needs_check: bool
+) -> tuple[Case | None, list[str]]:
+    name = raw.get("id", f"#{index}") if isinstance(raw, dict) else f"#{index}"
+    try:
+        case = Case.model_validate(raw)
+    except ValidationError as exc:
+        details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        return None, [f"case {name}: {details}"]
+    problems = []
+    if needs_check and case.expected is None and not case.verifier:
+        problems.append(f"case {case.id}: needs an expected label or a verifier")
+    if case.expected is not None and case.expected not in labels:
+        problems.append(f"case {case.id}: label {case.expected!r} is not one of {list(labels)}")
+    return case, problems
+
+
+def load_suite(folder: Path) -> Suite:
+    """Load and validate the suite in ``folder``.
+
+    Raises:
+        SuiteError: a file is unreadable, the suite is malformed, or any case is broken
+            (every broken case is named; the suite is refused whole).
+    """
+    head = _read_json(folder / "suite.json")
+    raw_cases = _read_json(folder / "cases.json")
+    if not isinstance(head, dict) or not isinstance(raw_cases, list):
+        raise SuiteError([f"{folder}: suite.json must be an object and cases.json a list"])
+    labels = tuple(head.get("labels", ()))
+    problems: list[str] = []
+    cases: list[Case] = []
+    for index, raw in enumerate(raw_cases):
+        # A review smoke case has no ground truth; every other kind must be scorable.
+        needs_check = head.get("kind") != SuiteKind.REVIEW.value
+        case, found = _case_problems(index, raw, labels, needs_check=needs_check)
+        problems.extend(found)
+        if case is not None:
+            cases.append(case)
+    ids = [c.id for c in cases]
+    problems.extend(
+        f"case {i}: id used twice" for i in sorted({i for i in ids if ids.count(i) > 1})
+    )
+    try:
+        suite = Suite.model_validate(head | {"cases": [c.model_dump() for c in cases]})
+    except ValidationError as exc:
+        problems.extend(f"suite: {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise SuiteError(problems) from exc
+    if sum(1 for arm in suite.arms if arm.baseline) != 1:
+        problems.append("suite: exactly one arm must be the baseline")
+    if len({arm.name for arm in suite.arms}) != len(suite.arms):
+        problems.append("suite: arm names must be unique")
+    if problems:
+        raise SuiteError(problems)
+    return suite
+
+
+def shipped_suites() -> dict[str, Path]:
+    """The suites packaged with foureyes, by name."""
+    root = Path(str(resources.files("foureyes.evals") / "suites"))
+    return {p.name: p for p in sorted(root.iterdir()) if (p / "suite.json").is_file()}
+
+
+def suite_path(name_or_path: str) -> Path:
+    """A shipped suite's folder by name, or the folder given as a path.
+
+    Raises:
+        SuiteError: it is neither a shipped suite nor a folder.
+    """
+    shipped = shipped_suites()
+    if name_or_path in shipped:
+        return shipped[name_or_path]
+    path = Path(name_or_path)
+    if path.is_dir():
+        return path
+    raise SuiteError([f"no suite {name_or_path!r} (shipped: {', '.join(shipped)})"])

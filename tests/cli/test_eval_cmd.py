@@ -1,0 +1,78 @@
+"""``foureyes eval list/run/report`` through the real command line, offline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from foureyes.cli.main import app
+
+runner = CliRunner()
+
+
+def _json(args: list[str]) -> tuple[int, dict[str, Any]]:
+    result = runner.invoke(app, args)
+    return result.exit_code, json.loads(result.stdout)
+
+
+def _config(tmp_path: Path) -> Path:
+    path = tmp_path / "foureyes.toml"
+    path.write_text(
+        f'[store]\nurl = "sqlite+aiosqlite:///{tmp_path}/e.db"\n'
+        '[routes.strong]\nkind = "offline"\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_list_json_names_the_shipped_suites_with_their_arms() -> None:
+    code, doc = _json(["eval", "list", "--json"])
+    assert code == 0 and doc["ok"]
+    suites = {s["name"]: s for s in doc["suites"]}
+    assert [a["name"] for a in suites["gate"]["arms"]] == [
+        "rules-only",
+        "supervisor-same",
+        "supervisor-strong",
+    ]
+    assert suites["triage"]["kind"] == "triage"
+    assert sum(a["baseline"] for a in suites["triage"]["arms"]) == 1
+
+
+def test_run_record_replay_resume_and_report(tmp_path: Path) -> None:
+    cfg = str(_config(tmp_path))
+    cassette = str(tmp_path / "c.jsonl")
+    base = ["eval", "run", "gate", "-c", cfg, "--json", "--arms", "rules-only,supervisor-strong"]
+    code, doc = _json([*base, "--run-id", "one", "--record", cassette])
+    assert code == 0 and (doc["ran"], doc["failures"]) == (20, 0)
+    code, doc = _json([*base, "--run-id", "one"])
+    assert code == 0 and (doc["ran"], doc["skipped"]) == (0, 20)
+    code, doc = _json([*base, "--run-id", "two", "--replay", cassette])
+    assert code == 0 and doc["ran"] == 20
+    code, doc = _json(["eval", "report", "two", "-c", cfg, "--out", str(tmp_path / "r"), "--json"])
+    assert code == 0
+    assert Path(doc["html"]).is_file() and Path(doc["markdown"]).is_file()
+    assert "replay" in Path(doc["markdown"]).read_text(encoding="utf-8")
+
+
+def test_bad_input_fails_with_a_json_error(tmp_path: Path) -> None:
+    cfg = str(_config(tmp_path))
+    code, doc = _json(["eval", "run", "gate", "-c", cfg, "--json", "--arms", "nope"])
+    assert code == 1 and doc["error"] == "SuiteError" and "nope" in doc["problems"][0]
+    code, doc = _json(["eval", "run", "no-such", "-c", cfg, "--json"])
+    assert code == 1 and "no suite" in doc["problems"][0]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    code, doc = _json(["eval", "run", "gate", "-c", cfg, "--json", "--replay", str(empty)])
+    assert code == 1 and "CassetteMiss" in doc["problems"][0]
+    code, doc = _json(["eval", "report", "missing", "-c", cfg, "--json"])
+    assert code == 1 and "no eval run" in doc["problems"][0]
+
+
+def test_an_arm_naming_an_undefined_route_is_refused(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.toml"
+    plain.write_text(f'[store]\nurl = "sqlite+aiosqlite:///{tmp_path}/p.db"\n', encoding="utf-8")
+    code, doc = _json(["eval", "run", "gate", "-c", str(plain), "--json"])
+    assert code == 1 and any("supervisor-strong" in p for p in doc["problems"])
