@@ -26,7 +26,7 @@ from foureyes.gate import RECORD_SCHEMA, fallback_text
 from foureyes.risk.resources import render_resources
 from foureyes.store import Store
 
-__all__ = ["TraceNotFound", "app", "record_json", "show"]
+__all__ = ["TraceNotFound", "app", "show"]
 
 app = typer.Typer(no_args_is_help=True, help="Read recorded runs.")
 
@@ -55,29 +55,6 @@ class TraceNotFound(FoureyesError):
         super().__init__(f"no trace {trace_id!r} in the store")
 
 
-def record_json(record: TraceRecord) -> dict[str, Any]:
-    """A trace record as JSON: the run header and every event, in order."""
-    header = record.run
-    return {
-        "run": {
-            "trace_id": header.trace_id,
-            "kind": header.kind,
-            "conversation_id": header.conversation_id,
-            "started_at": header.started_at.isoformat(),
-            "finished_at": header.finished_at.isoformat() if header.finished_at else None,
-            "outcome": header.outcome,
-            "reason": header.reason,
-            "input_fingerprint": header.input_fingerprint,
-            "input_text": header.input_text,
-            "meta": dict(header.meta),
-        },
-        "events": [
-            {"kind": e.kind.value, "stage": e.stage, "at": e.at.isoformat(), "data": dict(e.data)}
-            for e in record.events
-        ],
-    }
-
-
 async def _read(config: Config, trace_id: str) -> TraceRecord:
     store = await Store.open(config.store, config.privacy, os.environ)
     try:
@@ -101,7 +78,7 @@ def show(trace_id: TraceId, config: ConfigOption = None, as_json: JsonOption = F
     except FoureyesError as exc:
         fail(exc, as_json=as_json)
     if as_json:
-        emit_json({"ok": True, **record_json(record)})
+        emit_json({"ok": True, **record.as_json()})
         return
     _print_header(record)
     decisions = [e.data for e in record.events if e.kind is EventKind.DECISION]

@@ -45,6 +45,15 @@ class TraceEvent:
     at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     """When it happened, timezone-aware UTC."""
 
+    def as_json(self) -> dict[str, Any]:
+        """The event as JSON."""
+        return {
+            "kind": self.kind.value,
+            "stage": self.stage,
+            "at": self.at.isoformat(),
+            "data": dict(self.data),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class TraceRun:
@@ -66,6 +75,21 @@ class TraceRun:
     """Raw input, only when ``privacy.store_raw_text`` is on."""
     meta: Mapping[str, Any]
 
+    def as_json(self) -> dict[str, Any]:
+        """The run header as JSON."""
+        return {
+            "trace_id": self.trace_id,
+            "kind": self.kind,
+            "conversation_id": self.conversation_id,
+            "started_at": self.started_at.isoformat(),
+            "finished_at": None if self.finished_at is None else self.finished_at.isoformat(),
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "input_fingerprint": self.input_fingerprint,
+            "input_text": self.input_text,
+            "meta": dict(self.meta),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class TraceRecord:
@@ -73,6 +97,10 @@ class TraceRecord:
 
     run: TraceRun
     events: tuple[TraceEvent, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        """The run header and every event, in order, as JSON."""
+        return {"run": self.run.as_json(), "events": [e.as_json() for e in self.events]}
 
 
 class TraceWriter(Protocol):

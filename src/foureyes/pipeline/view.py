@@ -41,24 +41,7 @@ def _last(record: TraceRecord, kind: EventKind, stage: str, schema: str | None) 
 
 def trace_view(record: TraceRecord) -> dict[str, Any]:
     """A run as JSON for people and the console (see the module docstring)."""
-    header = record.run
-    return {
-        "run": {
-            "trace_id": header.trace_id,
-            "kind": header.kind,
-            "conversation_id": header.conversation_id,
-            "started_at": header.started_at.isoformat(),
-            "finished_at": None if header.finished_at is None else header.finished_at.isoformat(),
-            "outcome": header.outcome,
-            "reason": header.reason,
-            "input_fingerprint": header.input_fingerprint,
-            "input_text": header.input_text,
-            "meta": dict(header.meta),
-        },
-        "events": [
-            {"kind": e.kind.value, "stage": e.stage, "at": e.at.isoformat(), "data": dict(e.data)}
-            for e in record.events
-        ],
+    return record.as_json() | {
         "summary": {
             "triage": _last(record, EventKind.RISK, "triage", None),
             "gate": _last(record, EventKind.DECISION, "gate", RECORD_SCHEMA),
