@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install system-deps serve test lint typecheck unit bench clean
+.PHONY: install system-deps serve test lint typecheck unit bench bench-gateway clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ test: install system-deps lint typecheck unit
 
 bench: install
 	$(BIN)/python benchmarks/transport.py
+
+## The gateway against the bare SDK and NeMo Guardrails (its own venv); about 6 minutes.
+bench-gateway: install
+	bash benchmarks/nemo/setup.sh
+	$(BIN)/python benchmarks/gateway.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

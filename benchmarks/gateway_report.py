@@ -1,0 +1,288 @@
+"""Trace analysis and the Markdown report of benchmarks/gateway.py."""
+
+from __future__ import annotations
+
+import shlex
+import statistics
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gateway_parts import request_durations
+from loadgen import Cell, percentile
+
+from foureyes.config import PrivacyConfig, StoreConfig
+from foureyes.core.trace import EventKind, TraceRecord
+from foureyes.store import Store
+
+NEMO_SERVER = "NeMo server"
+LLMRAILS = "NeMo LLMRails (library)"
+FOUREYES = "foureyes gateway"
+SDK = "openai SDK (2 calls, no rail)"
+
+
+def progress(cell: Cell) -> str:
+    """One line to stderr while the run goes on."""
+    return (
+        f"{cell.system:32} {cell.latency_ms:>3} ms {cell.concurrency:>3} clients: "
+        f"{cell.throughput:7.1f} replies/s  p50 {cell.p50:7.1f} ms  p99 {cell.p99:7.1f} ms  "
+        f"failed {cell.failures}"
+    )
+
+
+def union_ms(intervals: Sequence[tuple[float, float]]) -> float:
+    """Length of the union of ``(start, end)`` intervals (seconds in, ms out)."""
+    total = 0.0
+    end = float("-inf")
+    for start, stop in sorted(intervals):
+        if start > end:
+            total += stop - start
+            end = stop
+        elif stop > end:
+            total += stop - end
+            end = stop
+    return total * 1000
+
+
+def model_calls(record: TraceRecord) -> list[tuple[float, float]]:
+    """Each model call of a run as ``(start, end)`` epoch seconds.
+
+    A ``model_call`` event is written right after its call returns, so its time is the
+    call's end and ``latency_ms`` (measured around the provider) gives its start.
+    """
+    calls = []
+    for event in record.events:
+        if event.kind is EventKind.MODEL_CALL:
+            end = event.at.timestamp()
+            calls.append((end - float(event.data["latency_ms"]) / 1000, end))
+    return calls
+
+
+async def read_traces(store_url: str, trace_ids: Sequence[str | None]) -> list[TraceRecord]:
+    store = await Store.open(StoreConfig(url=store_url), PrivacyConfig(), {})
+    try:
+        records = []
+        for trace_id in trace_ids:
+            record = None if trace_id is None else await store.traces.get(trace_id)
+            if record is None:
+                raise RuntimeError(f"trace {trace_id!r} is not in {store_url}")
+            records.append(record)
+        return records
+    finally:
+        await store.close()
+
+
+async def split(servers: Any, cell: Cell) -> dict[str, list[float]]:
+    """Per reply: model time (union of its calls), the calls summed, and the overheads.
+
+    ``server`` is the gateway's own request time (its request log) minus model time;
+    ``client`` is the latency the client saw minus model time (so it also holds the
+    client's SDK and the loopback hop); ``in_run`` is the pipeline run's span in the trace
+    (start to commit) minus model time.
+    """
+    assert cell.source is not None
+    durations = request_durations(servers.logs[cell.source])
+    records = await read_traces(servers.store_urls[cell.source], cell.trace_ids)
+    rows: dict[str, list[float]] = {
+        k: [] for k in ("model", "summed", "calls", "client", "server", "in_run")
+    }
+    for latency, record in zip(cell.latencies_ms, records, strict=True):
+        calls = model_calls(record)
+        model = union_ms(calls)
+        rows["model"].append(model)
+        rows["summed"].append(sum(end - start for start, end in calls) * 1000)
+        rows["calls"].append(len(calls))
+        rows["client"].append(latency - model)
+        if record.run.trace_id in durations:
+            rows["server"].append(durations[record.run.trace_id] - model)
+        if record.run.finished_at is not None:
+            run_ms = (record.run.finished_at - record.run.started_at).total_seconds() * 1000
+            rows["in_run"].append(run_ms - model)
+    return rows
+
+
+def _p50(values: Sequence[float]) -> float | None:
+    return round(statistics.median(values), 2) if values else None
+
+
+def _p99(values: Sequence[float]) -> float | None:
+    return round(percentile(values, 0.99), 2) if values else None
+
+
+async def overheads(servers: Any, cells: Sequence[Cell]) -> list[dict[str, Any]]:
+    """The gateway's own overhead per reply, per measured cell."""
+    out = []
+    for cell in cells:
+        rows = await split(servers, cell)
+        out.append(
+            {
+                "model_latency_ms": cell.latency_ms,
+                "clients": cell.concurrency,
+                "server_overhead_p50_ms": _p50(rows["server"]),
+                "server_overhead_p99_ms": _p99(rows["server"]),
+                "client_overhead_p50_ms": _p50(rows["client"]),
+                "in_run_overhead_p50_ms": _p50(rows["in_run"]),
+                "model_p50_ms": _p50(rows["model"]),
+                "model_calls_per_reply": round(statistics.mean(rows["calls"]), 2),
+                "gateway_cpu_ms_per_reply": cell.extra.get("server_cpu_ms"),
+            }
+        )
+    return out
+
+
+async def speculation(servers: Any, cells: Sequence[Cell]) -> list[dict[str, Any]]:
+    """Latency of the escalating message with and without the speculative draft."""
+    out = []
+    for cell in cells:
+        rows = await split(servers, cell)
+        out.append(
+            {
+                "mode": cell.source,
+                "model_latency_ms": cell.latency_ms,
+                "replies": len(cell.latencies_ms),
+                "failures": cell.failures,
+                "p50_ms": round(cell.p50, 2),
+                "p99_ms": round(cell.p99, 2),
+                "model_calls_per_reply": round(statistics.mean(rows["calls"]), 2),
+                "model_time_on_path_p50_ms": _p50(rows["model"]),
+                "model_time_summed_p50_ms": _p50(rows["summed"]),
+            }
+        )
+    return out
+
+
+def _find(cells: Sequence[Cell], system: str, latency: int, clients: int) -> Cell | None:
+    for cell in cells:
+        if (cell.system, cell.latency_ms, cell.concurrency) == (system, latency, clients):
+            return cell
+    return None
+
+
+def _ratio(a: Cell | None, b: Cell | None) -> str:
+    return f"{a.throughput / b.throughput:.2f}×" if a and b else "n/a"
+
+
+def _cpu(value: Any) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def _throughput_tables(cells: Sequence[Cell]) -> list[str]:
+    out = []
+    for latency in sorted({c.latency_ms for c in cells}):
+        out += [
+            "",
+            f"Model latency {latency} ms per call:",
+            "",
+            "| system | clients | replies/s | p50 ms | p99 ms | upstream calls/reply | failed "
+            "| server CPU ms/reply | simulator CPU ms/reply | load avg before → after |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        ]
+        for c in (c for c in cells if c.latency_ms == latency):
+            out.append(
+                f"| {c.system} | {c.concurrency} | {c.throughput:.1f} | {c.p50:.1f} | {c.p99:.1f} "
+                f"| {c.extra.get('calls_per_reply', 'n/a')} | {c.failures} "
+                f"| {_cpu(c.extra.get('server_cpu_ms'))} | {_cpu(c.extra.get('simulator_cpu_ms'))} "
+                f"| {c.load_before:.1f} → {c.load_after:.1f} |"
+            )
+    return out
+
+
+def _ratio_table(cells: Sequence[Cell]) -> list[str]:
+    out = [
+        "",
+        "Throughput ratios, foureyes gateway over:",
+        "",
+        "| model latency | clients | NeMo server (goal ≥ 5×) | NeMo LLMRails (goal > 1×) "
+        "| bare SDK |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for latency in sorted({c.latency_ms for c in cells}):
+        for n in sorted({c.concurrency for c in cells}):
+            mine = _find(cells, FOUREYES, latency, n)
+            out.append(
+                f"| {latency} ms | {n} | {_ratio(mine, _find(cells, NEMO_SERVER, latency, n))} "
+                f"| {_ratio(mine, _find(cells, LLMRAILS, latency, n))} "
+                f"| {_ratio(mine, _find(cells, SDK, latency, n))} |"
+            )
+    return out
+
+
+def _overhead_table(overheads: Sequence[Mapping[str, Any]]) -> list[str]:
+    out = [
+        "",
+        "Gateway's own overhead per reply (time minus the time inside model calls); goal: "
+        "p50 < 3 ms at 1 client, < 10 ms at 16:",
+        "",
+        "| model latency | clients | server-side p50 ms | server-side p99 ms "
+        "| seen by the client, p50 ms | in the pipeline run, p50 ms | model time p50 ms "
+        "| model calls/reply | gateway CPU ms/reply |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for o in overheads:
+        out.append(
+            f"| {o['model_latency_ms']} ms | {o['clients']} | {o['server_overhead_p50_ms']} "
+            f"| {o['server_overhead_p99_ms']} | {o['client_overhead_p50_ms']} "
+            f"| {o['in_run_overhead_p50_ms']} | {o['model_p50_ms']} "
+            f"| {o['model_calls_per_reply']} | {_cpu(o['gateway_cpu_ms_per_reply'])} |"
+        )
+    return out
+
+
+def _speculation_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    out = [
+        "",
+        "Speculative draft, L0-escalating message (L1, draft, review), 1 client:",
+        "",
+        "| model latency | mode | p50 ms | p99 ms | model calls/reply "
+        "| model time on the path, p50 ms | model time summed, p50 ms | failed |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['model_latency_ms']} ms | {r['mode']} | {r['p50_ms']} | {r['p99_ms']} "
+            f"| {r['model_calls_per_reply']} | {r['model_time_on_path_p50_ms']} "
+            f"| {r['model_time_summed_p50_ms']} | {r['failures']} |"
+        )
+    by = {(r["model_latency_ms"], r["mode"]): r for r in rows}
+    for latency in sorted({r["model_latency_ms"] for r in rows}):
+        seq, spec = by.get((latency, "sequential")), by.get((latency, "speculative"))
+        if seq and spec:
+            saved = seq["p50_ms"] - spec["p50_ms"]
+            out.append(
+                f"\nAt {latency} ms per call the speculative draft saves {saved:.1f} ms p50 "
+                f"({saved / seq['p50_ms']:.0%} of the sequential p50)."
+            )
+    return out
+
+
+def report(env: Mapping[str, Any], argv: Sequence[str], results: Mapping[str, Any]) -> str:
+    """The whole run as Markdown: the command, the machine, then every table."""
+    cells: list[Cell] = results["cells"]
+    out = [
+        "Command: `" + shlex.join(["python", "benchmarks/gateway.py", *argv]) + "`",
+        "",
+        "Machine: {cpus} CPUs shared by every process, Python {python}; foureyes {foureyes} "
+        "({commit}), "
+        "openai {openai} (client), nemoguardrails {nemoguardrails}; load average "
+        "{load_avg_start} at start, {load_avg_end} at end".format(**env),
+    ]
+    out += _throughput_tables(cells)
+    out += _ratio_table(cells)
+    if results["overheads"]:
+        out += _overhead_table(results["overheads"])
+    if results["speculation"]:
+        out += _speculation_table(results["speculation"])
+    return "\n".join(out)
+
+
+def as_json(
+    env: Mapping[str, Any], args: Mapping[str, Any], results: Mapping[str, Any]
+) -> dict[str, Any]:
+    return {
+        "environment": dict(env),
+        "argv": sys.argv[1:],
+        "options": {k: str(v) for k, v in args.items()},
+        "cells": [c.summary() for c in results["cells"]],
+        "overheads": results["overheads"],
+        "speculation": results["speculation"],
+    }

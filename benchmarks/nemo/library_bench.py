@@ -1,0 +1,83 @@
+"""NeMo Guardrails as a library: ``LLMRails.generate_async`` under concurrent callers.
+
+Runs inside NeMo's own virtual environment (benchmarks/.venv-nemo), started by
+benchmarks/gateway.py, which owns the simulator and reads the one JSON object this prints
+on stdout: per concurrency level, the wall time and every reply's latency in ms.
+
+    .venv-nemo/bin/python benchmarks/nemo/library_bench.py --config DIR --message TEXT \
+        --cells 1:200,16:400,64:400 [--warmup 20] [--expect TEXT]
+
+``--expect`` is the draft the simulator returns: a reply that differs (e.g. NeMo's refusal)
+is counted as a failure, so a misconfigured rail cannot pass for a fast one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("NEMO_GUARDRAILS_NO_USAGE_STATS", "1")
+
+from nemoguardrails import LLMRails, RailsConfig  # noqa: E402  (after the env default)
+
+
+async def drive(
+    rails: LLMRails, message: str, replies: int, concurrency: int, expect: str | None
+) -> dict[str, object]:
+    remaining = iter(range(replies))
+    latencies: list[float] = []
+    failures: list[str] = []
+
+    async def worker() -> None:
+        for _ in remaining:
+            started = time.perf_counter()
+            try:
+                answer = await rails.generate_async(messages=[{"role": "user", "content": message}])
+            except Exception as exc:  # a failed reply is data here, not the end of the run
+                failures.append(f"{type(exc).__name__}: {exc}")
+                continue
+            latencies.append((time.perf_counter() - started) * 1000)
+            content = answer.get("content") if isinstance(answer, dict) else None
+            if expect is not None and content != expect:
+                failures.append(f"unexpected reply: {str(content)[:80]!r}")
+
+    load_before = os.getloadavg()[0]
+    cpu = time.process_time()
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return {
+        "concurrency": concurrency,
+        "wall_s": time.perf_counter() - started,
+        "cpu_s": time.process_time() - cpu,
+        "load_before": load_before,
+        "load_after": os.getloadavg()[0],
+        "latencies_ms": latencies,
+        "failures": failures[:5],
+        "failure_count": len(failures),
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--message", required=True)
+    parser.add_argument("--cells", required=True, help="concurrency:replies,...")
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--expect")
+    args = parser.parse_args()
+    cells = [tuple(int(x) for x in cell.split(":")) for cell in args.cells.split(",")]
+
+    rails = LLMRails(RailsConfig.from_path(args.config))
+    results = []
+    for concurrency, replies in cells:
+        await drive(rails, args.message, max(args.warmup, concurrency), concurrency, args.expect)
+        results.append(await drive(rails, args.message, replies, concurrency, args.expect))
+    json.dump({"cells": results}, sys.stdout)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
