@@ -11,8 +11,8 @@ import typer
 from typer.testing import CliRunner
 
 from foureyes.cli import assess_cmd, calibrate_cmd
+from tests.helpers.answers import answer
 from tests.helpers.simulator import RunningSimulator
-from tests.risk._support import answer
 
 runner = CliRunner()
 

@@ -44,10 +44,10 @@ from foureyes.risk.result import RunPurpose, TriageResult
 from foureyes.risk.triage import Triage, TriageRequest
 from foureyes.store import Store
 from foureyes.store.alerts import SqlAlertRecords
+from tests.helpers.answers import answer
 from tests.helpers.clock import ManualClock
 from tests.risk._support import (
     ScriptedProvider,
-    answer,
     scripted_config,
     scripted_provider,
     scripted_routes,

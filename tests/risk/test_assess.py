@@ -23,7 +23,7 @@ from foureyes.risk.assess import (
 )
 from foureyes.risk.levels import RiskLevel
 from foureyes.risk.trend import Trend
-from tests.risk._support import DIMENSIONS, FLAGS, answer, report
+from tests.helpers.answers import DIMENSIONS, FLAGS, answer, report
 
 NO_TREND = Trend(days=7, assessed_days=0, negative_days=0, consecutive_negative_days=0)
 

@@ -28,8 +28,9 @@ from foureyes.risk.l0 import L0Gate
 from foureyes.risk.levels import RiskLevel
 from foureyes.risk.triage import Triage
 from foureyes.store import Store
+from tests.helpers.answers import answer
 from tests.helpers.simulator import SHARED_DATA
-from tests.risk._support import ScriptedProvider, answer
+from tests.risk._support import ScriptedProvider
 from tests.risk.conftest import MakeTriage
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "risk"

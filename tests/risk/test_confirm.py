@@ -11,7 +11,7 @@ from foureyes.core.policy import GenerationPolicy
 from foureyes.risk.assess import Assessment, Tier, parse_assessment
 from foureyes.risk.confirm import ConfirmationCheck, combined_level, confirm, policy_for
 from foureyes.risk.levels import RiskLevel
-from tests.risk._support import answer
+from tests.helpers.answers import answer
 
 THRESHOLD = 0.85
 

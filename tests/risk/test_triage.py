@@ -32,10 +32,10 @@ from foureyes.risk.levels import RiskLevel, RiskStatus
 from foureyes.risk.result import RunPurpose, SuppressReason
 from foureyes.risk.triage import FAILURE_REASONS, Triage, TriageRequest
 from foureyes.store import Store
+from tests.helpers.answers import answer
 from tests.helpers.clock import ManualClock
 from tests.risk._support import (
     ScriptedProvider,
-    answer,
     scripted_config,
     scripted_provider,
     scripted_routes,
