@@ -28,13 +28,13 @@ import asyncio
 import json
 import platform
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from loadgen import start_simulator, stop_process
 
 from foureyes.config import Config, PrivacyConfig, RolesConfig, RouteConfig, StoreConfig
 from foureyes.core.trace import EventKind, TraceEvent, TraceRecord
@@ -98,27 +98,6 @@ async def events_of(traces: Any, trace_id: str) -> list[TraceEvent]:
         return traces.events[trace_id]
     record = await traces.get(trace_id)
     return list(record.events)
-
-
-def start_simulator(scenario: Path) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from foureyes.cli import main; main()",
-            "simulate",
-            "--scenario",
-            str(scenario),
-            "--port",
-            "0",
-            "--json",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    ready = json.loads(process.stdout.readline())
-    return process, str(ready["base_url"])
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -192,9 +171,7 @@ async def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        scenario = Path(tmp) / "gate.json"
-        scenario.write_text(json.dumps(SCENARIO), encoding="utf-8")
-        process, base_url = start_simulator(scenario)
+        process, base_url = start_simulator(SCENARIO, Path(tmp))
         try:
             results = {
                 mode: await measure(
@@ -203,8 +180,7 @@ async def main() -> None:
                 for mode in ("standalone", "pipeline", "memory")
             }
         finally:
-            process.terminate()
-            process.wait()
+            stop_process(process)
     if args.json:
         print(json.dumps({"python": platform.python_version(), "results": results}, indent=2))
     else:

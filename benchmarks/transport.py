@@ -16,12 +16,12 @@ import asyncio
 import json
 import platform
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Literal
+
+from loadgen import start_simulator, stop_process
 
 from foureyes.config import RouteConfig
 from foureyes.llm.openai_compat import OpenAIProvider
@@ -46,27 +46,6 @@ REQUEST = ChatRequest(
     )
 )
 WARMUP_CALLS = 100
-
-
-def start_simulator(scenario: Path) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from foureyes.cli import main; main()",
-            "simulate",
-            "--scenario",
-            str(scenario),
-            "--port",
-            "0",
-            "--json",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    ready = json.loads(process.stdout.readline())
-    return process, str(ready["base_url"])
 
 
 async def run_calls(provider: OpenAIProvider, calls: int, concurrency: int) -> None:
@@ -113,14 +92,11 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        scenario = Path(tmp) / "bench.json"
-        scenario.write_text(json.dumps(SCENARIO), encoding="utf-8")
-        process, base_url = start_simulator(scenario)
+        process, base_url = start_simulator(SCENARIO, Path(tmp))
         try:
             rates = asyncio.run(benchmark(base_url, args.calls, args.concurrency, args.repeats))
         finally:
-            process.terminate()
-            process.wait(timeout=10)
+            stop_process(process)
             if process.stdout is not None:
                 process.stdout.close()
 
