@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ import openai
 import pytest
 
 from tests.helpers.postgres import free_port
+from tests.helpers.server import start_serve_process, stop_process
 
 FOUREYES = [sys.executable, "-m", "foureyes.cli"]
 
@@ -36,32 +36,12 @@ def _get(url: str) -> tuple[int, dict[str, object]]:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [*FOUREYES, "serve", "--port", str(port)],
-        env=_env(tmp_path),
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
+    server = start_serve_process([], env=_env(tmp_path), cwd=tmp_path)
+    assert server.process is not None
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                _get(base + "/healthz")
-                break
-            except (urllib.error.URLError, ConnectionError):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    out = proc.stdout.read().decode() if proc.stdout else ""
-                    pytest.fail(f"foureyes serve did not start: {out}")
-                time.sleep(0.1)
-        yield base
+        yield server.url
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        if proc.stdout:
-            proc.stdout.close()
+        stop_process(server.process)
 
 
 def test_serve_with_no_config_answers_healthz_offline_and_sqlite(
