@@ -185,6 +185,18 @@ def translate_errors(route: str, timeout_s: float) -> Iterator[None]:
         raise translate(exc, route, timeout_s) from exc
 
 
+@functools.cache
+def _http_response_type() -> Any:
+    """The HTTP response class the SDK returns unparsed when asked for it as ``cast_to``."""
+    try:  # openai 3.x, on httpx2
+        from openai._base_client import http_response_types
+    except ImportError:  # openai 1.x and 2.x, on httpx
+        import httpx
+
+        return httpx.Response
+    return http_response_types()[0]
+
+
 class _Wire(pydantic.BaseModel):
     # Endpoints add fields of their own (DeepSeek: prompt_cache_hit_tokens, ...).
     model_config = pydantic.ConfigDict(extra="ignore", frozen=True)
@@ -312,12 +324,18 @@ class OpenAIProvider:
         started = time.monotonic()
         with translate_errors(self.route, timeout_s):
             async with asyncio.timeout(timeout_s):
-                # The raw body, validated by our own schema below: the SDK's parsing is
-                # lenient by design and would let a malformed completion through.
-                raw = await client.chat.completions.with_raw_response.create(
-                    **self._params(request), timeout=timeout_s
+                # The SDK's own POST (its client, headers, auth and status errors), with the
+                # body we built: ``create()`` would spend about 0.4 ms per call re-shaping
+                # parameters that are already wire-ready. The raw body is validated by our
+                # own schema below: the SDK's parsing is lenient by design and would let a
+                # malformed completion through.
+                raw = await client.post(
+                    "/chat/completions",
+                    body=self._params(request),
+                    cast_to=_http_response_type(),
+                    options={"timeout": timeout_s},
                 )
-            completion = _Completion.model_validate_json(raw.http_response.content)
+            completion = _Completion.model_validate_json(raw.content)
         latency_s = time.monotonic() - started
         choice = completion.choices[0]
         usage = completion.usage or _Usage()
