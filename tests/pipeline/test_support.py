@@ -105,8 +105,8 @@ async def test_the_whole_run_is_committed_in_one_trace_before_handle_returns(
     assert run.input_fingerprint == store.traces.fingerprint(CALM)
     assert [(e.kind.value, e.stage) for e in record.events] == [
         ("risk", "l0"),
-        ("model_call", "draft"),
         ("risk", "triage"),
+        ("model_call", "draft"),
         ("model_call", "review"),
         ("decision", "gate"),
         ("delivery", "pipeline"),
@@ -403,8 +403,8 @@ async def test_a_store_that_cannot_record_the_run_delivers_nothing(
     pipeline = SupportPipeline(config, routes, store)
 
     def review_then_lock(request: ChatRequest) -> str:
-        # The run is open by now (the triage's assessment wrote it) and no write of the
-        # store is under way; from here on every write times out. (A responder blocks
+        # No write of the store is under way (the triage of a calm message is held for
+        # the run's commit); from here on every write times out. (A responder blocks
         # the event loop, so it must not run while a write of this store is in flight.)
         locked.execute("BEGIN IMMEDIATE")
         return approve()(request)
@@ -414,10 +414,10 @@ async def test_a_store_that_cannot_record_the_run_delivers_nothing(
         with pytest.raises(StoreError):
             await pipeline.handle(SupportMessage(text=CALM, conversation_id="c1"))
         locked.execute("ROLLBACK")
-        [run] = await store.traces.list_runs()
-        record = await store.traces.get(run.trace_id)
-        # Invariant 10: what could not be recorded was not returned; the run stays open.
-        assert record is not None and record.events == () and record.run.finished_at is None
+        # Invariant 10: what could not be recorded was not returned, and nothing of the
+        # run was half-written: no header, no event, no held triage record.
+        assert await store.traces.list_runs() == []
+        assert await store.assessments.for_conversation("c1") == []
     finally:
         if locked.in_transaction:
             locked.execute("ROLLBACK")

@@ -26,6 +26,7 @@ from foureyes.core.roles import Role
 from foureyes.core.trace import EventKind
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.provider import ChatRequest
+from foureyes.pipeline._buffer import HeldTraces
 from foureyes.risk.assess import Tier, Turn
 from foureyes.risk.l0 import L0Gate
 from foureyes.risk.levels import RiskLevel, RiskStatus
@@ -486,6 +487,36 @@ async def test_a_pipeline_run_can_carry_the_triage(
     record = await store.traces.get(trace_id)
     assert record is not None and record.run.finished_at is None  # the pipeline closes it
     assert [e.stage for e in record.events if e.kind is EventKind.RISK] == ["l0", "l1", "triage"]
+
+
+async def test_held_records_wait_for_the_run_only_when_l0_made_no_call(
+    provider: ScriptedProvider, store: Store, gate: L0Gate, clock: ManualClock
+) -> None:
+    # The pipeline's writer: a run's events are held in memory until its commit.
+    traces = HeldTraces(store.traces)
+    config = scripted_config()
+    caller = ModelCaller(scripted_routes(config, provider), ledger=store.ledger, trace=traces)
+    triage = Triage(config, caller, store.assessments, gate, clock=clock, hold_quiet_records=True)
+
+    # A calm message in a run the caller opened: held for that run's next write.
+    calm_run = await traces.start_held_run("support_message", conversation_id="c1", reserve=True)
+    calm = await triage.assess(request(CALM, trace_id=calm_run))
+    assert calm.assessment_id is not None and await rows(store) == []
+    await traces.commit(calm_run, outcome="released", reason=None)
+    [written] = await rows(store)
+    assert (written.id, written.trace_id, written.tier) == (calm.assessment_id, calm_run, "L0")
+
+    # L0 escalated: the record is written before the result is returned (it may alert).
+    crisis_run = await traces.start_held_run("support_message", conversation_id="c2", reserve=True)
+    provider.enqueue(L1, answer("low"))
+    crisis = await triage.assess(request(CRISIS, conversation="c2", trace_id=crisis_run))
+    [escalated] = await rows(store, "c2")
+    assert escalated.id == crisis.assessment_id and escalated.tier == "L1"
+
+    # A triage with its own run (no trace_id) is never held.
+    alone = await triage.assess(request(CALM, conversation="c3"))
+    [own] = await rows(store, "c3")
+    assert own.id == alone.assessment_id
 
 
 def test_a_triage_needs_a_ledger_for_its_daily_limit(store: Store, gate: L0Gate) -> None:

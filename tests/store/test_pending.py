@@ -163,3 +163,64 @@ async def test_raw_text_of_a_reserved_run_follows_the_privacy_settings(
 
     record = await store.traces.get(trace_id)
     assert record is not None and record.run.input_text == "kept for three days"
+
+
+async def test_a_held_assessment_is_written_by_the_runs_next_write(
+    open_store: OpenStore, store_url: str
+) -> None:
+    store = await open_store(store_url)
+    trace_id = await reserved(store)
+
+    assessment_id = store.assessments.hold(row(trace_id=trace_id), text="hello")
+
+    assert await store.assessments.get(assessment_id) is None  # held, not written
+    await store.traces.append_many(trace_id, [event("a")], outcome="released", reason=None)
+    stored = await store.assessments.get(assessment_id)
+    assert stored is not None and stored.trace_id == trace_id
+    assert stored.text_fingerprint == store.assessments.fingerprint("hello")
+    # Written once: the run's next write carries nothing more.
+    finished = await store.traces.get(trace_id)
+    assert finished is not None and finished.run.outcome == "released"
+    assert [a.id for a in await store.assessments.for_conversation("c1")] == [assessment_id]
+
+
+async def test_a_held_assessment_of_a_dropped_run_is_never_written(
+    open_store: OpenStore, store_url: str
+) -> None:
+    store = await open_store(store_url)
+    trace_id = await reserved(store)
+    assessment_id = store.assessments.hold(row(trace_id=trace_id), text="hello")
+
+    assert store.traces.abandon_reserved(trace_id) is True
+
+    other = store.traces.reserve_run("support_message", conversation_id="c1")
+    await store.traces.finish_run(other, outcome="ok", reason=None)
+    assert await store.assessments.get(assessment_id) is None
+    assert await store.assessments.for_conversation("c1") == []
+
+
+async def test_a_held_assessment_survives_a_failed_write_and_is_written_once(
+    open_store: OpenStore, sqlite_path: Path, sqlite_url: str
+) -> None:
+    store = await open_store(sqlite_url, timeout_s=0.1)
+    trace_id = store.traces.reserve_run("support_message", conversation_id="c1")
+    assessment_id = store.assessments.hold(row(trace_id=trace_id), text="hello")
+    other = sqlite3.connect(sqlite_path, timeout=1, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreError):
+            await store.traces.append(trace_id, event("a"))
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+
+    assert await store.assessments.get(assessment_id) is None
+    await store.traces.append(trace_id, event("b"))
+    await store.traces.append(trace_id, event("c"))
+    assert [a.id for a in await store.assessments.for_conversation("c1")] == [assessment_id]
+
+
+async def test_holding_an_assessment_needs_a_run(open_store: OpenStore, store_url: str) -> None:
+    store = await open_store(store_url)
+    with pytest.raises(UsageError, match="trace_id"):
+        store.assessments.hold(row(trace_id=None), text="hello")

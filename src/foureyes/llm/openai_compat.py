@@ -188,13 +188,14 @@ def translate_errors(route: str, timeout_s: float) -> Iterator[None]:
 @functools.cache
 def _http_response_type() -> Any:
     """The HTTP response class the SDK returns unparsed when asked for it as ``cast_to``."""
-    try:  # openai 3.x, on httpx2
-        from openai._base_client import http_response_types
-    except ImportError:  # openai 1.x and 2.x, on httpx
+    from openai import _base_client
+
+    response_types = getattr(_base_client, "http_response_types", None)
+    if response_types is None:  # openai 1.x and 2.x, on httpx
         import httpx
 
         return httpx.Response
-    return http_response_types()[0]
+    return response_types()[0]  # openai 3.x, on httpx2
 
 
 class _Wire(pydantic.BaseModel):

@@ -109,7 +109,12 @@ class SupportPipeline:
         self.caller = ModelCaller(routes, ledger=store.ledger, trace=self._traces)
         """The metered caller every role of the pipeline calls through."""
         self.triage = Triage(
-            config, self.caller, store.assessments, l0 or L0Gate.default(), trace=self._traces
+            config,
+            self.caller,
+            store.assessments,
+            l0 or L0Gate.default(),
+            trace=self._traces,
+            hold_quiet_records=True,
         )
         """The triage of each message."""
         self.gate = GateRunner(
@@ -141,8 +146,9 @@ class SupportPipeline:
         speculative = self.config.gate.speculative_draft
         started_wall = dt.datetime.now(dt.UTC)
         started = time.perf_counter()
-        # Reserved, not written: the triage's assessment record (the first record that
-        # names the run) writes its header in the same transaction.
+        # Reserved, not written: the first record that names the run writes its header
+        # in the same transaction (the triage's assessment when L0 escalated; otherwise
+        # the triage's record is held too, and the final commit writes all three).
         trace_id = await self._traces.start_held_run(
             RUN_KIND,
             reserve=True,

@@ -139,8 +139,17 @@ class Triage:
         *,
         trace: TraceWriter | None = None,
         clock: WallClock = utc_now,
+        hold_quiet_records: bool = False,
     ) -> None:
         """Use ``caller`` for L1/L2 (it must have a ledger), ``log`` for records.
+
+        With ``hold_quiet_records`` the record of a triage that L0 did not escalate, in a
+        run the caller opened (``TriageRequest.trace_id``), is held for that run's next
+        write instead of written at once (:meth:`SqlAssessmentLog.hold
+        <foureyes.store.assessments.SqlAssessmentLog.hold>`): such a triage made no model
+        call and cannot alert, so nothing acts on it outside the run, and the caller
+        delivers nothing before its run is committed (the support pipeline, which saves
+        a transaction per message this way).
 
         Raises:
             UsageError: ``caller`` has no spend ledger, so the per-conversation daily
@@ -154,6 +163,7 @@ class Triage:
         self._gate = gate
         self._trace = trace if trace is not None else caller.trace
         self._clock = clock
+        self._hold_quiet = hold_quiet_records
 
     async def assess(self, request: TriageRequest) -> TriageResult:
         """Triage one message. Never raises for expected failures: they are reasons.
@@ -180,9 +190,11 @@ class Triage:
             if l0.escalate:
                 await self._escalate(request, run, trace_id)
             result = self._result(request, l0, locale, run, trace_id, started, None)
-            assessment_id = await self._log.record(
-                _row(result, at=self._clock()), text=request.text
-            )
+            row = _row(result, at=self._clock())
+            if self._hold_quiet and not own_run and trace_id is not None and not l0.escalate:
+                assessment_id = self._log.hold(row, text=request.text)
+            else:
+                assessment_id = await self._log.record(row, text=request.text)
             result = result.with_assessment_id(assessment_id)
             await self._event(trace_id, "triage", result.as_dict(with_evidence=False))
             if own_run and trace_id is not None and self._trace is not None:

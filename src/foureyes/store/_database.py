@@ -20,6 +20,7 @@ from sqlalchemy.util import await_only as await_
 
 from foureyes.config import mask_url
 from foureyes.core.errors import ConfigError, StoreError, UsageError
+from foureyes.store._sqlite_driver import DRIVER_NAME
 
 __all__ = ["Database", "translate_errors"]
 
@@ -105,7 +106,7 @@ class Database:
             # Every transaction ends in an explicit COMMIT or ROLLBACK, so the pool's own
             # rollback on return would cost a round trip to the driver thread for nothing;
             # the reset hook below rolls back only a connection still in a transaction.
-            engine = create_async_engine(parsed, pool_reset_on_return=None)
+            engine = create_async_engine(_one_trip(parsed), pool_reset_on_return=None)
             _configure_sqlite(engine, millis)
         else:
             engine = create_async_engine(
@@ -197,6 +198,11 @@ class Database:
     def _check_open(self, operation: str) -> None:
         if self._closed:
             raise UsageError(f"the store is closed; cannot {operation}")
+
+
+def _one_trip(url: URL) -> URL:
+    # aiosqlite's dialect with one trip to its thread per statement (see _sqlite_driver).
+    return url.set(drivername=DRIVER_NAME) if url.drivername == "sqlite+aiosqlite" else url
 
 
 def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:

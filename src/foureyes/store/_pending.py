@@ -8,6 +8,12 @@ a run (an event, a finish, a triage's assessment, an open unknown) goes through
 transaction, so the foreign keys hold and the header is exactly as durable as the first
 record that needs it. A reservation is forgotten only once that transaction committed; a
 failed one leaves it reserved for the next write.
+
+A run's store writes may also *hold* rows (:meth:`PendingRuns.hold`): a row that needs no
+transaction of its own, because nothing outside the run acts on it before the run's next
+write commits (the pipeline's triage of a message that made no model call), is inserted
+by that next write, after the header. Held rows are as durable as the record that carries
+them, and are forgotten with the reservation if the run is dropped.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import contextlib
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from sqlalchemy import Insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from foureyes.store._database import Database
@@ -30,13 +37,19 @@ class PendingRuns:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._rows: dict[str, dict[str, Any]] = {}
+        self._held: dict[str, list[tuple[Insert, dict[str, Any]]]] = {}
 
     def reserve(self, row: Mapping[str, Any]) -> None:
         """Hold the header ``row`` (with its ``trace_id``) until a write names the run."""
         self._rows[str(row["trace_id"])] = dict(row)
 
+    def hold(self, trace_id: str, statement: Insert, row: Mapping[str, Any]) -> None:
+        """Insert ``row`` with ``statement`` in the next write that names ``trace_id``."""
+        self._held.setdefault(trace_id, []).append((statement, dict(row)))
+
     def discard(self, trace_id: str) -> bool:
-        """Forget a reserved run never written; whether it was still reserved."""
+        """Forget a reserved run never written (and its held rows); whether it was reserved."""
+        self._held.pop(trace_id, None)
         return self._rows.pop(trace_id, None) is not None
 
     def __contains__(self, trace_id: object) -> bool:
@@ -44,18 +57,32 @@ class PendingRuns:
 
     @contextlib.asynccontextmanager
     async def write(self, operation: str, trace_id: str | None) -> AsyncIterator[AsyncConnection]:
-        """:meth:`Database.write`, with the header of ``trace_id`` inserted first if reserved.
+        """:meth:`Database.write`, opening with the run's reserved header and held rows.
+
+        The header of ``trace_id`` is inserted first if it is reserved, then the rows
+        held for the run.
 
         Raises:
-            StoreError: the database failed; the run stays reserved then.
+            StoreError: the database failed; the run stays reserved (its rows held) then.
             UsageError: the store is closed.
         """
         row = None if trace_id is None else self._rows.get(trace_id)
+        held = () if trace_id is None else tuple(self._held.get(trace_id, ()))
         async with self._db.write(operation) as conn:
             if row is not None:
                 # Ids carry 80 random bits, so a conflict can only be this very header,
                 # inserted by a concurrent write naming the same run (PostgreSQL).
                 await conn.execute(self._db.insert_ignoring_conflict(trace_runs, row, ["trace_id"]))
+            for statement, values in held:
+                await conn.execute(statement, values)
             yield conn
-        if row is not None:
-            self._rows.pop(str(trace_id), None)
+        if trace_id is not None:
+            self._rows.pop(trace_id, None)
+        if held:
+            assert trace_id is not None
+            # Only what this transaction wrote: a row held meanwhile waits for the next.
+            remaining = self._held.get(trace_id, [])[len(held) :]
+            if remaining:
+                self._held[trace_id] = remaining
+            else:
+                self._held.pop(trace_id, None)

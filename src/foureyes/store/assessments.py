@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import and_, delete, select
 
 from foureyes.core.budget import utc_day
+from foureyes.core.errors import UsageError
 from foureyes.store._clock import require_utc
 from foureyes.store._database import Database
 from foureyes.store._pending import PendingRuns
@@ -111,29 +112,47 @@ class SqlAssessmentLog:
             StoreError: the row could not be written.
             UsageError: ``row.at`` is naive.
         """
-        at = require_utc(row.at, "row.at")
-        assessment_id = new_trace_id(at)
+        values = self._values(row, text)
         async with self._pending.write("record_assessment", row.trace_id) as conn:
-            await conn.execute(
-                _INSERT,
-                {
-                    "id": assessment_id,
-                    "trace_id": row.trace_id,
-                    "conversation_id": row.conversation_id,
-                    "purpose": row.purpose,
-                    "at": at,
-                    "day": utc_day(at),
-                    "text_fingerprint": self._fingerprint(text),
-                    "status": row.status,
-                    "level": row.level,
-                    "tier": row.tier,
-                    "confirmed": row.confirmed,
-                    "policy": row.policy,
-                    "reasons": list(row.reasons),
-                    "detail": dict(row.detail),
-                },
-            )
-        return assessment_id
+            await conn.execute(_INSERT, values)
+        return str(values["id"])
+
+    def hold(self, row: NewAssessment, *, text: str) -> str:
+        """Hold one triage's record for the next write of its run, and return its id.
+
+        For a record nothing acts on outside the run before that write commits: the
+        pipeline's triage of a message that made no model call (it cannot alert, and
+        its run's commit, which the reply waits for, carries it). A run that is dropped
+        drops the record with it.
+
+        Raises:
+            UsageError: ``row.at`` is naive, or ``row.trace_id`` is ``None`` (a record
+                held for no run would never be written).
+        """
+        if row.trace_id is None:
+            raise UsageError("an assessment can be held only for a run (trace_id)")
+        values = self._values(row, text)
+        self._pending.hold(row.trace_id, _INSERT, values)
+        return str(values["id"])
+
+    def _values(self, row: NewAssessment, text: str) -> dict[str, Any]:
+        at = require_utc(row.at, "row.at")
+        return {
+            "id": new_trace_id(at),
+            "trace_id": row.trace_id,
+            "conversation_id": row.conversation_id,
+            "purpose": row.purpose,
+            "at": at,
+            "day": utc_day(at),
+            "text_fingerprint": self._fingerprint(text),
+            "status": row.status,
+            "level": row.level,
+            "tier": row.tier,
+            "confirmed": row.confirmed,
+            "policy": row.policy,
+            "reasons": list(row.reasons),
+            "detail": dict(row.detail),
+        }
 
     async def get(self, assessment_id: str) -> StoredAssessment | None:
         """One recorded triage, or ``None``.
