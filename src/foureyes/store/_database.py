@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from alembic.util import CommandError
-from sqlalchemy import Connection, Insert, Table, event
+from sqlalchemy import Connection, Engine, Insert, Table, create_engine, event, pool
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError, StatementError
@@ -35,7 +36,9 @@ _FOREIGN_ERRORS: tuple[type[BaseException], ...] = (
     CommandError,
 )
 _MAX_DETAIL = 500
+_T = TypeVar("_T")
 _WRITE_OPTION = "foureyes_write"
+_NO_BEGIN_OPTION = "foureyes_single_read"
 
 
 @contextlib.asynccontextmanager
@@ -76,8 +79,11 @@ class Database:
         self._engine = engine
         self._timeout_s = timeout_s
         self._writer = engine.execution_options(**{_WRITE_OPTION: True})
+        self._single_reads = engine.execution_options(**{_NO_BEGIN_OPTION: True})
         self._url = url
-        self._sqlite_writes = asyncio.Lock() if url.get_backend_name() == "sqlite" else None
+        sqlite_file = url.get_backend_name() == "sqlite"
+        self._sqlite_writes = asyncio.Lock() if sqlite_file else None
+        self._sqlite_writer = _SqliteWriter(url, timeout_s) if sqlite_file else None
         self._closed = False
 
     @classmethod
@@ -165,34 +171,71 @@ class Database:
             async with lock, self._writer.begin() as conn:
                 yield conn
 
+    async def run_write(self, operation: str, work: Callable[[Connection], _T]) -> _T:
+        """Run ``work`` (synchronous, on a plain SQLAlchemy connection) in a write transaction.
+
+        The transaction commits when ``work`` returns and rolls back if it raises. On
+        SQLite the whole transaction runs in one trip to a dedicated writer thread with
+        its own connection, where :meth:`write` makes a trip per statement to aiosqlite's
+        thread; it queues on the same lock as :meth:`write`, so the process still has one
+        writer at a time. On PostgreSQL ``work`` runs through ``run_sync`` on the async
+        engine. ``work`` must only touch the database through its connection.
+
+        If the caller is cancelled while the writer thread runs ``work``, the transaction
+        still completes (a thread cannot be interrupted); what it wrote stays written.
+
+        Raises:
+            StoreError: the database failed (see :func:`translate_errors`), or ``work``
+                raised it; nothing is written then.
+            UsageError: the store is closed.
+        """
+        self._check_open(operation)
+        async with translate_errors(operation, self._url):
+            if self._sqlite_writer is None or self._sqlite_writes is None:
+                async with self._writer.begin() as conn:
+                    return await conn.run_sync(work)
+            async with self._sqlite_writes:
+                return await self._sqlite_writer.run(work)
+
     @contextlib.asynccontextmanager
-    async def read(self, operation: str) -> AsyncIterator[AsyncConnection]:
+    async def read(
+        self, operation: str, *, snapshot: bool = True
+    ) -> AsyncIterator[AsyncConnection]:
         """A connection in a read transaction (one consistent snapshot), rolled back at the end.
+
+        Args:
+            operation: what the read is for, named in errors.
+            snapshot: ``False`` for a block of a single statement, which is its own
+                snapshot: on SQLite it then runs without a transaction around it (two trips
+                to the driver's thread fewer); PostgreSQL ignores it.
 
         Raises:
             StoreError: the database failed (see :func:`translate_errors`).
             UsageError: the store is closed.
         """
         self._check_open(operation)
-        async with translate_errors(operation, self._url), self._engine.connect() as conn:
+        engine = self._engine if snapshot else self._single_reads
+        async with translate_errors(operation, self._url), engine.connect() as conn:
             yield conn
 
     def insert_ignoring_conflict(
         self, table: Table, values: Mapping[str, Any], conflict_columns: Sequence[str]
     ) -> Insert:
         """An INSERT that does nothing when a row with the same ``conflict_columns`` exists."""
+        return self.insert_ignoring_conflict_of(table, conflict_columns).values(**values)
+
+    def insert_ignoring_conflict_of(self, table: Table, conflict_columns: Sequence[str]) -> Insert:
+        """The same INSERT without values: built once, executed with each row as parameters."""
         dialect_insert = sqlite.insert if self.dialect == "sqlite" else postgresql.insert
-        return (
-            dialect_insert(table)
-            .values(**values)
-            .on_conflict_do_nothing(index_elements=list(conflict_columns))
-        )
+        return dialect_insert(table).on_conflict_do_nothing(index_elements=list(conflict_columns))
 
     async def dispose(self) -> None:
         """Close every pooled connection; the database cannot be used afterwards."""
         if self._closed:
             return
         self._closed = True
+        if self._sqlite_writer is not None:
+            await self._sqlite_writer.close()
         await self._engine.dispose()
 
     def _check_open(self, operation: str) -> None:
@@ -220,7 +263,12 @@ def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Connection) -> None:
-        immediate = connection.get_execution_options().get(_WRITE_OPTION, False)
+        options = connection.get_execution_options()
+        if options.get(_NO_BEGIN_OPTION, False):
+            # A single SELECT in autocommit mode is its own snapshot; the rollback at the
+            # end finds no transaction and costs no trip (see _sqlite_driver).
+            return
+        immediate = options.get(_WRITE_OPTION, False)
         # One statement on the driver's connection: one trip to aiosqlite's thread, where
         # a cursor through SQLAlchemy costs three (open, execute, close). Its failure (a
         # busy timeout) propagates as sqlite3.Error, which translate_errors turns into
@@ -238,6 +286,60 @@ def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
         # the next user never inherits a half-done write or a held write lock.
         if state.asyncio_safe and dbapi_connection.driver_connection.in_transaction:
             dbapi_connection.rollback()
+
+
+class _SqliteWriter:
+    """Write transactions of an SQLite store, each run whole on one dedicated thread.
+
+    The thread owns a synchronous engine (the standard ``sqlite3`` driver) on the same
+    file, configured as the async one (the same pragmas, ``BEGIN IMMEDIATE``). The engine
+    is created and used only on that thread, so its connection never crosses threads.
+    """
+
+    def __init__(self, url: URL, timeout_s: float) -> None:
+        self._url = url.set(drivername="sqlite+pysqlite")
+        self._busy_timeout_ms = max(1, round(timeout_s * 1000))
+        self._thread = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="foureyes-sqlite-writer"
+        )
+        self._engine: Engine | None = None
+
+    async def run(self, work: Callable[[Connection], _T]) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, self._transaction, work)
+
+    def _transaction(self, work: Callable[[Connection], _T]) -> _T:
+        if self._engine is None:
+            self._engine = _sync_sqlite_engine(self._url, self._busy_timeout_ms)
+        with self._engine.begin() as conn:
+            return work(conn)
+
+    async def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._thread, self._dispose)
+        self._thread.shutdown(wait=True)
+
+    def _dispose(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+
+def _sync_sqlite_engine(url: URL, busy_timeout_ms: int) -> Engine:
+    # The thread's only connection: every transaction ends in COMMIT or ROLLBACK.
+    engine = create_engine(url, poolclass=pool.StaticPool, pool_reset_on_return=None)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+        dbapi_connection.isolation_level = None  # our own BEGIN, below
+        for pragma in _sqlite_pragmas(busy_timeout_ms):
+            dbapi_connection.execute(pragma)
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
 
 
 def _sqlite_pragmas(busy_timeout_ms: int) -> tuple[str, ...]:

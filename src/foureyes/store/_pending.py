@@ -4,7 +4,7 @@ A support message's run used to cost a transaction of its own just to insert its
 before anything else was written. A reserved run (:meth:`SqlTraceWriter.reserve_run
 <foureyes.store.traces.SqlTraceWriter.reserve_run>`) skips it: every store write that names
 a run (an event, a finish, a triage's assessment, an open unknown) goes through
-:meth:`PendingRuns.write`, which inserts the header of a reserved run first, in the same
+:meth:`PendingRuns.run`, which inserts the header of a reserved run first, in the same
 transaction, so the foreign keys hold and the header is exactly as durable as the first
 record that needs it. A reservation is forgotten only once that transaction committed; a
 failed one leaves it reserved for the next write.
@@ -18,17 +18,17 @@ them, and are forgotten with the reservation if the run is dropped.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
-from sqlalchemy import Insert
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection, Insert
 
 from foureyes.store._database import Database
 from foureyes.store.tables import trace_runs
 
 __all__ = ["PendingRuns"]
+
+_T = TypeVar("_T")
 
 
 class PendingRuns:
@@ -36,6 +36,7 @@ class PendingRuns:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._insert_header = db.insert_ignoring_conflict_of(trace_runs, ["trace_id"])
         self._rows: dict[str, dict[str, Any]] = {}
         self._held: dict[str, list[tuple[Insert, dict[str, Any]]]] = {}
 
@@ -55,34 +56,37 @@ class PendingRuns:
     def __contains__(self, trace_id: object) -> bool:
         return trace_id in self._rows
 
-    @contextlib.asynccontextmanager
-    async def write(self, operation: str, trace_id: str | None) -> AsyncIterator[AsyncConnection]:
-        """:meth:`Database.write`, opening with the run's reserved header and held rows.
+    async def run(self, operation: str, trace_id: str, work: Callable[[Connection], _T]) -> _T:
+        """:meth:`Database.run_write`, opening with the run's reserved header and held rows.
 
         The header of ``trace_id`` is inserted first if it is reserved, then the rows
-        held for the run.
+        held for the run, then ``work`` runs, all in one transaction.
 
         Raises:
-            StoreError: the database failed; the run stays reserved (its rows held) then.
+            StoreError: the database failed, or ``work`` raised it; the run stays reserved
+                (its rows held) then.
             UsageError: the store is closed.
         """
-        row = None if trace_id is None else self._rows.get(trace_id)
-        held = () if trace_id is None else tuple(self._held.get(trace_id, ()))
-        async with self._db.write(operation) as conn:
+        row = self._rows.get(trace_id)
+        held = tuple(self._held.get(trace_id, ()))
+        insert_header = self._insert_header
+
+        def transaction(conn: Connection) -> _T:
             if row is not None:
                 # Ids carry 80 random bits, so a conflict can only be this very header,
                 # inserted by a concurrent write naming the same run (PostgreSQL).
-                await conn.execute(self._db.insert_ignoring_conflict(trace_runs, row, ["trace_id"]))
+                conn.execute(insert_header, row)
             for statement, values in held:
-                await conn.execute(statement, values)
-            yield conn
-        if trace_id is not None:
-            self._rows.pop(trace_id, None)
+                conn.execute(statement, values)
+            return work(conn)
+
+        result = await self._db.run_write(operation, transaction)
+        self._rows.pop(trace_id, None)
         if held:
-            assert trace_id is not None
             # Only what this transaction wrote: a row held meanwhile waits for the next.
             remaining = self._held.get(trace_id, [])[len(held) :]
             if remaining:
                 self._held[trace_id] = remaining
             else:
                 self._held.pop(trace_id, None)
+        return result

@@ -113,8 +113,13 @@ class SqlAssessmentLog:
             UsageError: ``row.at`` is naive.
         """
         values = self._values(row, text)
-        async with self._pending.write("record_assessment", row.trace_id) as conn:
-            await conn.execute(_INSERT, values)
+        if row.trace_id is None:
+            async with self._db.write("record_assessment") as conn:
+                await conn.execute(_INSERT, values)
+        else:
+            await self._pending.run(
+                "record_assessment", row.trace_id, lambda conn: conn.execute(_INSERT, values)
+            )
         return str(values["id"])
 
     def hold(self, row: NewAssessment, *, text: str) -> str:

@@ -8,7 +8,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Integer, and_, bindparam, select, update
+from sqlalchemy import Connection, Integer, and_, bindparam, select, update
 
 from foureyes.config import PrivacyConfig
 from foureyes.core.digest import text_fingerprint
@@ -179,14 +179,7 @@ class SqlTraceWriter:
             UsageError: the event's kind is not an :class:`EventKind`, its time is naive, or
                 its data is not JSON-serialisable.
         """
-        row = _event_row(event)
-        async with self._pending.write("append", trace_id) as conn:
-            seq = (
-                await conn.execute(_TAKE_SEQ, {"run": trace_id, "count": 1})
-            ).scalar_one_or_none()
-            if seq is None:
-                raise await _closed_run_error(conn, "append", trace_id)
-            await conn.execute(_INSERT_EVENT, {"trace_id": trace_id, "seq": seq, **row})
+        await self._append_rows("append", trace_id, [_event_row(event)], {})
 
     async def append_many(
         self,
@@ -212,20 +205,38 @@ class SqlTraceWriter:
         rows = [_event_row(event) for event in events]
         if not rows and outcome is None:
             return
-        params: dict[str, Any] = {"run": trace_id, "count": len(rows)}
-        if outcome is not None:
-            params |= {"now": self._now(), "outcome": outcome, "reason": reason}
-        statement = _TAKE_SEQ if outcome is None else _TAKE_SEQ_AND_FINISH
-        async with self._pending.write("append_many", trace_id) as conn:
-            last = (await conn.execute(statement, params)).scalar_one_or_none()
+        finish = (
+            {} if outcome is None else {"now": self._now(), "outcome": outcome, "reason": reason}
+        )
+        await self._append_rows("append_many", trace_id, rows, finish)
+
+    async def _append_rows(
+        self,
+        operation: str,
+        trace_id: str,
+        rows: Sequence[dict[str, Any]],
+        finish: dict[str, Any],
+    ) -> None:
+        """Number ``rows`` after the run's last event and insert them, in one transaction.
+
+        With ``finish`` (``now``, ``outcome``, ``reason``) the statement that takes the
+        numbers also closes the run.
+        """
+        params: dict[str, Any] = {"run": trace_id, "count": len(rows), **finish}
+        statement = _TAKE_SEQ_AND_FINISH if finish else _TAKE_SEQ
+
+        def work(conn: Connection) -> None:
+            last = conn.execute(statement, params).scalar_one_or_none()
             if last is None:
-                raise await _closed_run_error(conn, "append_many", trace_id)
+                raise _closed_run_error(conn, operation, trace_id)
             first = last - len(rows) + 1
             if rows:
-                await conn.execute(
+                conn.execute(
                     _INSERT_EVENT,
                     [{"trace_id": trace_id, "seq": first + n, **row} for n, row in enumerate(rows)],
                 )
+
+        await self._pending.run(operation, trace_id, work)
 
     async def finish_run(self, trace_id: str, *, outcome: str, reason: str | None) -> None:
         """Close the run with its final outcome; no event can be appended afterwards.
@@ -233,15 +244,8 @@ class SqlTraceWriter:
         Raises:
             StoreError: the run is unknown or already finished, or the write failed.
         """
-        now = self._now()
-        async with self._pending.write("finish_run", trace_id) as conn:
-            result = await conn.execute(
-                update(trace_runs)
-                .where(trace_runs.c.trace_id == trace_id, trace_runs.c.finished_at.is_(None))
-                .values(finished_at=now, outcome=outcome, reason=reason)
-            )
-            if result.rowcount != 1:
-                raise await _closed_run_error(conn, "finish_run", trace_id)
+        finish = {"now": self._now(), "outcome": outcome, "reason": reason}
+        await self._append_rows("finish_run", trace_id, [], finish)
 
     async def get(self, trace_id: str) -> TraceRecord | None:
         """Read a run back with its events in append order, or ``None`` if it is unknown.
@@ -362,11 +366,9 @@ def _json_document(value: Mapping[str, Any], what: str) -> dict[str, Any]:
     return document
 
 
-async def _closed_run_error(conn: Any, operation: str, trace_id: str) -> StoreError:
-    finished_at = (
-        await conn.execute(
-            select(trace_runs.c.finished_at).where(trace_runs.c.trace_id == trace_id)
-        )
+def _closed_run_error(conn: Connection, operation: str, trace_id: str) -> StoreError:
+    finished_at = conn.execute(
+        select(trace_runs.c.finished_at).where(trace_runs.c.trace_id == trace_id)
     ).first()
     if finished_at is None:
         return StoreError(operation, f"trace {trace_id!r} is unknown")

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import Connection, bindparam, select, update
 
 from foureyes.core.digest import sha256_hex
 from foureyes.core.errors import UsageError
@@ -25,6 +25,13 @@ from foureyes.store.tables import gate_open_unknowns
 __all__ = ["OpenUnknown", "SqlOpenUnknowns", "unknown_key"]
 
 _t = gate_open_unknowns.c
+# Built once: the open unknowns of a conversation, newest first.
+_OPEN = (
+    select(_t.text)
+    .where(_t.conversation_id == bindparam("conversation"), _t.resolved_at.is_(None))
+    .order_by(_t.raised_at.desc(), _t.id)
+    .limit(bindparam("limit"))
+)
 
 
 def unknown_key(text: str) -> str:
@@ -79,14 +86,9 @@ class SqlOpenUnknowns:
         """
         if limit <= 0:
             return ()
-        query = (
-            select(_t.text)
-            .where(_t.conversation_id == conversation_id, _t.resolved_at.is_(None))
-            .order_by(_t.raised_at.desc(), _t.id)
-            .limit(limit)
-        )
-        async with self._db.read("open_unknowns") as conn:
-            return tuple((await conn.execute(query)).scalars())
+        params = {"conversation": conversation_id, "limit": limit}
+        async with self._db.read("open_unknowns", snapshot=False) as conn:
+            return tuple((await conn.execute(_OPEN, params)).scalars())
 
     async def add(self, conversation_id: str, texts: Sequence[str], *, trace_id: str) -> None:
         """Record unknowns raised by run ``trace_id``, in one transaction.
@@ -102,24 +104,25 @@ class SqlOpenUnknowns:
             raise UsageError("an open unknown needs text")
         if not cleaned:
             return
-        async with self._pending.write("add_unknowns", trace_id) as conn:
+        insert = self._db.insert_ignoring_conflict_of(
+            gate_open_unknowns, ["conversation_id", "text_sha256"]
+        )
+
+        def work(conn: Connection) -> None:
             for text in dict.fromkeys(cleaned):
                 key = unknown_key(text)
-                await conn.execute(
-                    self._db.insert_ignoring_conflict(
-                        gate_open_unknowns,
-                        {
-                            "id": uuid.uuid4().hex,
-                            "conversation_id": conversation_id,
-                            "text_sha256": key,
-                            "text": text,
-                            "raised_by": trace_id,
-                            "raised_at": now,
-                        },
-                        ["conversation_id", "text_sha256"],
-                    )
+                conn.execute(
+                    insert,
+                    {
+                        "id": uuid.uuid4().hex,
+                        "conversation_id": conversation_id,
+                        "text_sha256": key,
+                        "text": text,
+                        "raised_by": trace_id,
+                        "raised_at": now,
+                    },
                 )
-                await conn.execute(
+                conn.execute(
                     update(gate_open_unknowns)
                     .where(
                         _t.conversation_id == conversation_id,
@@ -128,6 +131,8 @@ class SqlOpenUnknowns:
                     )
                     .values(raised_by=trace_id, raised_at=now, resolved_at=None, resolved_by=None)
                 )
+
+        await self._pending.run("add_unknowns", trace_id, work)
 
     async def resolve(self, conversation_id: str, texts: Sequence[str], *, resolved_by: str) -> int:
         """Close the open unknowns with these texts; returns how many were closed.

@@ -1,0 +1,135 @@
+"""``Database.run_write``: a synchronous transaction, on SQLite's writer thread or PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Column, Connection, Integer, MetaData, String, Table, insert, select
+
+from foureyes.core.errors import StoreError, UsageError
+from foureyes.store._database import Database
+
+_META = MetaData()
+_NOTES = Table(
+    "run_write_notes",
+    _META,
+    Column("id", Integer, primary_key=True),
+    Column("text", String, nullable=False, unique=True),
+)
+
+
+@pytest.fixture
+async def db(store_url: str) -> AsyncIterator[Database]:
+    database = Database.create(store_url, timeout_s=0.2)
+    await database.probe("open")
+    async with database.write("create") as conn:
+        await conn.run_sync(_META.drop_all)
+        await conn.run_sync(_META.create_all)
+    yield database
+    await database.dispose()
+
+
+async def texts(db: Database) -> list[str]:
+    async with db.read("list") as conn:
+        return list((await conn.execute(select(_NOTES.c.text).order_by(_NOTES.c.id))).scalars())
+
+
+async def test_work_commits_and_returns_its_result(db: Database) -> None:
+    def work(conn: Connection) -> int:
+        conn.execute(insert(_NOTES), [{"text": "a"}, {"text": "b"}])
+        return len(conn.execute(select(_NOTES.c.id)).all())
+
+    assert await db.run_write("two notes", work) == 2
+    assert await texts(db) == ["a", "b"]
+
+
+async def test_work_that_raises_writes_nothing(db: Database) -> None:
+    def half(conn: Connection) -> None:
+        conn.execute(insert(_NOTES).values(text="first"))
+        raise StoreError("half", "refused after the first row")
+
+    with pytest.raises(StoreError, match="refused after the first row"):
+        await db.run_write("half", half)
+
+    def duplicate(conn: Connection) -> None:
+        conn.execute(insert(_NOTES).values(text="x"))
+        conn.execute(insert(_NOTES).values(text="x"))
+
+    with pytest.raises(StoreError, match="duplicate") as caught:
+        await db.run_write("duplicate", duplicate)
+    assert "IntegrityError" in caught.value.detail or "Unique" in caught.value.detail
+    assert await texts(db) == []
+
+
+async def test_a_closed_database_refuses_work(db: Database) -> None:
+    await db.dispose()
+    with pytest.raises(UsageError, match="closed"):
+        await db.run_write("late", lambda conn: None)
+
+
+async def test_sqlite_work_runs_whole_on_one_writer_thread(
+    sqlite_url: str,
+) -> None:
+    db = Database.create(sqlite_url, timeout_s=0.2)
+    await db.probe("open")
+    seen: list[str] = []
+    try:
+        async with db.write("create") as conn:
+            await conn.run_sync(_META.create_all)
+
+        def work(conn: Connection) -> None:
+            seen.append(threading.current_thread().name)
+            conn.execute(insert(_NOTES).values(text=f"n{len(seen)}"))
+
+        await asyncio.gather(*(db.run_write("note", work) for _ in range(5)))
+    finally:
+        await db.dispose()
+    assert len(seen) == 5 and len(set(seen)) == 1
+    assert seen[0].startswith("foureyes-sqlite-writer")
+
+
+async def test_sqlite_work_waits_for_another_process_then_fails_cleanly(
+    sqlite_path: Path, sqlite_url: str
+) -> None:
+    db = Database.create(sqlite_url, timeout_s=0.1)
+    await db.probe("open")
+    other = sqlite3.connect(sqlite_path, timeout=1, isolation_level=None)
+    try:
+        async with db.write("create") as conn:
+            await conn.run_sync(_META.create_all)
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        with pytest.raises(StoreError, match="locked"):
+            await db.run_write(
+                "blocked", lambda conn: conn.execute(insert(_NOTES).values(text="b"))
+            )
+        other.execute("ROLLBACK")
+        await db.run_write("free", lambda conn: conn.execute(insert(_NOTES).values(text="f")))
+        assert await texts(db) == ["f"]
+    finally:
+        other.close()
+        await db.dispose()
+
+
+async def test_sqlite_writes_of_both_paths_queue_on_one_lock(sqlite_url: str) -> None:
+    # An async write holding the lock makes run_write wait, not fail on the busy timeout.
+    db = Database.create(sqlite_url, timeout_s=0.1)
+    await db.probe("open")
+    try:
+        async with db.write("create") as conn:
+            await conn.run_sync(_META.create_all)
+        async with db.write("slow") as conn:
+            await conn.execute(insert(_NOTES).values(text="async"))
+            queued = asyncio.ensure_future(
+                db.run_write("queued", lambda c: c.execute(insert(_NOTES).values(text="sync")))
+            )
+            await asyncio.sleep(0.3)  # longer than the busy timeout
+            assert not queued.done()
+        await queued
+        assert await texts(db) == ["async", "sync"]
+    finally:
+        await db.dispose()
