@@ -133,3 +133,40 @@ async def test_sqlite_writes_of_both_paths_queue_on_one_lock(sqlite_url: str) ->
         assert await texts(db) == ["async", "sync"]
     finally:
         await db.dispose()
+
+
+async def test_run_read_sees_what_was_committed(db: Database) -> None:
+    await db.run_write("seed", lambda conn: conn.execute(insert(_NOTES), [{"text": "r"}]))
+
+    def read(conn: Connection) -> list[str]:
+        return list(conn.execute(select(_NOTES.c.text)).scalars())
+
+    assert await db.run_read("read", read) == ["r"]
+    with pytest.raises(StoreError, match="bad read"):
+        await db.run_read("bad read", lambda conn: conn.exec_driver_sql("SELEC 1"))
+    await db.dispose()
+    with pytest.raises(UsageError, match="closed"):
+        await db.run_read("late", read)
+
+
+async def test_sqlite_reads_run_on_their_own_thread_beside_a_held_write_lock(
+    sqlite_path: Path, sqlite_url: str
+) -> None:
+    db = Database.create(sqlite_url, timeout_s=0.1)
+    await db.probe("open")
+    other = sqlite3.connect(sqlite_path, timeout=1, isolation_level=None)
+    seen: list[str] = []
+    try:
+        await db.run_write("create", lambda conn: _META.create_all(conn))
+        await db.run_write("seed", lambda conn: conn.execute(insert(_NOTES), [{"text": "w"}]))
+        other.execute("BEGIN IMMEDIATE")  # a writer elsewhere does not block readers (WAL)
+
+        def read(conn: Connection) -> list[str]:
+            seen.append(threading.current_thread().name)
+            return list(conn.execute(select(_NOTES.c.text)).scalars())
+
+        assert await db.run_read("read", read) == ["w"]
+    finally:
+        other.close()
+        await db.dispose()
+    assert seen[0].startswith("foureyes-sqlite-reader")

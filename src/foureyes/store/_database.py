@@ -38,7 +38,6 @@ _FOREIGN_ERRORS: tuple[type[BaseException], ...] = (
 _MAX_DETAIL = 500
 _T = TypeVar("_T")
 _WRITE_OPTION = "foureyes_write"
-_NO_BEGIN_OPTION = "foureyes_single_read"
 
 
 @contextlib.asynccontextmanager
@@ -79,11 +78,16 @@ class Database:
         self._engine = engine
         self._timeout_s = timeout_s
         self._writer = engine.execution_options(**{_WRITE_OPTION: True})
-        self._single_reads = engine.execution_options(**{_NO_BEGIN_OPTION: True})
         self._url = url
         sqlite_file = url.get_backend_name() == "sqlite"
         self._sqlite_writes = asyncio.Lock() if sqlite_file else None
-        self._sqlite_writer = _SqliteWriter(url, timeout_s) if sqlite_file else None
+        self._sqlite_writer: _SqliteThread | None = None
+        self._sqlite_reader: _SqliteThread | None = None
+        if sqlite_file:
+            self._sqlite_writer = _SqliteThread(
+                url, timeout_s, name="writer", begin="BEGIN IMMEDIATE"
+            )
+            self._sqlite_reader = _SqliteThread(url, timeout_s, name="reader", begin="BEGIN")
         self._closed = False
 
     @classmethod
@@ -191,31 +195,40 @@ class Database:
         """
         self._check_open(operation)
         async with translate_errors(operation, self._url):
-            if self._sqlite_writer is None or self._sqlite_writes is None:
+            if self._sqlite_writer is None or self._sqlite_writes is None:  # PostgreSQL
                 async with self._writer.begin() as conn:
                     return await conn.run_sync(work)
             async with self._sqlite_writes:
                 return await self._sqlite_writer.run(work)
 
-    @contextlib.asynccontextmanager
-    async def read(
-        self, operation: str, *, snapshot: bool = True
-    ) -> AsyncIterator[AsyncConnection]:
-        """A connection in a read transaction (one consistent snapshot), rolled back at the end.
+    async def run_read(self, operation: str, work: Callable[[Connection], _T]) -> _T:
+        """Run ``work`` (synchronous, on a plain SQLAlchemy connection) in a read transaction.
 
-        Args:
-            operation: what the read is for, named in errors.
-            snapshot: ``False`` for a block of a single statement, which is its own
-                snapshot: on SQLite it then runs without a transaction around it (two trips
-                to the driver's thread fewer); PostgreSQL ignores it.
+        On SQLite in one trip to a dedicated reader thread with its own connection (for
+        reads on a hot path: one hand-off instead of aiosqlite's several); on PostgreSQL
+        through ``run_sync``. ``work`` must only touch the database through its connection.
 
         Raises:
             StoreError: the database failed (see :func:`translate_errors`).
             UsageError: the store is closed.
         """
         self._check_open(operation)
-        engine = self._engine if snapshot else self._single_reads
-        async with translate_errors(operation, self._url), engine.connect() as conn:
+        async with translate_errors(operation, self._url):
+            if self._sqlite_reader is None:
+                async with self._engine.connect() as conn:
+                    return await conn.run_sync(work)
+            return await self._sqlite_reader.run(work)
+
+    @contextlib.asynccontextmanager
+    async def read(self, operation: str) -> AsyncIterator[AsyncConnection]:
+        """A connection in a read transaction (one consistent snapshot), rolled back at the end.
+
+        Raises:
+            StoreError: the database failed (see :func:`translate_errors`).
+            UsageError: the store is closed.
+        """
+        self._check_open(operation)
+        async with translate_errors(operation, self._url), self._engine.connect() as conn:
             yield conn
 
     def insert_ignoring_conflict(
@@ -234,8 +247,9 @@ class Database:
         if self._closed:
             return
         self._closed = True
-        if self._sqlite_writer is not None:
+        if self._sqlite_writer is not None and self._sqlite_reader is not None:
             await self._sqlite_writer.close()
+            await self._sqlite_reader.close()
         await self._engine.dispose()
 
     def _check_open(self, operation: str) -> None:
@@ -263,12 +277,7 @@ def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Connection) -> None:
-        options = connection.get_execution_options()
-        if options.get(_NO_BEGIN_OPTION, False):
-            # A single SELECT in autocommit mode is its own snapshot; the rollback at the
-            # end finds no transaction and costs no trip (see _sqlite_driver).
-            return
-        immediate = options.get(_WRITE_OPTION, False)
+        immediate = connection.get_execution_options().get(_WRITE_OPTION, False)
         # One statement on the driver's connection: one trip to aiosqlite's thread, where
         # a cursor through SQLAlchemy costs three (open, execute, close). Its failure (a
         # busy timeout) propagates as sqlite3.Error, which translate_errors turns into
@@ -288,19 +297,21 @@ def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
             dbapi_connection.rollback()
 
 
-class _SqliteWriter:
-    """Write transactions of an SQLite store, each run whole on one dedicated thread.
+class _SqliteThread:
+    """Transactions of an SQLite store, each run whole on one dedicated thread.
 
     The thread owns a synchronous engine (the standard ``sqlite3`` driver) on the same
-    file, configured as the async one (the same pragmas, ``BEGIN IMMEDIATE``). The engine
-    is created and used only on that thread, so its connection never crosses threads.
+    file, configured as the async one (the same pragmas; ``begin`` is ``BEGIN IMMEDIATE``
+    for the writer, ``BEGIN`` for the reader). The engine is created and used only on
+    that thread, so its connection never crosses threads.
     """
 
-    def __init__(self, url: URL, timeout_s: float) -> None:
+    def __init__(self, url: URL, timeout_s: float, *, name: str, begin: str) -> None:
         self._url = url.set(drivername="sqlite+pysqlite")
         self._busy_timeout_ms = max(1, round(timeout_s * 1000))
+        self._begin = begin
         self._thread = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="foureyes-sqlite-writer"
+            max_workers=1, thread_name_prefix=f"foureyes-sqlite-{name}"
         )
         self._engine: Engine | None = None
 
@@ -310,7 +321,7 @@ class _SqliteWriter:
 
     def _transaction(self, work: Callable[[Connection], _T]) -> _T:
         if self._engine is None:
-            self._engine = _sync_sqlite_engine(self._url, self._busy_timeout_ms)
+            self._engine = _sync_sqlite_engine(self._url, self._busy_timeout_ms, self._begin)
         with self._engine.begin() as conn:
             return work(conn)
 
@@ -325,7 +336,7 @@ class _SqliteWriter:
             self._engine = None
 
 
-def _sync_sqlite_engine(url: URL, busy_timeout_ms: int) -> Engine:
+def _sync_sqlite_engine(url: URL, busy_timeout_ms: int, begin: str) -> Engine:
     # The thread's only connection: every transaction ends in COMMIT or ROLLBACK.
     engine = create_engine(url, poolclass=pool.StaticPool, pool_reset_on_return=None)
 
@@ -337,7 +348,7 @@ def _sync_sqlite_engine(url: URL, busy_timeout_ms: int) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        connection.exec_driver_sql(begin)
 
     return engine
 

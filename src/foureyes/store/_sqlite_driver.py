@@ -119,20 +119,6 @@ class _OneTripCursor(AsyncAdapt_aiosqlite_cursor):
 class _OneTripConnection(AsyncAdapt_aiosqlite_connection):
     __slots__ = ()
 
-    def rollback(self) -> None:
-        # Nothing to roll back (a read run outside a transaction): no trip to the thread.
-        # Reading the flag here is safe: no statement of this connection is running.
-        if self._in_transaction():
-            super().rollback()
-
-    def commit(self) -> None:
-        if self._in_transaction():
-            super().commit()
-
-    def _in_transaction(self) -> bool:
-        raw = self._connection._connection
-        return raw is None or bool(raw.in_transaction)
-
     # The stock class annotates its cursor class exactly; ours is a subclass.
     _cursor_cls = _OneTripCursor  # type: ignore[assignment]
 

@@ -87,8 +87,9 @@ class SqlOpenUnknowns:
         if limit <= 0:
             return ()
         params = {"conversation": conversation_id, "limit": limit}
-        async with self._db.read("open_unknowns", snapshot=False) as conn:
-            return tuple((await conn.execute(_OPEN, params)).scalars())
+        return await self._db.run_read(
+            "open_unknowns", lambda conn: tuple(conn.execute(_OPEN, params).scalars())
+        )
 
     async def add(self, conversation_id: str, texts: Sequence[str], *, trace_id: str) -> None:
         """Record unknowns raised by run ``trace_id``, in one transaction.
