@@ -36,6 +36,7 @@ test: install system-deps lint typecheck unit
 
 bench: install
 	$(BIN)/python benchmarks/transport.py
+	$(BIN)/python benchmarks/store_commit.py
 
 ## The gateway against the bare SDK and NeMo Guardrails (its own venv); about 6 minutes.
 bench-gateway: install
