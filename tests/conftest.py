@@ -13,6 +13,7 @@ pytest_plugins = [
     "tests.helpers.postgres",
     "tests.helpers.server",
     "tests.helpers.simulator",
+    "tests.helpers.stores",
 ]
 
 

@@ -92,13 +92,6 @@ SWEEP: list[tuple[str, ReasonCode]] = [
 ]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite+aiosqlite:///{tmp_path / 'gateway.db'}"
-    return str(request.getfixturevalue("postgres_url"))
-
-
 def test_every_reason_code_end_to_end(
     simulator: RunningSimulator, start_server: Start, store_url: str
 ) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import AsyncIterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,24 +12,6 @@ from foureyes.config import PrivacyConfig, StoreConfig
 from foureyes.store import Store
 from tests.helpers.clock import ManualClock
 from tests.store._support import OpenStore
-
-
-@pytest.fixture
-def sqlite_path(tmp_path: Path) -> Path:
-    return tmp_path / "store.db"
-
-
-@pytest.fixture
-def sqlite_url(sqlite_path: Path) -> str:
-    return f"sqlite+aiosqlite:///{sqlite_path}"
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
-    """The same test on an SQLite file and on a fresh database of the real PostgreSQL server."""
-    if request.param == "sqlite":
-        return sqlite_url
-    return str(request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture
