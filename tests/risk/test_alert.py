@@ -362,6 +362,20 @@ async def test_6_the_daily_cap_holds_across_conversations(alerts: Alerts) -> Non
     assert (await service.consider(await alerts.triage("c2"))).sent
 
 
+async def test_6_concurrent_alerts_cannot_exceed_the_daily_cap(alerts: Alerts) -> None:
+    conversations = [f"c{n}" for n in range(4)]
+    for conversation in conversations:
+        await alerts.ready(conversation)
+    results = [await alerts.triage(conversation) for conversation in conversations]
+    service = alerts.service(daily_cap=1)
+
+    # Each evaluation reads the cap as free before any attempt is recorded.
+    outcomes = await asyncio.gather(*(service.consider(result) for result in results))
+
+    assert sum(o.sent for o in outcomes) == 1 and len(alerts.sent()) == 1
+    assert {o.reason for o in outcomes if not o.sent} == {AlertBlock.DAILY_CAP}
+
+
 async def test_7_one_attempt_per_episode(alerts: Alerts) -> None:
     await alerts.ready()
     service = alerts.service(cooldown_h=0.01)

@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from foureyes.core.errors import StoreError
-from foureyes.store.alerts import SqlAlertRecords
+from foureyes.store.alerts import AttemptLimits, AttemptStart, SqlAlertRecords
 from tests.store._support import OpenStore
 
 AT = dt.datetime(2026, 3, 14, 12, tzinfo=dt.UTC)
@@ -51,6 +51,67 @@ async def test_only_verified_unrevoked_contacts_are_found(
         await r.revoke_contact("missing", at=AT)
 
 
+def limits(*, cooldown_h: float = 24, daily_cap: int = 100) -> AttemptLimits:
+    return AttemptLimits(
+        cooldown=dt.timedelta(hours=cooldown_h),
+        daily_cap=daily_cap,
+        day_start=dt.datetime.combine(AT.date(), dt.time(), tzinfo=dt.UTC),
+        cooldown_reason="cooldown",
+        cap_reason="daily_cap",
+        duplicate_reason="duplicate_episode",
+    )
+
+
+async def test_racing_attempts_never_exceed_the_daily_cap(
+    open_store: OpenStore, store_url: str
+) -> None:
+    r = await records(open_store, store_url)
+    contacts = [await r.add_contact(f"c{n}", "x", locale="en", at=AT) for n in range(6)]
+
+    async def attempt(n: int) -> AttemptStart:
+        return await r.begin_attempt(
+            at=AT,
+            conversation_id=f"c{n}",
+            episode="e1",
+            assessment_id=None,
+            contact_id=contacts[n].id,
+            message_sha256="0" * 64,
+            notifier="file",
+            limits=limits(daily_cap=2),
+        )
+
+    starts = await asyncio.gather(*(attempt(n) for n in range(6)))
+    assert len([s for s in starts if s.attempt_id is not None]) == 2
+    assert sorted(str(s.blocked) for s in starts) == ["None"] * 2 + ["daily_cap"] * 4
+    assert await r.attempts_since(AT) == 2
+    blocked = [d for n in range(6) for d in await r.decisions(f"c{n}") if d["outcome"] == "blocked"]
+    assert len(blocked) == 4 and {d["reason"] for d in blocked} == {"daily_cap"}
+
+
+async def test_racing_attempts_to_one_contact_respect_its_cooldown(
+    open_store: OpenStore, store_url: str
+) -> None:
+    r = await records(open_store, store_url)
+    contact = await r.add_contact("c1", "x", locale="en", at=AT)
+
+    async def attempt(episode: str) -> AttemptStart:
+        return await r.begin_attempt(
+            at=AT,
+            conversation_id="c1",
+            episode=episode,
+            assessment_id=None,
+            contact_id=contact.id,
+            message_sha256="0" * 64,
+            notifier="file",
+            limits=limits(cooldown_h=24),
+        )
+
+    starts = await asyncio.gather(*(attempt(f"e{n}") for n in range(5)))
+    assert len([s for s in starts if s.attempt_id is not None]) == 1
+    assert sorted(str(s.blocked) for s in starts) == ["None"] + ["cooldown"] * 4
+    assert await r.attempts_since(AT) == 1
+
+
 async def test_one_attempt_per_episode_even_when_racing(
     open_store: OpenStore, store_url: str
 ) -> None:
@@ -58,7 +119,7 @@ async def test_one_attempt_per_episode_even_when_racing(
     contact = await r.add_contact("c1", "x", locale="en", at=AT)
 
     async def attempt() -> str | None:
-        return await r.begin_attempt(
+        start = await r.begin_attempt(
             at=AT,
             conversation_id="c1",
             episode="e1",
@@ -66,8 +127,9 @@ async def test_one_attempt_per_episode_even_when_racing(
             contact_id=contact.id,
             message_sha256="0" * 64,
             notifier="file",
-            duplicate_reason="duplicate_episode",
+            limits=limits(cooldown_h=0),
         )
+        return start.attempt_id
 
     ids = await asyncio.gather(*(attempt() for _ in range(4)))
     assert len([i for i in ids if i is not None]) == 1
@@ -85,7 +147,7 @@ async def test_tries_settle_once_and_failed_sends_do_not_count_for_the_cooldown(
     contact = await r.add_contact("c1", "x", locale="en", at=AT)
     ids = []
     for n, episode in enumerate(("e1", "e2")):
-        attempt_id = await r.begin_attempt(
+        start = await r.begin_attempt(
             at=AT + dt.timedelta(hours=n),
             conversation_id="c1",
             episode=episode,
@@ -93,9 +155,10 @@ async def test_tries_settle_once_and_failed_sends_do_not_count_for_the_cooldown(
             contact_id=contact.id,
             message_sha256="0" * 64,
             notifier="file",
-            duplicate_reason="duplicate_episode",
+            limits=limits(cooldown_h=0),
         )
-        assert attempt_id is not None
+        attempt_id = start.attempt_id
+        assert attempt_id is not None and start.blocked is None
         ids.append(attempt_id)
     assert await r.last_alert_to(contact.id) == AT + dt.timedelta(hours=1)  # pending counts
     await r.record_try(ids[0], tries=1, error="HTTP 500", state="pending", at=AT)

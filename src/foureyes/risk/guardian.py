@@ -25,7 +25,7 @@ from foureyes.risk.alert import AlertBlock, AlertFacts, alert_message, decide_al
 from foureyes.risk.notifiers import AlertMessage, Notifier
 from foureyes.risk.result import TriageResult
 from foureyes.store._clock import WallClock, require_utc, utc_now
-from foureyes.store.alerts import AttemptState, SqlAlertRecords
+from foureyes.store.alerts import AttemptLimits, AttemptState, SqlAlertRecords
 from foureyes.store.consent import Contact, OptIn
 
 __all__ = ["AlertOutcome", "AlertStatus", "GuardianAlerts"]
@@ -146,7 +146,9 @@ class GuardianAlerts:
             return await self._blocked(result, episode, contact_id, unmet, now)
         message_text = facts.message
         try:
-            attempt_id = await self._records.begin_attempt(
+            # The rate limits are checked again where the attempt is taken: concurrent
+            # evaluations may all have read them as free above.
+            start = await self._records.begin_attempt(
                 at=now,
                 conversation_id=conversation,
                 episode=episode,
@@ -154,7 +156,14 @@ class GuardianAlerts:
                 contact_id=contact.id,
                 message_sha256=sha256_hex(message_text),
                 notifier=self._notifier.kind,
-                duplicate_reason=AlertBlock.DUPLICATE_EPISODE.value,
+                limits=AttemptLimits(
+                    cooldown=facts.cooldown,
+                    daily_cap=facts.daily_cap,
+                    day_start=_day_start(now),
+                    cooldown_reason=AlertBlock.COOLDOWN.value,
+                    cap_reason=AlertBlock.DAILY_CAP.value,
+                    duplicate_reason=AlertBlock.DUPLICATE_EPISODE.value,
+                ),
             )
         except StoreError as exc:
             # Precondition 10: an attempt that is not on record is never made.
@@ -162,14 +171,11 @@ class GuardianAlerts:
             return await self._blocked(
                 result, episode, contact.id, (AlertBlock.RECORD_FAILED,), now
             )
-        if attempt_id is None:
-            return AlertOutcome(
-                AlertStatus.BLOCKED,
-                AlertBlock.DUPLICATE_EPISODE,
-                (AlertBlock.DUPLICATE_EPISODE,),
-            )
+        if start.attempt_id is None:
+            block = AlertBlock(start.blocked or AlertBlock.DUPLICATE_EPISODE.value)
+            return AlertOutcome(AlertStatus.BLOCKED, block, (block,))
         message = AlertMessage(
-            alert_id=attempt_id,
+            alert_id=start.attempt_id,
             address=contact.address,
             locale=Locale(contact.locale),
             text=message_text,
@@ -183,8 +189,7 @@ class GuardianAlerts:
         opt_in = await self._records.active_opt_in(conversation)
         contact = await self._records.verified_contact(conversation)
         last = None if contact is None else await self._records.last_alert_to(contact.id)
-        day_start = dt.datetime.combine(now.date(), dt.time(), tzinfo=dt.UTC)
-        attempts_today = await self._records.attempts_since(day_start)
+        attempts_today = await self._records.attempts_since(_day_start(now))
         episode_attempted = contact is not None and await self._records.episode_attempted(
             conversation, contact.id, episode
         )
@@ -257,3 +262,8 @@ class GuardianAlerts:
         except StoreError as exc:
             # The attempt stays ``pending`` in the store, where an operator sees it.
             _log.warning("outcome of alert attempt %s not recorded: %s", attempt_id, exc)
+
+
+def _day_start(now: dt.datetime) -> dt.datetime:
+    """Midnight UTC of ``now``'s day: the daily cap counts attempts since then."""
+    return dt.datetime.combine(now.date(), dt.time(), tzinfo=dt.UTC)

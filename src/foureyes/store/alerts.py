@@ -17,12 +17,56 @@ from foureyes.store._clock import require_utc
 from foureyes.store.consent import SqlConsentRecords, new_record_id
 from foureyes.store.tables import alert_attempts, alert_decisions
 
-__all__ = ["AttemptState", "PendingAttempt", "SqlAlertRecords"]
+__all__ = ["AttemptLimits", "AttemptStart", "AttemptState", "PendingAttempt", "SqlAlertRecords"]
 
 AttemptState = Literal["pending", "sent", "failed"]
 """A send attempt: recorded ``pending`` before the notifier runs, then ``sent`` or ``failed``."""
 
 _MAX_ERROR = 500
+# PostgreSQL: every transaction that starts an attempt takes this transaction-scoped lock
+# first, so the cooldown and the daily cap are checked and taken by one writer at a time
+# across every instance (SQLite's BEGIN IMMEDIATE already serialises writers).
+_ATTEMPT_LOCK_KEY = 0x46_6F_75_72_41_6C_72_74  # "FourAlrt"
+
+
+def _last_reaching(contact_id: str) -> Any:
+    # pending counts (its outcome is unknown, so it may have been delivered); failed does not.
+    return select(func.max(alert_attempts.c.created_at)).where(
+        alert_attempts.c.contact_id == contact_id,
+        alert_attempts.c.state.in_(("pending", "sent")),
+    )
+
+
+def _attempts_since(since: dt.datetime) -> Any:
+    return select(func.count()).where(alert_attempts.c.created_at >= require_utc(since, "since"))
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptLimits:
+    """The rate limits an attempt must still meet when it is recorded, with their reasons."""
+
+    cooldown: dt.timedelta
+    """No attempt that may have reached the contact within this long before."""
+    daily_cap: int
+    """At most this many attempts since ``day_start``, every conversation counted."""
+    day_start: dt.datetime
+    """The start of the current UTC day."""
+    cooldown_reason: str
+    """The decision's reason when the cooldown holds it back."""
+    cap_reason: str
+    """The decision's reason when the daily cap holds it back."""
+    duplicate_reason: str
+    """The decision's reason when the episode was attempted already."""
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptStart:
+    """What :meth:`SqlAlertRecords.begin_attempt` recorded."""
+
+    attempt_id: str | None
+    """The ``pending`` attempt's id; ``None``: nothing may be sent."""
+    blocked: str | None
+    """Why not (a reason from :class:`AttemptLimits`); ``None`` when the attempt began."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,14 +98,7 @@ class SqlAlertRecords(SqlConsentRecords):
             StoreError: the read failed.
         """
         async with self._db.read("last_alert_to") as conn:
-            value = (
-                await conn.execute(
-                    select(func.max(alert_attempts.c.created_at)).where(
-                        alert_attempts.c.contact_id == contact_id,
-                        alert_attempts.c.state.in_(("pending", "sent")),
-                    )
-                )
-            ).scalar_one()
+            value = (await conn.execute(_last_reaching(contact_id))).scalar_one()
         return None if value is None else _utc(value)
 
     async def attempts_since(self, since: dt.datetime) -> int:
@@ -71,13 +108,7 @@ class SqlAlertRecords(SqlConsentRecords):
             StoreError: the read failed.
         """
         async with self._db.read("attempts_since") as conn:
-            value = (
-                await conn.execute(
-                    select(func.count()).where(
-                        alert_attempts.c.created_at >= require_utc(since, "since")
-                    )
-                )
-            ).scalar_one()
+            value = (await conn.execute(_attempts_since(since))).scalar_one()
         return int(value)
 
     async def episode_attempted(self, conversation_id: str, contact_id: str, episode: str) -> bool:
@@ -141,16 +172,17 @@ class SqlAlertRecords(SqlConsentRecords):
         contact_id: str,
         message_sha256: str,
         notifier: str,
-        duplicate_reason: str,
-    ) -> str | None:
+        limits: AttemptLimits,
+    ) -> AttemptStart:
         """Record a live evaluation and its ``pending`` attempt, before anything is sent.
 
-        Both rows are written in one transaction. When an attempt for the same
-        conversation, contact and episode already exists, the database refuses the new
-        one and the evaluation is recorded as blocked with ``duplicate_reason`` instead.
-
-        Returns:
-            The attempt's id, or ``None`` for a duplicate.
+        Both rows are written in one transaction, which first checks ``limits`` again
+        (the cooldown of the contact and the daily cap): writers take turns here (SQLite's
+        write lock; a transaction-scoped advisory lock on PostgreSQL), so concurrent
+        evaluations that each read the limits as free cannot together exceed them. When
+        a limit holds the attempt back, or an attempt for the same conversation, contact
+        and episode already exists (the database refuses it), the evaluation is recorded
+        as blocked with that reason instead.
 
         Raises:
             StoreError: the write failed; nothing may be sent then.
@@ -183,6 +215,16 @@ class SqlAlertRecords(SqlConsentRecords):
             "notifier": notifier,
         }
         async with self._db.write("begin_attempt") as conn:
+            if self._db.dialect == "postgresql":
+                await conn.execute(select(func.pg_advisory_xact_lock(_ATTEMPT_LOCK_KEY)))
+            held = await _held_back(conn, contact_id, at, limits)
+            if held is not None:
+                await conn.execute(
+                    alert_decisions.insert().values(
+                        **(decision | {"outcome": "blocked", "reason": held})
+                    )
+                )
+                return AttemptStart(None, held)
             await conn.execute(alert_decisions.insert().values(**decision))
             taken = await conn.execute(
                 self._db.insert_ignoring_conflict(
@@ -190,13 +232,13 @@ class SqlAlertRecords(SqlConsentRecords):
                 )
             )
             if taken.rowcount == 1:
-                return attempt_id
+                return AttemptStart(attempt_id, None)
             await conn.execute(
                 update(alert_decisions)
                 .where(alert_decisions.c.id == decision_id)
-                .values(outcome="blocked", reason=duplicate_reason)
+                .values(outcome="blocked", reason=limits.duplicate_reason)
             )
-        return None
+        return AttemptStart(None, limits.duplicate_reason)
 
     async def record_try(
         self,
@@ -270,6 +312,18 @@ class SqlAlertRecords(SqlConsentRecords):
                 )
             ).all()
         return [dict(r._mapping) for r in rows]
+
+
+async def _held_back(
+    conn: Any, contact_id: str, at: dt.datetime, limits: AttemptLimits
+) -> str | None:
+    """The reason a limit holds an attempt back, read inside the attempt's transaction."""
+    last = (await conn.execute(_last_reaching(contact_id))).scalar_one()
+    if last is not None and at - _utc(last) < limits.cooldown:
+        return limits.cooldown_reason
+    if (await conn.execute(_attempts_since(limits.day_start))).scalar_one() >= limits.daily_cap:
+        return limits.cap_reason
+    return None
 
 
 def _utc(value: dt.datetime) -> dt.datetime:
