@@ -55,7 +55,7 @@ def test_text_report_prints_the_tables() -> None:
     result = runner.invoke(app, ["lexicon-report", "--data", str(DATA), "--top", "5"])
     assert result.exit_code == 0, result.output
     assert "high_risk" in result.output and "everyday" in result.output
-    assert "s0-2" in result.output and "tw1" in result.output
+    assert "s0-1" in result.output and "tw1" in result.output
     assert "想死" in result.output or "want to die" in result.output
 
 

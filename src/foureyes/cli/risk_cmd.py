@@ -31,11 +31,11 @@ def risk() -> None:
 
 
 # Columns of the per-term table: labels, with the sos1k levels grouped as in its level
-# definitions (0-2 everyday, 3 distress, 4-5 wish to die, 6-10 plan or act); --json has
+# definitions (0-1 everyday, 2-3 distress, 4-5 wish to die, 6-10 plan or act); --json has
 # every label on its own.
 _COLUMNS: tuple[tuple[str, Dataset, range], ...] = (
-    ("s0-2", Dataset.SOS1K, range(0, 3)),
-    ("s3", Dataset.SOS1K, range(3, 4)),
+    ("s0-1", Dataset.SOS1K, range(0, 2)),
+    ("s2-3", Dataset.SOS1K, range(2, 4)),
     ("s4-5", Dataset.SOS1K, range(4, 6)),
     ("s6-10", Dataset.SOS1K, range(6, 11)),
     ("tw0", Dataset.TWITTER, range(0, 1)),

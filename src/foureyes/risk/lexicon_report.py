@@ -63,15 +63,20 @@ class Band(StrEnum):
     HIGH_RISK = "high_risk"
     """Should escalate: sos1k levels 4-10 (a wish to die or more), twitter 1, sdcnl 1."""
     DISTRESS = "distress"
-    """Strong distress without a stated wish to die: sos1k 3, and sdcnl 0 (r/depression)."""
+    """Distress without a stated wish to die: sos1k 2-3, and sdcnl 0 (r/depression)."""
     EVERYDAY = "everyday"
-    """Everyday negative talk, should rarely escalate: sos1k levels 0-2, twitter 0."""
+    """Everyday negative talk, should rarely escalate: sos1k levels 0-1, twitter 0.
+
+    The sos1k bands follow the same cut as calibration's levels
+    (:func:`foureyes.risk.calibrate.sos1k_level`: 0-1 low, 2-3 medium, 4 and up high or
+    critical): level 2 is pain stated clearly, which is distress, not everyday talk.
+    """
 
     @classmethod
     def of(cls, dataset: Dataset, label: int) -> Band:
         """The band of ``label`` in ``dataset``."""
         if dataset is Dataset.SOS1K:
-            return cls.HIGH_RISK if label >= 4 else cls.DISTRESS if label == 3 else cls.EVERYDAY
+            return cls.HIGH_RISK if label >= 4 else cls.DISTRESS if label >= 2 else cls.EVERYDAY
         if dataset is Dataset.TWITTER:
             return cls.HIGH_RISK if label == 1 else cls.EVERYDAY
         return cls.HIGH_RISK if label == 1 else cls.DISTRESS
