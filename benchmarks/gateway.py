@@ -10,7 +10,9 @@ and 64 closed-loop clients it measures replies/s and p50/p99 latency of
   ``self check output``, in its own virtual environment (benchmarks/nemo/);
 * ``NeMo server``: ``nemoguardrails server`` with the same config, called with the SDK;
 * ``foureyes gateway``: ``foureyes serve`` (Counselor and Supervisor on the simulator,
-  risk roles offline), called with the SDK: L0 triage, draft, review, gate, trace.
+  risk roles offline), called with the SDK: L0 triage, draft, review, gate, trace;
+* ``foureyes gateway, lean transport``: the same with ``transport = "lean"`` on its routes
+  (foureyes' own minimal HTTP client instead of the ``openai`` SDK for upstream calls).
 
 Every reply is checked (the draft released, or NeMo's check passed), the simulator's
 request log gives the upstream calls per reply, and /proc gives the CPU time per reply of
@@ -24,7 +26,7 @@ the same command bound to 127.0.0.1 instead of 0.0.0.0.
 
     bash benchmarks/nemo/setup.sh      # once: NeMo's own venv, benchmarks/.venv-nemo
     python benchmarks/gateway.py [--replies 400] [--serial-replies 150] [--clients 1,16,64]
-        [--latencies-ms 0,50] [--systems sdk,llmrails,nemo-server,foureyes]
+        [--latencies-ms 0,50] [--systems sdk,llmrails,nemo-server,foureyes,foureyes-lean]
         [--speculation-replies 100] [--json FILE]
 
 Results and how to read them: benchmarks/README.md.
@@ -68,12 +70,13 @@ from loadgen import (
 )
 
 HERE = Path(__file__).resolve().parent
-SYSTEMS = ("sdk", "llmrails", "nemo-server", "foureyes")
+SYSTEMS = ("sdk", "llmrails", "nemo-server", "foureyes", "foureyes-lean")
 LABELS = {
     "sdk": "openai SDK (2 calls, no rail)",
     "llmrails": "NeMo LLMRails (library)",
     "nemo-server": "NeMo server",
-    "foureyes": "foureyes gateway",
+    "foureyes": gateway_report.FOUREYES,
+    "foureyes-lean": gateway_report.FOUREYES_LEAN,
 }
 
 
@@ -167,6 +170,9 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         if "foureyes" in systems:
             url = servers.foureyes(sim_url, "main")
             live["foureyes"] = FoureyesGateway("main", url, servers.last_pid, MESSAGE)
+        if "foureyes-lean" in systems:
+            url = servers.foureyes(sim_url, "lean", transport="lean")
+            live["foureyes-lean"] = FoureyesGateway("lean", url, servers.last_pid, MESSAGE)
         speculation = {}
         if args.speculation_replies:
             for mode, speculate in (("sequential", False), ("speculative", True)):
@@ -191,7 +197,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     finally:
         servers.close()
         stop_process(simulator)
-    mine = [c for c in cells if c.system == LABELS["foureyes"]]
+    mine = [c for c in cells if c.system in gateway_report.GATEWAYS]
     return {
         "cells": cells,
         "spec_cells": spec_cells,

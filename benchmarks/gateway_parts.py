@@ -202,14 +202,20 @@ class Servers:
         return url
 
     def foureyes(
-        self, sim_url: str, name: str, *, risk_on_simulator: bool = False, speculate: bool = True
+        self,
+        sim_url: str,
+        name: str,
+        *,
+        risk_on_simulator: bool = False,
+        speculate: bool = True,
+        transport: str = "aiohttp",
     ) -> str:
         """Start ``foureyes serve`` with its own SQLite store; return its URL."""
         port = free_port()
         store_url = f"sqlite+aiosqlite:///{self.workdir / f'foureyes-{name}.db'}"
         self.store_urls[name] = store_url
         config = self.workdir / f"foureyes-{name}.toml"
-        config.write_text(gateway_toml(sim_url, store_url, risk_on_simulator, speculate))
+        config.write_text(gateway_toml(sim_url, store_url, risk_on_simulator, speculate, transport))
         env = {k: v for k, v in os.environ.items() if not k.startswith("FOUREYES_")}
         args = [sys.executable, "-m", "foureyes.cli", "serve", "--config", str(config)]
         args += ["--port", str(port)]
@@ -225,13 +231,23 @@ class Servers:
             stop_process(process)
 
 
-def gateway_toml(sim_url: str, store_url: str, risk_on_simulator: bool, speculate: bool) -> str:
-    """A ``foureyes.toml``: Counselor and Supervisor (and L1, if asked) on the simulator."""
+def gateway_toml(
+    sim_url: str,
+    store_url: str,
+    risk_on_simulator: bool,
+    speculate: bool,
+    transport: str = "aiohttp",
+) -> str:
+    """A ``foureyes.toml``: Counselor and Supervisor (and L1, if asked) on the simulator.
+
+    ``transport`` is the routes' (``aiohttp``, the shipped default: the ``openai`` SDK).
+    """
     routes = {"counselor": "counselor-sim", "supervisor": "supervisor-sim", "risk": "risk-sim"}
     lines = [f'[store]\nurl = "{store_url}"\n']
     for name, model in routes.items():
         lines.append(
             f'[routes.{name}]\nkind = "openai"\nbase_url = "{sim_url}"\nmodel = "{model}"\n'
+            f'transport = "{transport}"\n'
         )
     roles = 'counselor = "counselor"\nsupervisor = "supervisor"\n'
     if risk_on_simulator:

@@ -18,6 +18,8 @@ from foureyes.store import Store
 NEMO_SERVER = "NeMo server"
 LLMRAILS = "NeMo LLMRails (library)"
 FOUREYES = "foureyes gateway"
+FOUREYES_LEAN = "foureyes gateway, lean transport"
+GATEWAYS = (FOUREYES, FOUREYES_LEAN)
 SDK = "openai SDK (2 calls, no rail)"
 
 
@@ -116,6 +118,7 @@ async def overheads(servers: Any, cells: Sequence[Cell]) -> list[dict[str, Any]]
         rows = await split(servers, cell)
         out.append(
             {
+                "gateway": cell.system,
                 "model_latency_ms": cell.latency_ms,
                 "clients": cell.concurrency,
                 "server_overhead_p50_ms": _p50(rows["server"]),
@@ -190,20 +193,22 @@ def _throughput_tables(cells: Sequence[Cell]) -> list[str]:
 def _ratio_table(cells: Sequence[Cell]) -> list[str]:
     out = [
         "",
-        "Throughput ratios, foureyes gateway over:",
+        "Throughput ratios of each foureyes gateway over the others:",
         "",
-        "| model latency | clients | NeMo server (goal ≥ 5×) | NeMo LLMRails (goal > 1×) "
-        "| bare SDK |",
-        "| ---: | ---: | ---: | ---: | ---: |",
+        "| gateway | model latency | clients | NeMo server (goal ≥ 5×) "
+        "| NeMo LLMRails (goal > 1×) | bare SDK |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for latency in sorted({c.latency_ms for c in cells}):
-        for n in sorted({c.concurrency for c in cells}):
-            mine = _find(cells, FOUREYES, latency, n)
-            out.append(
-                f"| {latency} ms | {n} | {_ratio(mine, _find(cells, NEMO_SERVER, latency, n))} "
-                f"| {_ratio(mine, _find(cells, LLMRAILS, latency, n))} "
-                f"| {_ratio(mine, _find(cells, SDK, latency, n))} |"
-            )
+    for gateway in (g for g in GATEWAYS if any(c.system == g for c in cells)):
+        for latency in sorted({c.latency_ms for c in cells}):
+            for n in sorted({c.concurrency for c in cells}):
+                mine = _find(cells, gateway, latency, n)
+                out.append(
+                    f"| {gateway} | {latency} ms | {n} "
+                    f"| {_ratio(mine, _find(cells, NEMO_SERVER, latency, n))} "
+                    f"| {_ratio(mine, _find(cells, LLMRAILS, latency, n))} "
+                    f"| {_ratio(mine, _find(cells, SDK, latency, n))} |"
+                )
     return out
 
 
@@ -213,14 +218,15 @@ def _overhead_table(overheads: Sequence[Mapping[str, Any]]) -> list[str]:
         "Gateway's own overhead per reply (time minus the time inside model calls); goal: "
         "p50 < 3 ms at 1 client, < 10 ms at 16:",
         "",
-        "| model latency | clients | server-side p50 ms | server-side p99 ms "
+        "| gateway | model latency | clients | server-side p50 ms | server-side p99 ms "
         "| seen by the client, p50 ms | in the pipeline run, p50 ms | model time p50 ms "
         "| model calls/reply | gateway CPU ms/reply |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for o in overheads:
         out.append(
-            f"| {o['model_latency_ms']} ms | {o['clients']} | {o['server_overhead_p50_ms']} "
+            f"| {o['gateway']} | {o['model_latency_ms']} ms | {o['clients']} "
+            f"| {o['server_overhead_p50_ms']} "
             f"| {o['server_overhead_p99_ms']} | {o['client_overhead_p50_ms']} "
             f"| {o['in_run_overhead_p50_ms']} | {o['model_p50_ms']} "
             f"| {o['model_calls_per_reply']} | {_cpu(o['gateway_cpu_ms_per_reply'])} |"

@@ -110,8 +110,11 @@ class RouteConfig(_Section):
     """USD per million prompt tokens."""
     price_out: float | None = Field(default=None, ge=0)
     """USD per million completion tokens."""
-    transport: Literal["aiohttp", "httpx"] = "aiohttp"
-    """HTTP transport of the ``openai`` SDK; aiohttp measured faster (benchmarks/README.md)."""
+    transport: Literal["aiohttp", "httpx", "lean"] = "aiohttp"
+    """How an ``openai`` route talks HTTP: ``aiohttp`` or ``httpx``, the official ``openai``
+    SDK over that library (aiohttp measured faster); ``lean``, foureyes' own minimal client
+    over aiohttp, without the SDK: the same requests, validation and errors, for about a
+    third of the CPU per call (benchmarks/README.md)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> RouteConfig:

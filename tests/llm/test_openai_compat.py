@@ -41,7 +41,7 @@ from tests.helpers.postgres import free_port
 from tests.helpers.simulator import SCENARIOS, RunningSimulator
 
 KEY = "sim-test-key"  # the api_key of tests/fixtures/scenarios/faults.toml
-TRANSPORTS = ["aiohttp", "httpx"]
+TRANSPORTS = ["aiohttp", "httpx", "lean"]
 
 MakeProvider = Callable[..., OpenAIProvider]
 
@@ -186,10 +186,15 @@ async def test_past_the_timeout_is_a_route_timeout_on_time(
 async def test_429_is_rate_limited_with_retry_after(
     faulty: RouteConfig, make_provider: MakeProvider
 ) -> None:
+    provider = make_provider(faulty)
     with pytest.raises(RouteRateLimited) as caught:
-        await make_provider(faulty).complete(_ask("busy"), timeout_s=2)
+        await provider.complete(_ask("busy"), timeout_s=2)
     assert (caught.value.status_code, caught.value.retry_after_s) == (429, 7.0)
-    assert isinstance(caught.value.__cause__, openai.RateLimitError)
+    assert caught.value.detail == "HTTP 429: rate_limit_exceeded"
+    if provider.config.transport == "lean":  # made from the status itself
+        assert caught.value.__cause__ is None
+    else:
+        assert isinstance(caught.value.__cause__, openai.RateLimitError)
 
 
 async def test_500_is_an_http_error(faulty: RouteConfig, make_provider: MakeProvider) -> None:
@@ -495,13 +500,58 @@ async def test_a_keyless_route_sends_the_placeholder_key(simulator: RunningSimul
         await provider.aclose()
 
 
-async def test_a_closed_provider_refuses_calls() -> None:
-    route = RouteConfig(kind="openai", base_url="http://127.0.0.1:9/v1", model="m")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_closed_provider_refuses_calls(transport: str) -> None:
+    route = RouteConfig(
+        kind="openai", base_url="http://127.0.0.1:9/v1", model="m", transport=transport
+    )
     provider = OpenAIProvider("r", route, api_key="k")
     await provider.aclose()
     await provider.aclose()
     with pytest.raises(UsageError, match="closed"):
         await provider.complete(_ask("x"), timeout_s=1)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "error"),
+    [
+        (503, b'{"error": {"code": "overloaded", "message": "key sk-123 is busy"}}', "overloaded"),
+        (500, b"<html>Internal Server Error</html>", ""),
+        (400, b'{"error": "plain string"}', ""),
+        (404, b'{"error": {"code": 42}}', ""),
+        (429, b"\xff\xfe not utf-8", "rate limited"),
+    ],
+)
+async def test_the_lean_transport_types_error_statuses_from_any_body(
+    status: int, body: bytes, error: str
+) -> None:
+    headers = "Retry-After: 3\r\n" if status == 429 else ""
+    raw = (
+        f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n{headers}"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode() + body
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(raw)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    route = RouteConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", transport="lean")
+    provider = OpenAIProvider("raw", route, api_key=KEY)
+    try:
+        with pytest.raises(RouteHTTPError) as caught:
+            await provider.complete(_ask("hi"), timeout_s=2)
+    finally:
+        await provider.aclose()
+        server.close()
+    assert caught.value.status_code == status
+    assert caught.value.detail == f"HTTP {status}" + (f": {error}" if error else "")
+    assert "sk-123" not in str(caught.value) and KEY not in str(caught.value)
+    if status == 429:
+        assert isinstance(caught.value, RouteRateLimited) and caught.value.retry_after_s == 3.0
 
 
 def test_importing_foureyes_does_not_import_the_sdk() -> None:

@@ -7,6 +7,13 @@ when foureyes is imported.
 Retries are not the SDK's business here (``max_retries=0``): the caller owns the retry
 policy, budgets and deadlines. Every SDK failure is translated into the foureyes error tree
 by :func:`translate_errors`, the one boundary where foreign exceptions are mapped.
+
+A route may opt out of the SDK with ``transport = "lean"``: the same request body is
+posted with a bare aiohttp session (one per route), the response goes through the same
+validation, and aiohttp's failures and HTTP error statuses become the same typed errors
+(also in :func:`translate_errors`). The SDK's request building and its HTTP layers cost
+about 0.4 ms of CPU per call on the gateway's hot path (benchmarks/README.md); the lean
+client skips them and is the departure from DESIGN 6 that docs/architecture.md records.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
@@ -22,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pydantic
 
+from foureyes import __version__
 from foureyes.config import RouteConfig, mask_url
 from foureyes.core.errors import (
     ConfigError,
@@ -37,6 +46,7 @@ from foureyes.llm.provider import ChatRequest, ChatResult, Provider, ToolCall, U
 from foureyes.llm.routes import route_kind
 
 if TYPE_CHECKING:
+    import aiohttp
     from openai import AsyncOpenAI
 
 __all__ = [
@@ -131,12 +141,15 @@ def sdk_error_table() -> dict[type[BaseException], _Translate]:
     when a new SDK version adds one nobody has decided about. Lookup walks the exception's
     MRO, so an unlisted subclass still maps through its nearest listed parent.
     """
+    import aiohttp
     import openai
     from openai import _exceptions as sdk
 
     return {
         # Our own bound on the whole call (asyncio.timeout), for slow-drip responses.
         TimeoutError: _timeout,
+        # The lean transport: aiohttp's own failures (refused, reset, a cut-off body).
+        aiohttp.ClientError: _connection,
         # A 200 body that is not JSON or not a chat completion (validated by _Completion).
         pydantic.ValidationError: _bad_response,
         openai.APITimeoutError: _timeout,
@@ -196,6 +209,22 @@ def _http_response_type() -> Any:
 
         return httpx.Response
     return response_types()[0]  # openai 3.x, on httpx2
+
+
+def _status_error(route: str, status: int, headers: Mapping[str, str], body: bytes) -> RouteError:
+    """The typed error of an HTTP error status (the lean transport), as the SDK's would map.
+
+    Only the error body's ``code`` is kept: server messages can quote the key sent.
+    """
+    code = ""
+    with contextlib.suppress(ValueError, UnicodeDecodeError):
+        document = json.loads(body)
+        error = document.get("error") if isinstance(document, dict) else None
+        value = error.get("code") if isinstance(error, dict) else None
+        code = value if isinstance(value, str) else ""
+    if status == 429:
+        return RouteRateLimited(route, _retry_after_s(headers), code or "rate limited")
+    return RouteHTTPError(route, status, code)
 
 
 class _Wire(pydantic.BaseModel):
@@ -258,6 +287,14 @@ class OpenAIProvider:
         self._base_url = config.base_url
         self._api_key = api_key
         self._client: AsyncOpenAI | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._completions_url = self._base_url.rstrip("/") + "/chat/completions"
+        self._lean_headers = {
+            "Authorization": f"Bearer {api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"foureyes/{__version__}",
+        }
         self._closed = False
 
     def __repr__(self) -> str:
@@ -321,6 +358,8 @@ class OpenAIProvider:
             RouteHTTPError: an HTTP error status (``RouteRateLimited`` for 429).
             RouteBadResponse: a body that is not JSON, has no choices or has wrong types.
         """
+        if self.config.transport == "lean":
+            return await self._complete_lean(request, timeout_s)
         client = self._sdk()
         started = time.monotonic()
         with translate_errors(self.route, timeout_s):
@@ -337,7 +376,37 @@ class OpenAIProvider:
                     options={"timeout": timeout_s},
                 )
             completion = _Completion.model_validate_json(raw.content)
-        latency_s = time.monotonic() - started
+        return self._result(completion, time.monotonic() - started)
+
+    async def _complete_lean(self, request: ChatRequest, timeout_s: float) -> ChatResult:
+        session = self._lean_session()
+        started = time.monotonic()
+        with translate_errors(self.route, timeout_s):
+            async with (
+                asyncio.timeout(timeout_s),
+                session.post(
+                    self._completions_url,
+                    data=json.dumps(self._params(request), ensure_ascii=False).encode(),
+                    headers=self._lean_headers,
+                ) as response,
+            ):
+                body = await response.read()
+                if response.status >= 400:
+                    raise _status_error(self.route, response.status, response.headers, body)
+            completion = _Completion.model_validate_json(body)
+        return self._result(completion, time.monotonic() - started)
+
+    def _lean_session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise UsageError(f"the provider of route {self.route!r} is closed")
+        if self._session is None:
+            import aiohttp
+
+            # trust_env: HTTP(S)_PROXY and NO_PROXY apply, as they do to the SDK's client.
+            self._session = aiohttp.ClientSession(trust_env=True, raise_for_status=False)
+        return self._session
+
+    def _result(self, completion: _Completion, latency_s: float) -> ChatResult:
         choice = completion.choices[0]
         usage = completion.usage or _Usage()
         return ChatResult(
@@ -362,6 +431,9 @@ class OpenAIProvider:
         if self._client is not None:
             client, self._client = self._client, None
             await client.close()
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
 
 
 @route_kind("openai")
