@@ -51,14 +51,33 @@ async def test_only_verified_unrevoked_contacts_are_found(
         await r.revoke_contact("missing", at=AT)
 
 
-def limits(*, cooldown_h: float = 24, daily_cap: int = 100) -> AttemptLimits:
-    return AttemptLimits(
-        cooldown=dt.timedelta(hours=cooldown_h),
-        daily_cap=daily_cap,
-        day_start=dt.datetime.combine(AT.date(), dt.time(), tzinfo=dt.UTC),
-        cooldown_reason="cooldown",
-        cap_reason="daily_cap",
-        duplicate_reason="duplicate_episode",
+async def begin(
+    r: SqlAlertRecords,
+    conversation: str,
+    contact_id: str,
+    episode: str,
+    *,
+    at: dt.datetime = AT,
+    cooldown_h: float = 24,
+    daily_cap: int = 100,
+) -> AttemptStart:
+    """``begin_attempt`` with everything but the identities and the limits fixed."""
+    return await r.begin_attempt(
+        at=at,
+        conversation_id=conversation,
+        episode=episode,
+        assessment_id=None,
+        contact_id=contact_id,
+        message_sha256="0" * 64,
+        notifier="file",
+        limits=AttemptLimits(
+            cooldown=dt.timedelta(hours=cooldown_h),
+            daily_cap=daily_cap,
+            day_start=dt.datetime.combine(AT.date(), dt.time(), tzinfo=dt.UTC),
+            cooldown_reason="cooldown",
+            cap_reason="daily_cap",
+            duplicate_reason="duplicate_episode",
+        ),
     )
 
 
@@ -68,19 +87,9 @@ async def test_racing_attempts_never_exceed_the_daily_cap(
     r = await records(open_store, store_url)
     contacts = [await r.add_contact(f"c{n}", "x", locale="en", at=AT) for n in range(6)]
 
-    async def attempt(n: int) -> AttemptStart:
-        return await r.begin_attempt(
-            at=AT,
-            conversation_id=f"c{n}",
-            episode="e1",
-            assessment_id=None,
-            contact_id=contacts[n].id,
-            message_sha256="0" * 64,
-            notifier="file",
-            limits=limits(daily_cap=2),
-        )
-
-    starts = await asyncio.gather(*(attempt(n) for n in range(6)))
+    starts = await asyncio.gather(
+        *(begin(r, f"c{n}", contacts[n].id, "e1", daily_cap=2) for n in range(6))
+    )
     assert len([s for s in starts if s.attempt_id is not None]) == 2
     assert sorted(str(s.blocked) for s in starts) == ["None"] * 2 + ["daily_cap"] * 4
     assert await r.attempts_since(AT) == 2
@@ -94,19 +103,9 @@ async def test_racing_attempts_to_one_contact_respect_its_cooldown(
     r = await records(open_store, store_url)
     contact = await r.add_contact("c1", "x", locale="en", at=AT)
 
-    async def attempt(episode: str) -> AttemptStart:
-        return await r.begin_attempt(
-            at=AT,
-            conversation_id="c1",
-            episode=episode,
-            assessment_id=None,
-            contact_id=contact.id,
-            message_sha256="0" * 64,
-            notifier="file",
-            limits=limits(cooldown_h=24),
-        )
-
-    starts = await asyncio.gather(*(attempt(f"e{n}") for n in range(5)))
+    starts = await asyncio.gather(
+        *(begin(r, "c1", contact.id, f"e{n}", cooldown_h=24) for n in range(5))
+    )
     assert len([s for s in starts if s.attempt_id is not None]) == 1
     assert sorted(str(s.blocked) for s in starts) == ["None"] + ["cooldown"] * 4
     assert await r.attempts_since(AT) == 1
@@ -118,20 +117,10 @@ async def test_one_attempt_per_episode_even_when_racing(
     r = await records(open_store, store_url)
     contact = await r.add_contact("c1", "x", locale="en", at=AT)
 
-    async def attempt() -> str | None:
-        start = await r.begin_attempt(
-            at=AT,
-            conversation_id="c1",
-            episode="e1",
-            assessment_id=None,
-            contact_id=contact.id,
-            message_sha256="0" * 64,
-            notifier="file",
-            limits=limits(cooldown_h=0),
-        )
-        return start.attempt_id
-
-    ids = await asyncio.gather(*(attempt() for _ in range(4)))
+    starts = await asyncio.gather(
+        *(begin(r, "c1", contact.id, "e1", cooldown_h=0) for _ in range(4))
+    )
+    ids = [start.attempt_id for start in starts]
     assert len([i for i in ids if i is not None]) == 1
     decisions = await r.decisions("c1")
     assert sorted(d["outcome"] for d in decisions) == ["attempted"] + ["blocked"] * 3
@@ -147,15 +136,8 @@ async def test_tries_settle_once_and_failed_sends_do_not_count_for_the_cooldown(
     contact = await r.add_contact("c1", "x", locale="en", at=AT)
     ids = []
     for n, episode in enumerate(("e1", "e2")):
-        start = await r.begin_attempt(
-            at=AT + dt.timedelta(hours=n),
-            conversation_id="c1",
-            episode=episode,
-            assessment_id=None,
-            contact_id=contact.id,
-            message_sha256="0" * 64,
-            notifier="file",
-            limits=limits(cooldown_h=0),
+        start = await begin(
+            r, "c1", contact.id, episode, at=AT + dt.timedelta(hours=n), cooldown_h=0
         )
         attempt_id = start.attempt_id
         assert attempt_id is not None and start.blocked is None

@@ -22,6 +22,18 @@ def event(stage: str) -> TraceEvent:
     return TraceEvent(EventKind.RISK, stage, {"stage": stage}, AT)
 
 
+async def append_while_locked(store: Store, sqlite_path: Path, trace_id: str) -> None:
+    """Append event "a" while another process holds the write lock: the append fails."""
+    other = sqlite3.connect(sqlite_path, timeout=1, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreError):
+            await store.traces.append(trace_id, event("a"))
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+
+
 async def reserved(store: Store) -> str:
     trace_id = store.traces.reserve_run(
         "support_message", conversation_id="c1", input_text="hello", meta={"purpose": "live"}
@@ -136,14 +148,7 @@ async def test_a_failed_first_write_keeps_the_run_reserved(
 ) -> None:
     store = await open_store(sqlite_url, timeout_s=0.1)
     trace_id = store.traces.reserve_run("support_message", input_text="hello")
-    other = sqlite3.connect(sqlite_path, timeout=1, isolation_level=None)
-    try:
-        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
-        with pytest.raises(StoreError):
-            await store.traces.append(trace_id, event("a"))
-        other.execute("ROLLBACK")
-    finally:
-        other.close()
+    await append_while_locked(store, sqlite_path, trace_id)
 
     # Rolled back with the event; the next write names the run and writes it after all.
     assert await store.traces.get(trace_id) is None
@@ -205,14 +210,7 @@ async def test_a_held_assessment_survives_a_failed_write_and_is_written_once(
     store = await open_store(sqlite_url, timeout_s=0.1)
     trace_id = store.traces.reserve_run("support_message", conversation_id="c1")
     assessment_id = store.assessments.hold(row(trace_id=trace_id), text="hello")
-    other = sqlite3.connect(sqlite_path, timeout=1, isolation_level=None)
-    try:
-        other.execute("BEGIN IMMEDIATE")
-        with pytest.raises(StoreError):
-            await store.traces.append(trace_id, event("a"))
-        other.execute("ROLLBACK")
-    finally:
-        other.close()
+    await append_while_locked(store, sqlite_path, trace_id)
 
     assert await store.assessments.get(assessment_id) is None
     await store.traces.append(trace_id, event("b"))
