@@ -326,9 +326,10 @@ class _SqliteThread:
             return work(conn)
 
     async def close(self) -> None:
+        # The engine is disposed on its own thread, after any transaction still queued.
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._thread, self._dispose)
-        self._thread.shutdown(wait=True)
+        self._thread.shutdown(wait=False)
 
     def _dispose(self) -> None:
         if self._engine is not None:
