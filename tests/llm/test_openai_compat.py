@@ -562,3 +562,59 @@ def test_importing_foureyes_does_not_import_the_sdk() -> None:
         "assert 'openai' not in sys.modules, 'openai was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+async def test_the_lean_transport_goes_through_the_environments_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    completion = json.dumps(
+        {"model": "m", "choices": [{"message": {"content": "via proxy"}, "finish_reason": "stop"}]}
+    ).encode()
+    seen: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        seen.append(head.split(b"\r\n", 1)[0])
+        length = int(
+            next(
+                line.split(b":", 1)[1]
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+        )
+        await reader.readexactly(length)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(completion)}\r\nConnection: close\r\n\r\n".encode()
+            + completion
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    # No such host: only the proxy can answer.
+    route = RouteConfig(base_url="http://upstream.invalid/v1", model="m", transport="lean")
+    provider = OpenAIProvider("proxied", route, api_key=KEY)
+    try:
+        result = await provider.complete(_ask("hi"), timeout_s=5)
+    finally:
+        await provider.aclose()
+        server.close()
+    assert result.text == "via proxy"
+    assert seen == [b"POST http://upstream.invalid/v1/chat/completions HTTP/1.1"]
+
+    # A host NO_PROXY names is reached directly (here: refused, so a connection error).
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    direct = OpenAIProvider(
+        "direct", route.model_copy(update={"base_url": "http://127.0.0.1:9/v1"}), api_key=KEY
+    )
+    try:
+        with pytest.raises(RouteConnectionError):
+            await direct.complete(_ask("hi"), timeout_s=5)
+    finally:
+        await direct.aclose()
+    assert len(seen) == 1

@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
+from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass
 
 import pydantic
 
@@ -211,6 +213,14 @@ def _http_response_type() -> Any:
     return response_types()[0]  # openai 3.x, on httpx2
 
 
+def _env_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTP(S)_PROXY``, ``NO_PROXY``), if any."""
+    parts = urlsplit(url)
+    if proxy_bypass(parts.hostname or ""):
+        return None
+    return getproxies().get(parts.scheme)
+
+
 def _status_error(route: str, status: int, headers: Mapping[str, str], body: bytes) -> RouteError:
     """The typed error of an HTTP error status (the lean transport), as the SDK's would map.
 
@@ -288,6 +298,7 @@ class OpenAIProvider:
         self._api_key = api_key
         self._client: AsyncOpenAI | None = None
         self._session: aiohttp.ClientSession | None = None
+        self._proxy: str | None = None
         self._completions_url = self._base_url.rstrip("/") + "/chat/completions"
         self._lean_headers = {
             "Authorization": f"Bearer {api_key}",
@@ -388,6 +399,7 @@ class OpenAIProvider:
                     self._completions_url,
                     data=json.dumps(self._params(request), ensure_ascii=False).encode(),
                     headers=self._lean_headers,
+                    proxy=self._proxy,
                 ) as response,
             ):
                 body = await response.read()
@@ -402,8 +414,13 @@ class OpenAIProvider:
         if self._session is None:
             import aiohttp
 
-            # trust_env: HTTP(S)_PROXY and NO_PROXY apply, as they do to the SDK's client.
-            self._session = aiohttp.ClientSession(trust_env=True, raise_for_status=False)
+            # HTTP(S)_PROXY and NO_PROXY apply, as they do to the SDK's client, but are read
+            # once here: aiohttp's trust_env would look them (and ~/.netrc) up in a thread
+            # on every request. No cookies are kept between calls.
+            self._proxy = _env_proxy(self._completions_url)
+            self._session = aiohttp.ClientSession(
+                cookie_jar=aiohttp.DummyCookieJar(), raise_for_status=False
+            )
         return self._session
 
     def _result(self, completion: _Completion, latency_s: float) -> ChatResult:
