@@ -69,13 +69,12 @@ class PendingRuns:
         """
         row = self._rows.get(trace_id)
         held = tuple(self._held.get(trace_id, ()))
-        insert_header = self._insert_header
 
         def transaction(conn: Connection) -> _T:
             if row is not None:
                 # Ids carry 80 random bits, so a conflict can only be this very header,
                 # inserted by a concurrent write naming the same run (PostgreSQL).
-                conn.execute(insert_header, row)
+                conn.execute(self._insert_header, row)
             for statement, values in held:
                 conn.execute(statement, values)
             return work(conn)

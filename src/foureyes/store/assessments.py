@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, delete, select
+from sqlalchemy import Connection, and_, delete, select
 
 from foureyes.core.budget import utc_day
 from foureyes.core.errors import UsageError
@@ -113,13 +113,14 @@ class SqlAssessmentLog:
             UsageError: ``row.at`` is naive.
         """
         values = self._values(row, text)
+
+        def work(conn: Connection) -> None:
+            conn.execute(_INSERT, values)
+
         if row.trace_id is None:
-            async with self._db.write("record_assessment") as conn:
-                await conn.execute(_INSERT, values)
+            await self._db.run_write("record_assessment", work)
         else:
-            await self._pending.run(
-                "record_assessment", row.trace_id, lambda conn: conn.execute(_INSERT, values)
-            )
+            await self._pending.run("record_assessment", row.trace_id, work)
         return str(values["id"])
 
     def hold(self, row: NewAssessment, *, text: str) -> str:

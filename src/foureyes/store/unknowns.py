@@ -77,6 +77,9 @@ class SqlOpenUnknowns:
         self._db = db
         self._clock = clock
         self._pending = pending if pending is not None else PendingRuns(db)
+        self._insert = db.insert_ignoring_conflict_of(
+            gate_open_unknowns, ["conversation_id", "text_sha256"]
+        )
 
     async def open(self, conversation_id: str, *, limit: int) -> tuple[str, ...]:
         """The open unknowns' texts, most recently raised first, at most ``limit``.
@@ -105,15 +108,12 @@ class SqlOpenUnknowns:
             raise UsageError("an open unknown needs text")
         if not cleaned:
             return
-        insert = self._db.insert_ignoring_conflict_of(
-            gate_open_unknowns, ["conversation_id", "text_sha256"]
-        )
 
         def work(conn: Connection) -> None:
             for text in dict.fromkeys(cleaned):
                 key = unknown_key(text)
                 conn.execute(
-                    insert,
+                    self._insert,
                     {
                         "id": uuid.uuid4().hex,
                         "conversation_id": conversation_id,
