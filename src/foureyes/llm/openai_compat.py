@@ -118,13 +118,19 @@ def _connection(exc: Any, route: str, timeout_s: float) -> RouteError:
     return RouteConnectionError(route, f"could not reach the endpoint ({type(cause).__name__})")
 
 
+def _http_error(route: str, status: int, headers: Mapping[str, str], code: str) -> RouteError:
+    """The typed error of an HTTP error status; ``code`` is the error body's code only."""
+    if status == 429:
+        return RouteRateLimited(route, _retry_after_s(headers), code or "rate limited")
+    return RouteHTTPError(route, status, code)
+
+
 def _status(exc: Any, route: str, timeout_s: float) -> RouteError:
-    return RouteHTTPError(route, exc.status_code, _code(exc))
+    return _http_error(route, exc.status_code, exc.response.headers, _code(exc))
 
 
 def _rate_limited(exc: Any, route: str, timeout_s: float) -> RouteError:
-    retry_after = _retry_after_s(exc.response.headers)
-    return RouteRateLimited(route, retry_after, _code(exc) or "rate limited")
+    return _http_error(route, 429, exc.response.headers, _code(exc))
 
 
 def _bad_response(exc: Any, route: str, timeout_s: float) -> RouteError:
@@ -232,9 +238,7 @@ def _status_error(route: str, status: int, headers: Mapping[str, str], body: byt
         error = document.get("error") if isinstance(document, dict) else None
         value = error.get("code") if isinstance(error, dict) else None
         code = value if isinstance(value, str) else ""
-    if status == 429:
-        return RouteRateLimited(route, _retry_after_s(headers), code or "rate limited")
-    return RouteHTTPError(route, status, code)
+    return _http_error(route, status, headers, code)
 
 
 class _Wire(pydantic.BaseModel):
@@ -315,8 +319,7 @@ class OpenAIProvider:
         )
 
     def _sdk(self) -> AsyncOpenAI:
-        if self._closed:
-            raise UsageError(f"the provider of route {self.route!r} is closed")
+        self._check_open()
         if self._client is None:
             import openai
 
@@ -409,8 +412,7 @@ class OpenAIProvider:
         return self._result(completion, time.monotonic() - started)
 
     def _lean_session(self) -> aiohttp.ClientSession:
-        if self._closed:
-            raise UsageError(f"the provider of route {self.route!r} is closed")
+        self._check_open()
         if self._session is None:
             import aiohttp
 
@@ -422,6 +424,10 @@ class OpenAIProvider:
                 cookie_jar=aiohttp.DummyCookieJar(), raise_for_status=False
             )
         return self._session
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError(f"the provider of route {self.route!r} is closed")
 
     def _result(self, completion: _Completion, latency_s: float) -> ChatResult:
         choice = completion.choices[0]
