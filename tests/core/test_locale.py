@@ -7,6 +7,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from foureyes.core.locale import _PAIRS, _SIMPLIFIED, _TRADITIONAL, Locale, detect_locale
 
@@ -106,3 +108,72 @@ def test_real_weibo_posts_are_simplified_chinese() -> None:
     assert len(posts) == 200
     # One post of the fold is written in Traditional characters (原來, 燒, 殺, 現).
     assert counts == {Locale.ZH_HANS: 199, Locale.ZH_HANT: 1}
+
+
+# --- the regular-expression implementation against a plain character loop ---------------
+
+_HAN_RANGES = (
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xF900, 0xFAFF),
+    (0x20000, 0x2FA1F),
+    (0x30000, 0x323AF),
+)
+
+
+def _reference(text: str, default: Locale) -> Locale:
+    """detect_locale as its docstring states it, one character at a time."""
+    han = words = traditional = simplified = 0
+    in_word = False
+    for ch in text:
+        if any(lo <= ord(ch) <= hi for lo, hi in _HAN_RANGES):
+            han += 1
+            traditional += ch in _TRADITIONAL
+            simplified += ch in _SIMPLIFIED
+            in_word = False
+        elif ch.isalpha():
+            words += not in_word
+            in_word = True
+        else:
+            in_word = False
+    if han == 2 * words:
+        return default
+    if han < 2 * words:
+        return Locale.EN
+    if traditional != simplified:
+        return Locale.ZH_HANT if traditional > simplified else Locale.ZH_HANS
+    return Locale.ZH_HANT if default is Locale.ZH_HANT else Locale.ZH_HANS
+
+
+# Characters where a regular expression's idea of a word and str.isalpha part ways
+# (numeric non-digits, "_", combining marks, digits of other scripts), the edges of the
+# Han ranges, both scripts' curated forms, and letters of several alphabets.
+_TRICKY = (
+    "²½Ⅻ①_\u0301\u0663\u0966٣ßéЖωא\u3400\u4dbf\u4e00\u9fff\uf900\ufaff"
+    "\U00020000\U0002fa1f\U00030000\U000323af\u33ff\u4dc0\ufb00 \t\n!？😭"
+    + "".join(_TRADITIONAL)
+    + "".join(_SIMPLIFIED)
+)
+
+
+@given(
+    st.text(alphabet=st.one_of(st.sampled_from(_TRICKY), st.characters()), max_size=60),
+    st.sampled_from(list(Locale)),
+)
+def test_detection_matches_a_character_by_character_count(text: str, default: Locale) -> None:
+    assert detect_locale(text, default=default) is _reference(text, default)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A character that is not a letter splits a run: two words (four ideographs'
+        # weight) outweigh three ideographs, one word does not.
+        ("ab²cd 你好你", Locale.EN),
+        ("ab_cd 你好你", Locale.EN),
+        ("ab\u0663cd 你好你", Locale.EN),
+        ("abcd 你好你", Locale.ZH_HANT),
+    ],
+)
+def test_non_letters_inside_a_word_split_it(text: str, expected: Locale) -> None:
+    assert detect_locale(text, default=Locale.ZH_HANT) is expected

@@ -7,6 +7,7 @@ three locales to reply in), not "what language is this".
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 __all__ = ["Locale", "detect_locale"]
@@ -40,13 +41,14 @@ _TRADITIONAL = frozenset(pair[0] for pair in _PAIRS)
 _SIMPLIFIED = frozenset(pair[1] for pair in _PAIRS)
 
 # CJK Unified Ideographs and their extensions, plus the compatibility ideographs.
-_HAN_RANGES = (
-    (0x3400, 0x4DBF),
-    (0x4E00, 0x9FFF),
-    (0xF900, 0xFAFF),
-    (0x20000, 0x2FA1F),
-    (0x30000, 0x323AF),
-)
+_HAN_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f\U00030000-\U000323af"
+_HAN = re.compile(f"[{_HAN_CLASS}]")
+# Word characters that are neither digits, "_" nor Han: every letter (str.isalpha) that is
+# not an ideograph, and the rare numeric characters that are not decimal digits (², ½,
+# Ⅻ), which do not count as letters; a run holding one is split on it.
+_WORDISH = re.compile(f"[^\\W\\d_{_HAN_CLASS}]+")
+_TRADITIONAL_RE = re.compile("[" + "".join(sorted(_TRADITIONAL)) + "]")
+_SIMPLIFIED_RE = re.compile("[" + "".join(sorted(_SIMPLIFIED)) + "]")
 
 # An alphabetic word carries about as much as two Chinese characters (Chinese words
 # average under two characters), so a few English terms in a Chinese sentence, or a
@@ -54,9 +56,18 @@ _HAN_RANGES = (
 _CHARS_PER_WORD = 2
 
 
-def _is_han(ch: str) -> bool:
-    code = ord(ch)
-    return any(lo <= code <= hi for lo, hi in _HAN_RANGES)
+def _words(text: str) -> int:
+    """How many runs of letters other than ideographs ``text`` holds."""
+    count = 0
+    for run in _WORDISH.findall(text):
+        if run.isalpha():
+            count += 1
+            continue
+        in_word = False
+        for ch in run:
+            count += ch.isalpha() and not in_word
+            in_word = ch.isalpha()
+    return count
 
 
 def detect_locale(text: str, default: Locale = Locale.EN) -> Locale:
@@ -77,24 +88,14 @@ def detect_locale(text: str, default: Locale = Locale.EN) -> Locale:
     Returns:
         ``zh-Hans``, ``zh-Hant`` or ``en``.
     """
-    han = words = traditional = simplified = 0
-    in_word = False
-    for ch in text:
-        if _is_han(ch):
-            han += 1
-            traditional += ch in _TRADITIONAL
-            simplified += ch in _SIMPLIFIED
-            in_word = False
-        elif ch.isalpha():
-            words += not in_word
-            in_word = True
-        else:
-            in_word = False
-    weight = words * _CHARS_PER_WORD
+    han = len(_HAN.findall(text))
+    weight = _words(text) * _CHARS_PER_WORD
     if han == weight:
         return default
     if han < weight:
         return Locale.EN
+    traditional = len(_TRADITIONAL_RE.findall(text))
+    simplified = len(_SIMPLIFIED_RE.findall(text))
     if traditional > simplified:
         return Locale.ZH_HANT
     if simplified > traditional or default != Locale.ZH_HANT:
