@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the test suite needs when they are missing:
-# PostgreSQL 15 (server binaries for the tests' own throw-away cluster) and Chromium
-# (the console's browser tests drive /usr/bin/chromium through Playwright).
+# PostgreSQL 15 (server binaries for the tests' own throw-away cluster), Chromium
+# (the console's browser tests drive /usr/bin/chromium through Playwright) and a font
+# with Chinese ideographs (WenQuanYi Micro Hei, 5 MB: Chinese eval-report plots and
+# console screenshots; without one the plots fall back to English words).
 set -euo pipefail
 
 need=()
@@ -11,6 +13,15 @@ fi
 
 if [ ! -x /usr/bin/chromium ]; then
   need+=(chromium)
+fi
+
+cjk_font=no
+for font in /usr/share/fonts/truetype/wqy/wqy-microhei.ttc \
+  /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc; do
+  if [ -e "$font" ]; then cjk_font=yes; fi
+done
+if [ "$cjk_font" = no ]; then
+  need+=(fonts-wqy-microhei)
 fi
 
 if [ ${#need[@]} -eq 0 ]; then

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import re
 from pathlib import Path
 
 import pytest
 
 from foureyes.core.errors import UsageError
+from foureyes.core.locale import Locale
+from foureyes.evals import _plots
 from foureyes.evals.cassette import eval_providers
-from foureyes.evals.report import write_report
+from foureyes.evals.report import (
+    html_of,
+    load_metrics,
+    markdown_of,
+    report_strings,
+    report_view,
+    write_report,
+)
 from foureyes.evals.runner import EvalRunner
 from foureyes.evals.suite import load_suite, suite_path
 from foureyes.store import Store
@@ -19,17 +29,23 @@ from tests.evals._support import eval_config, store
 __all__ = ["store"]
 
 
-async def test_report_of_a_triage_run(tmp_path: Path, store: Store) -> None:
+async def _triage_run(tmp_path: Path, store: Store, run_id: str = "t") -> int:
+    """Run the shipped triage suite offline into ``store``; return its number of arms."""
     cfg = eval_config(tmp_path)
     suite = load_suite(suite_path("triage"))
     providers = eval_providers(cfg, ["offline", "strong"], {})
     await EvalRunner(
-        suite, suite.arms, config=cfg, providers=providers, store=store, run_id="t"
+        suite, suite.arms, config=cfg, providers=providers, store=store, run_id=run_id
     ).run()
+    return len(suite.arms)
+
+
+async def test_report_of_a_triage_run(tmp_path: Path, store: Store) -> None:
+    arms = await _triage_run(tmp_path, store)
     files = await write_report(store, "t", tmp_path / "out")
     page = files.html.read_text(encoding="utf-8")
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == 3 + len(suite.arms)
+    assert len(images) == 3 + arms
     assert all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
     assert "http://" not in page and "https://" not in page
     summary = files.markdown.read_text(encoding="utf-8")
@@ -41,3 +57,74 @@ async def test_report_of_a_triage_run(tmp_path: Path, store: Store) -> None:
 async def test_report_of_an_unknown_run_is_refused(tmp_path: Path, store: Store) -> None:
     with pytest.raises(UsageError, match="no eval run"):
         await write_report(store, "nope", tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("locale", "title", "verdict", "header"),
+    [
+        (
+            Locale.ZH_HANS,
+            "评测运行 t",
+            "无显著差异（McNemar 精确检验 p = ",
+            "通过率 [95% 置信区间]",
+        ),
+        (
+            Locale.ZH_HANT,
+            "評測執行 t",
+            "無顯著差異（McNemar 精確檢定 p = ",
+            "通過率 [95% 信賴區間]",
+        ),
+    ],
+)
+async def test_a_report_in_chinese_says_everything_in_chinese(
+    tmp_path: Path, store: Store, locale: Locale, title: str, verdict: str, header: str
+) -> None:
+    await _triage_run(tmp_path, store)
+    files = await write_report(store, "t", tmp_path / "out", locale=locale)
+    page = files.html.read_text(encoding="utf-8")
+    summary = files.markdown.read_text(encoding="utf-8")
+
+    assert f"<html lang='{locale.value}'>" in page and f"<h1>{title}</h1>" in page
+    for text in (page, summary):
+        assert verdict in text and header in text
+        # No word of the English report is left (the run's own names are not words).
+        for english in ("no significant difference", "pass rate", "false diversion", "Arms"):
+            assert english not in text
+    english_page = html_of(report_view(*await load_metrics(store, "t")))
+    assert "no significant difference (McNemar exact p = " in english_page
+
+
+async def test_chinese_plots_are_drawn_with_chinese_words_when_a_cjk_font_exists(
+    tmp_path: Path, store: Store
+) -> None:
+    await _triage_run(tmp_path, store)
+    run, metrics = await load_metrics(store, "t")
+    strings = report_strings()
+    # The words follow the locale only when a font can draw them.
+    drawn = _plots.PlotText.of(strings, Locale.ZH_HANS, "Some CJK Family")
+    assert drawn.pass_rate_title == "各臂通过率" and drawn.families[-1] == "Some CJK Family"
+    fallback = _plots.PlotText.of(strings, Locale.ZH_HANT, None)
+    assert fallback == _plots.PlotText.of(strings, Locale.EN, None)
+    assert fallback.pass_rate_title == "Pass rate per arm"
+
+    font = _plots.cjk_font()
+    if font is None:
+        pytest.skip("no CJK font on this machine (scripts/system-deps.sh installs one)")
+    chinese = report_view(run, metrics, Locale.ZH_HANS)
+    assert chinese.plots[0].alt == "各臂通过率"
+    # The ideographs are drawn with the CJK font, not as the boxes of a Latin-only one.
+    words = _plots.PlotText.of(strings, Locale.ZH_HANS, font)
+    latin_only = dataclasses.replace(words, families=words.families[:1])
+    assert chinese.plots[0].png == _plots.pass_rate_png(metrics, words)
+    assert _plots.pass_rate_png(metrics, words) != _plots.pass_rate_png(metrics, latin_only)
+
+
+async def test_markdown_cells_cannot_break_the_table(tmp_path: Path, store: Store) -> None:
+    await _triage_run(tmp_path, store)
+    view = report_view(*await load_metrics(store, "t"))
+    first = view.arms.rows[0]
+    bent = dataclasses.replace(view.arms, rows=(("a|b", *first[1:]),))
+    table = markdown_of(dataclasses.replace(view, arms=bent, agreement=None))
+
+    row = next(line for line in table.splitlines() if line.startswith("| a\\|b |"))
+    assert row.replace("\\|", "").count("|") == len(view.arms.header) + 1

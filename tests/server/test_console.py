@@ -38,6 +38,7 @@ from foureyes.server.console import (
     LEVEL_FILTERS,
     Catalogue,
     PageAssets,
+    console_strings,
     json_for_script,
     page_locale,
     render_page,
@@ -212,7 +213,7 @@ async def test_the_language_is_the_query_s_then_the_header_s(
 
     html = next(attrs for tag, attrs in page.tags if tag == "html")
     assert html["lang"] == locale.value
-    catalogue = Catalogue.packaged()
+    catalogue = console_strings()
     assert f"<title>{catalogue.text('app.title', locale)}</title>" in response.text
     assert catalogue.text("chat.send", locale) in response.text
     data = page.config()
@@ -240,7 +241,7 @@ async def test_a_hostile_lang_parameter_is_not_reflected() -> None:
 
 
 def hostile_catalogue() -> Catalogue:
-    packaged = Catalogue.packaged().entries
+    packaged = console_strings().entries
     return Catalogue.from_json(
         {key: {loc.value: f"{key} {HOSTILE}" for loc in Locale} for key in packaged}
     )
@@ -306,7 +307,7 @@ FAMILIES: dict[str, list[str]] = {
 
 
 def test_the_catalogue_labels_every_value_of_every_closed_set() -> None:
-    catalogue = Catalogue.packaged()
+    catalogue = console_strings()
     for family, values in FAMILIES.items():
         for value in values:
             for locale in Locale:
@@ -315,7 +316,7 @@ def test_the_catalogue_labels_every_value_of_every_closed_set() -> None:
 
 
 def test_every_string_the_page_uses_exists_and_every_string_is_used() -> None:
-    catalogue = Catalogue.packaged()
+    catalogue = console_strings()
     in_template = set(re.findall(r"\{\{t:([\w.-]+)\}\}", TEMPLATE))
     in_script = set(re.findall(r"""\bt\(["']([\w.-]+)["']\)""", SCRIPT))
     in_script |= {
@@ -357,7 +358,7 @@ def test_a_broken_catalogue_is_refused_naming_the_problem(data: Any, problem: st
 
 
 def test_an_unknown_string_or_slot_is_a_usage_error() -> None:
-    catalogue = Catalogue.packaged()
+    catalogue = console_strings()
     with pytest.raises(UsageError, match="no string 'nope'"):
         catalogue.text("nope", Locale.EN)
     small = Catalogue.from_json({"x": {loc.value: "x" for loc in Locale}})

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load, run
 from foureyes.config import Config
 from foureyes.core.errors import FoureyesError, UsageError
+from foureyes.core.locale import Locale
 from foureyes.evals import (
     EvalRunner,
     PairDone,
@@ -197,10 +198,10 @@ def run_suite(
     console.print(f"report: foureyes eval report {summary.run_id}")
 
 
-async def _report(cfg: Config, run_id: str, out: Path) -> ReportFiles:
+async def _report(cfg: Config, run_id: str, out: Path, locale: Locale) -> ReportFiles:
     store = await Store.open(cfg.store, cfg.privacy, os.environ)
     try:
-        return await write_report(store, run_id, out)
+        return await write_report(store, run_id, out, locale=locale)
     finally:
         await store.close()
 
@@ -211,13 +212,14 @@ def report(
     out: Annotated[
         Path, typer.Option("--out", file_okay=False, help="Folder to write the report into.")
     ] = Path("eval-reports"),
+    locale: Annotated[Locale, typer.Option(help="Language of the report.")] = Locale.EN,
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Write RUN's self-contained HTML page and Markdown summary."""
     cfg = load(config, as_json=as_json)
     try:
-        files = run(_report(cfg, run_id, out))
+        files = run(_report(cfg, run_id, out, locale))
     except FoureyesError as exc:
         fail(exc, as_json=as_json)
     except (UsageError, OSError) as exc:

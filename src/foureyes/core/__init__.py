@@ -12,6 +12,7 @@ from foureyes.core.budget import (
     cost_usd,
     utc_day,
 )
+from foureyes.core.catalogue import Catalogue
 from foureyes.core.deadline import Clock, Deadline
 from foureyes.core.digest import (
     Proposal,
@@ -45,6 +46,7 @@ from foureyes.core.trace import EventKind, TraceEvent, TraceRecord, TraceRun, Tr
 __all__ = [
     "BudgetExhausted",
     "CallBudget",
+    "Catalogue",
     "Clock",
     "ConfigError",
     "ContractError",

@@ -1,95 +1,239 @@
-"""The report's plots, drawn with matplotlib (Agg) and returned as PNG bytes."""
+"""The report's plots, drawn with matplotlib (Agg) and returned as PNG bytes.
+
+Their words come in the report's locale (:class:`PlotText`). Chinese needs a font with
+ideographs, which matplotlib does not ship: the first of the usual CJK families found on
+the machine is used (fonts installed after matplotlib built its font cache are looked
+for too), with DejaVu Sans for Latin text. When there is none, the plots of a Chinese
+report keep their English words rather than draw boxes; the page around them is still
+in Chinese.
+"""
 
 from __future__ import annotations
 
 import io
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+from matplotlib import font_manager  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from foureyes.core.catalogue import Catalogue  # noqa: E402
+from foureyes.core.locale import Locale  # noqa: E402
 from foureyes.evals.metrics import RunMetrics  # noqa: E402
 
-__all__ = ["confusion_png", "cost_benefit_png", "corrections_png", "pass_rate_png"]
+__all__ = [
+    "PlotText",
+    "cjk_font",
+    "confusion_png",
+    "cost_benefit_png",
+    "corrections_png",
+    "pass_rate_png",
+]
+
+# Families with both Simplified and Traditional ideographs, most common first.
+_CJK_FAMILIES = (
+    "Noto Sans CJK SC",
+    "Noto Sans CJK TC",
+    "Source Han Sans SC",
+    "Source Han Sans TC",
+    "WenQuanYi Micro Hei",
+    "WenQuanYi Zen Hei",
+    "Droid Sans Fallback",
+    "Microsoft YaHei",
+    "Microsoft JhengHei",
+    "PingFang SC",
+    "Heiti SC",
+)
+# File names of those families, for fonts installed after matplotlib's cache was built.
+_CJK_FILES = (
+    "NotoSansCJK",
+    "SourceHanSans",
+    "wqy-microhei",
+    "wqy-zenhei",
+    "DroidSansFallback",
+    "msyh",
+    "msjh",
+    "PingFang",
+)
+_LATIN = "DejaVu Sans"
+
+
+@cache
+def cjk_font() -> str | None:
+    """The family name of a font with Chinese ideographs on this machine, or ``None``."""
+    found = _known_cjk_family()
+    if found is not None:
+        return found
+    for path in font_manager.findSystemFonts():
+        if any(marker.lower() in Path(path).name.lower() for marker in _CJK_FILES):
+            try:
+                font_manager.fontManager.addfont(path)
+            except (OSError, RuntimeError, ValueError):  # an unreadable file: try the next
+                continue
+    return _known_cjk_family()
+
+
+def _known_cjk_family() -> str | None:
+    names = {entry.name for entry in font_manager.fontManager.ttflist}
+    return next((family for family in _CJK_FAMILIES if family in names), None)
+
+
+@dataclass(frozen=True, slots=True)
+class PlotText:
+    """The words of the plots in one locale, and the font family list that can draw them."""
+
+    pass_rate_title: str
+    pass_rate_y: str
+    corrections_title: str
+    corrections_y: str
+    correction: str
+    false_diversion: str
+    cost_title: str
+    cost_x: str
+    cost_y: str
+    confusion_title: str
+    predicted: str
+    expected: str
+    none: str
+    families: tuple[str, ...]
+
+    @classmethod
+    def of(cls, strings: Catalogue, locale: Locale, cjk: str | None) -> PlotText:
+        """The plots' words in ``locale``, drawn with the CJK family ``cjk`` if any.
+
+        Without one (``None``, see :func:`cjk_font`) the words are English whatever
+        ``locale`` asks for: no font could draw Chinese.
+        """
+        if cjk is None:
+            locale = Locale.EN
+        families = (_LATIN,) if cjk is None else (_LATIN, cjk)
+
+        def text(key: str) -> str:
+            return strings.text(f"plot.{key}", locale)
+
+        return cls(
+            pass_rate_title=text("pass_rate.title"),
+            pass_rate_y=text("pass_rate.y"),
+            corrections_title=text("corrections.title"),
+            corrections_y=text("corrections.y"),
+            correction=text("corrections.correction"),
+            false_diversion=text("corrections.false_diversion"),
+            cost_title=text("cost.title"),
+            cost_x=text("cost.x"),
+            cost_y=text("cost.y"),
+            confusion_title=text("confusion.title"),
+            predicted=text("confusion.predicted"),
+            expected=text("confusion.expected"),
+            none=text("confusion.none"),
+            families=families,
+        )
+
+
+@contextmanager
+def _figure(text: PlotText, size: tuple[float, float]) -> Iterator[tuple[Figure, Axes]]:
+    # Named families, not the generic "sans-serif": matplotlib falls back glyph by glyph
+    # only along an explicit list.
+    with plt.rc_context({"font.family": list(text.families)}):
+        fig, ax = plt.subplots(figsize=size)
+        try:
+            yield fig, ax
+        finally:
+            plt.close(fig)
 
 
 def _png(fig: Figure) -> bytes:
     buffer = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buffer, format="png", dpi=100)
-    plt.close(fig)
+    with warnings.catch_warnings():
+        # A name from the run (an arm, a label) in a script no font here can draw comes
+        # out as boxes; that is all matplotlib's warning would say.
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font")
+        fig.tight_layout()
+        fig.savefig(buffer, format="png", dpi=100)
     return buffer.getvalue()
 
 
-def pass_rate_png(metrics: RunMetrics) -> bytes:
+def pass_rate_png(metrics: RunMetrics, text: PlotText) -> bytes:
     """Per-arm pass rate with its bootstrap interval."""
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    names = [a.arm for a in metrics.arms]
-    rates = [a.pass_rate.estimate for a in metrics.arms]
-    below = [a.pass_rate.estimate - a.pass_rate.low for a in metrics.arms]
-    above = [a.pass_rate.high - a.pass_rate.estimate for a in metrics.arms]
-    ax.bar(names, rates, yerr=[below, above], capsize=6, color="#4c78a8")
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("pass rate (95% CI)")
-    ax.set_title("Pass rate per arm")
-    return _png(fig)
+    with _figure(text, (6, 3.5)) as (fig, ax):
+        names = [a.arm for a in metrics.arms]
+        rates = [a.pass_rate.estimate for a in metrics.arms]
+        below = [a.pass_rate.estimate - a.pass_rate.low for a in metrics.arms]
+        above = [a.pass_rate.high - a.pass_rate.estimate for a in metrics.arms]
+        ax.bar(names, rates, yerr=[below, above], capsize=6, color="#4c78a8")
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel(text.pass_rate_y)
+        ax.set_title(text.pass_rate_title)
+        return _png(fig)
 
 
-def corrections_png(metrics: RunMetrics) -> bytes:
+def corrections_png(metrics: RunMetrics, text: PlotText) -> bytes:
     """Correction rate against false-diversion rate per non-baseline arm."""
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    arms = [a for a in metrics.arms if a.arm != metrics.baseline]
-    xs = range(len(arms))
-    ax.bar([x - 0.2 for x in xs], [a.correction_rate or 0 for a in arms], 0.4, label="correction")
-    ax.bar(
-        [x + 0.2 for x in xs],
-        [a.false_diversion_rate or 0 for a in arms],
-        0.4,
-        label="false diversion",
-    )
-    ax.set_xticks(list(xs), [a.arm for a in arms])
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel(f"share of cases vs {metrics.baseline}")
-    ax.set_title("Corrections and false diversions")
-    ax.legend()
-    return _png(fig)
-
-
-def cost_benefit_png(metrics: RunMetrics) -> bytes:
-    """Mean cost per case against pass rate."""
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    for a in metrics.arms:
-        ax.scatter(a.mean_cost_usd, a.pass_rate.estimate, s=60)
-        ax.annotate(
-            a.arm,
-            (a.mean_cost_usd, a.pass_rate.estimate),
-            xytext=(5, 5),
-            textcoords="offset points",
+    with _figure(text, (6, 3.5)) as (fig, ax):
+        arms = [a for a in metrics.arms if a.arm != metrics.baseline]
+        xs = range(len(arms))
+        ax.bar(
+            [x - 0.2 for x in xs],
+            [a.correction_rate or 0 for a in arms],
+            0.4,
+            label=text.correction,
         )
-    ax.set_xlabel("mean cost per case (USD)")
-    ax.set_ylabel("pass rate")
-    ax.set_ylim(0, 1.05)
-    ax.set_title("Cost against benefit")
-    return _png(fig)
+        ax.bar(
+            [x + 0.2 for x in xs],
+            [a.false_diversion_rate or 0 for a in arms],
+            0.4,
+            label=text.false_diversion,
+        )
+        ax.set_xticks(list(xs), [a.arm for a in arms])
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel(text.corrections_y.format(baseline=metrics.baseline))
+        ax.set_title(text.corrections_title)
+        ax.legend()
+        return _png(fig)
 
 
-def confusion_png(metrics: RunMetrics, arm: str) -> bytes:
+def cost_benefit_png(metrics: RunMetrics, text: PlotText) -> bytes:
+    """Mean cost per case against pass rate."""
+    with _figure(text, (6, 3.5)) as (fig, ax):
+        for a in metrics.arms:
+            ax.scatter(a.mean_cost_usd, a.pass_rate.estimate, s=60)
+            ax.annotate(
+                a.arm,
+                (a.mean_cost_usd, a.pass_rate.estimate),
+                xytext=(5, 5),
+                textcoords="offset points",
+            )
+        ax.set_xlabel(text.cost_x)
+        ax.set_ylabel(text.cost_y)
+        ax.set_ylim(0, 1.05)
+        ax.set_title(text.cost_title)
+        return _png(fig)
+
+
+def confusion_png(metrics: RunMetrics, arm: str, text: PlotText) -> bytes:
     """One arm's confusion matrix as a heat map."""
     table = metrics.confusions[arm]
     rows = list(metrics.labels)
     cols = [*rows, "none"]
     values = [[table[r][c] for c in cols] for r in rows]
-    fig, ax = plt.subplots(figsize=(1.1 * len(cols) + 1.5, 0.8 * len(rows) + 1.5))
-    ax.imshow(values, cmap="Blues")
-    ax.set_xticks(range(len(cols)), cols)
-    ax.set_yticks(range(len(rows)), rows)
-    ax.set_xlabel("predicted")
-    ax.set_ylabel("expected")
-    for i, row in enumerate(values):
-        for j, count in enumerate(row):
-            ax.text(j, i, str(count), ha="center", va="center")
-    ax.set_title(f"Confusion: {arm}")
-    return _png(fig)
+    size = (1.1 * len(cols) + 1.5, 0.8 * len(rows) + 1.5)
+    with _figure(text, size) as (fig, ax):
+        ax.imshow(values, cmap="Blues")
+        ax.set_xticks(range(len(cols)), [*rows, text.none])
+        ax.set_yticks(range(len(rows)), rows)
+        ax.set_xlabel(text.predicted)
+        ax.set_ylabel(text.expected)
+        for i, row in enumerate(values):
+            for j, count in enumerate(row):
+                ax.text(j, i, str(count), ha="center", va="center")
+        ax.set_title(text.confusion_title.format(arm=arm))
+        return _png(fig)

@@ -1,27 +1,46 @@
 """Reports of a stored run: a self-contained HTML page and a Markdown summary.
 
-The page embeds its plots as base64 PNG and its style inline, so it opens anywhere
-without a network. Every text taken from the run (arm, case and route names) is
-HTML-escaped.
+A report is first built as a :class:`ReportView` (its tables as text and its plots as
+PNG, in one of foureyes' locales, every word from ``report_strings.json``); the page, the
+summary and the console's report pane are made from that one view. The page embeds its
+plots as base64 PNG and its style inline, so it opens anywhere without a network. Every
+text taken from the run (arm, case and route names) is HTML-escaped.
 """
 
 from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from foureyes.core.catalogue import Catalogue
 from foureyes.core.errors import UsageError
+from foureyes.core.locale import Locale
 from foureyes.evals import _plots
 from foureyes.evals.metrics import ArmMetrics, PairRecord, RunMetrics, compute_metrics
 from foureyes.evals.suite import SuiteKind
 from foureyes.store import Store
 from foureyes.store.evals import EvalResultRow, EvalRunRow
 
-__all__ = ["ReportFiles", "load_metrics", "render_html", "render_markdown", "write_report"]
+__all__ = [
+    "ReportFiles",
+    "ReportPlot",
+    "ReportTable",
+    "ReportView",
+    "html_of",
+    "load_metrics",
+    "markdown_of",
+    "render_html",
+    "render_markdown",
+    "report_strings",
+    "report_view",
+    "write_report",
+]
+
+_STRINGS = "report_strings.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,35 +103,120 @@ def _usd(value: float | None) -> str:
     return "–" if value is None else f"${value:.4f}"
 
 
-_COLUMNS = (
-    "arm",
-    "n",
-    "failures",
-    "pass rate [95% CI]",
-    "correction",
-    "false diversion",
-    "no update",
-    "cost/case",
-    "latency/case",
-    "cost/correction",
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def report_strings() -> Catalogue:
+    """The reports' strings in every locale (read once per process).
+
+    Raises:
+        UsageError: the packaged file is broken (a bug in this release).
+    """
+    return Catalogue.packaged(__package__ or __name__, _STRINGS, name="report catalogue")
+
+
+@dataclass(frozen=True, slots=True)
+class ReportTable:
+    """One table of a report: its heading (``""`` for none), header and rows of text."""
+
+    heading: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportPlot:
+    """One plot of a report: what it shows (its alternative text) and the PNG."""
+
+    alt: str
+    png: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ReportView:
+    """Everything a report shows, as text in one locale and plots as PNG.
+
+    The HTML page, the Markdown summary and the console's report pane are each built
+    from one view, so they cannot say different things.
+    """
+
+    locale: Locale
+    title: str
+    facts: ReportTable
+    arms: ReportTable
+    agreement: ReportTable | None
+    plots_heading: str
+    plots: tuple[ReportPlot, ...]
+    confusion_heading: str
+    confusions: tuple[ReportPlot, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        """The view as JSON: tables as header and rows, plots as base64 PNG."""
+
+        def table(t: ReportTable | None) -> dict[str, Any] | None:
+            if t is None:
+                return None
+            return {
+                "heading": t.heading,
+                "header": list(t.header),
+                "rows": [list(r) for r in t.rows],
+            }
+
+        def plots(items: tuple[ReportPlot, ...]) -> list[dict[str, str]]:
+            return [
+                {"alt": p.alt, "png_base64": base64.b64encode(p.png).decode("ascii")} for p in items
+            ]
+
+        return {
+            "locale": self.locale.value,
+            "title": self.title,
+            "facts": table(self.facts),
+            "arms": table(self.arms),
+            "agreement": table(self.agreement),
+            "plots": {"heading": self.plots_heading, "items": plots(self.plots)},
+            "confusions": {"heading": self.confusion_heading, "items": plots(self.confusions)},
+        }
+
+
+_ARM_COLUMNS = (
+    "col.arm",
+    "col.n",
+    "col.failures",
+    "col.pass_rate",
+    "col.correction",
+    "col.false_diversion",
+    "col.no_update",
+    "col.cost",
+    "col.latency",
+    "col.cost_per_correction",
 )
+_KIND_COLUMNS = {
+    SuiteKind.GATE: ("col.block_rate", "col.false_block_rate"),
+    SuiteKind.TRIAGE: ("col.critical_recall", "col.alert_precision"),
+}
 
 
-def _kind_columns(kind: SuiteKind) -> tuple[str, ...]:
-    if kind is SuiteKind.GATE:
-        return ("block rate", "false-block rate")
-    if kind is SuiteKind.TRIAGE:
-        return ("critical recall", "alert precision")
-    return ()
+def _comparison(a: ArmMetrics, text: Callable[[str], str]) -> str:
+    c = a.comparison
+    if c is None:
+        return text("comparison.baseline")
+    if not c.significant:
+        verdict = text("comparison.none")
+    else:
+        verdict = text(
+            "comparison.arm" if c.arm_only > c.baseline_only else "comparison.baseline_better"
+        )
+    return text("comparison.test").format(verdict=verdict, p=f"{c.p_value:.3g}", n=c.n)
 
 
-def _row(a: ArmMetrics, kind: SuiteKind) -> list[str]:
+def _arm_row(a: ArmMetrics, kind: SuiteKind, text: Callable[[str], str]) -> tuple[str, ...]:
     extra = {
         SuiteKind.GATE: [_pct(a.block_rate), _pct(a.false_block_rate)],
         SuiteKind.TRIAGE: [_pct(a.critical_recall), _pct(a.alert_precision)],
     }.get(kind, [])
     rate = a.pass_rate
-    return [
+    return (
         a.arm,
         str(a.n),
         str(a.failures),
@@ -124,51 +228,110 @@ def _row(a: ArmMetrics, kind: SuiteKind) -> list[str]:
         f"{a.mean_latency_ms:.0f} ms",
         _usd(a.cost_per_correction_usd),
         *extra,
-        a.comparison.statement if a.comparison else "baseline",
-    ]
+        _comparison(a, text),
+    )
 
 
-def _facts_lines(run: EvalRunRow) -> list[tuple[str, str]]:
+def _facts(run: EvalRunRow, text: Callable[[str], str]) -> ReportTable:
     f: dict[str, Any] = dict(run.facts)
     routes = ", ".join(f"{n} ({r['kind']}: {r['model']})" for n, r in f["routes"].items())
-    return [
-        ("suite", f"{run.suite} (sha256 {run.suite_sha256[:12]})"),
-        ("started", run.created_at.isoformat()),
-        ("mode", str(f["mode"])),
-        ("seed", str(f["seed"])),
-        ("foureyes", f"{f['version']} (Python {f['python']})"),
-        ("config sha256", str(f["config_sha256"])[:16]),
-        ("routes", routes),
-    ]
+    rows = (
+        (text("facts.suite"), f"{run.suite} (sha256 {run.suite_sha256[:12]})"),
+        (text("facts.started"), run.created_at.isoformat()),
+        (text("facts.mode"), str(f["mode"])),
+        (text("facts.seed"), str(f["seed"])),
+        (text("facts.version"), f"{f['version']} (Python {f['python']})"),
+        (text("facts.config"), str(f["config_sha256"])[:16]),
+        (text("facts.routes"), routes),
+    )
+    return ReportTable("", (text("facts.fact"), text("facts.value")), rows)
 
 
-def render_markdown(run: EvalRunRow, metrics: RunMetrics) -> str:
-    """The Markdown summary of a run."""
-    header = [*_COLUMNS, *_kind_columns(metrics.kind), "vs baseline"]
-    lines = [f"# Eval run {run.run_id}", ""]
-    lines += [f"- **{k}**: {v}" for k, v in _facts_lines(run)]
-    lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_row(a, metrics.kind)) + " |" for a in metrics.arms]
+def report_view(run: EvalRunRow, metrics: RunMetrics, locale: Locale = Locale.EN) -> ReportView:
+    """The report of ``run`` in ``locale``, plots drawn (see :mod:`foureyes.evals._plots`)."""
+    strings = report_strings()
+
+    def text(key: str) -> str:
+        return strings.text(key, locale)
+
+    columns = (*_ARM_COLUMNS, *_KIND_COLUMNS.get(metrics.kind, ()), "col.vs_baseline")
+    arms = ReportTable(
+        text("heading.arms"),
+        tuple(text(c) for c in columns),
+        tuple(_arm_row(a, metrics.kind, text) for a in metrics.arms),
+    )
+    agreement = None
     if metrics.agreement:
-        lines += ["", "## L1/L2 agreement", "", "| arm | n | kappa | error correlation |"]
-        lines.append("|---|---|---|---|")
-        for arm, g in metrics.agreement.items():
-            kappa = "–" if g.kappa is None else f"{g.kappa:.3f}"
-            corr = "–" if g.error_correlation is None else f"{g.error_correlation:.3f}"
-            lines.append(f"| {arm} | {g.n} | {kappa} | {corr} |")
+        agreement = ReportTable(
+            text("heading.agreement"),
+            tuple(text(c) for c in ("col.arm", "col.n", "col.kappa", "col.error_correlation")),
+            tuple(
+                (arm, str(g.n), _num(g.kappa), _num(g.error_correlation))
+                for arm, g in metrics.agreement.items()
+            ),
+        )
+    cjk = None if locale is Locale.EN else _plots.cjk_font()
+    labels = _plots.PlotText.of(strings, locale, cjk)
+    plots = (
+        ReportPlot(labels.pass_rate_title, _plots.pass_rate_png(metrics, labels)),
+        ReportPlot(labels.corrections_title, _plots.corrections_png(metrics, labels)),
+        ReportPlot(labels.cost_title, _plots.cost_benefit_png(metrics, labels)),
+    )
+    confusions = tuple(
+        ReportPlot(
+            text("plot.confusion.title").format(arm=a.arm),
+            _plots.confusion_png(metrics, a.arm, labels),
+        )
+        for a in metrics.arms
+    )
+    return ReportView(
+        locale=locale,
+        title=text("title").format(run=run.run_id),
+        facts=_facts(run, text),
+        arms=arms,
+        agreement=agreement,
+        plots_heading=text("heading.plots"),
+        plots=plots,
+        confusion_heading=text("heading.confusion"),
+        confusions=confusions,
+    )
+
+
+def _md_table(table: ReportTable) -> list[str]:
+    def cell(value: str) -> str:
+        return value.replace("|", "\\|")
+
+    lines = ["| " + " | ".join(cell(h) for h in table.header) + " |"]
+    lines.append("|" + "---|" * len(table.header))
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in table.rows]
+    return lines
+
+
+def render_markdown(run: EvalRunRow, metrics: RunMetrics, locale: Locale = Locale.EN) -> str:
+    """The Markdown summary of a run, in ``locale`` (no plots)."""
+    return markdown_of(report_view(run, metrics, locale))
+
+
+def markdown_of(view: ReportView) -> str:
+    """The Markdown summary of a report view (its tables; the plots are left out)."""
+    lines = [f"# {view.title}", ""]
+    lines += [f"- **{k}**: {v}" for k, v in view.facts.rows]
+    lines += ["", *_md_table(view.arms)]
+    if view.agreement is not None:
+        lines += ["", f"## {view.agreement.heading}", "", *_md_table(view.agreement)]
     lines.append("")
     return "\n".join(lines)
 
 
-def _img(png: bytes, alt: str) -> str:
-    data = base64.b64encode(png).decode("ascii")
-    return f'<img class="plot" alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+def _img(plot: ReportPlot) -> str:
+    data = base64.b64encode(plot.png).decode("ascii")
+    return f'<img class="plot" alt="{html.escape(plot.alt)}" src="data:image/png;base64,{data}">'
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+def _table(table: ReportTable) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.header)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in table.rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -180,40 +343,36 @@ _STYLE = (
 )
 
 
-def render_html(run: EvalRunRow, metrics: RunMetrics) -> str:
-    """The self-contained HTML page of a run (plots embedded as base64 PNG)."""
-    header = [*_COLUMNS, *_kind_columns(metrics.kind), "vs baseline"]
+def render_html(run: EvalRunRow, metrics: RunMetrics, locale: Locale = Locale.EN) -> str:
+    """The self-contained HTML page of a run in ``locale`` (plots embedded as base64 PNG)."""
+    return html_of(report_view(run, metrics, locale))
+
+
+def html_of(view: ReportView) -> str:
+    """The self-contained HTML page of a report view."""
+    title = html.escape(view.title)
     parts = [
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>Eval run {html.escape(run.run_id)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>Eval run {html.escape(run.run_id)}</h1>",
-        _table(["fact", "value"], _facts_lines(run)),
-        "<h2>Arms</h2>",
-        _table(header, [_row(a, metrics.kind) for a in metrics.arms]),
-        "<h2>Plots</h2>",
-        _img(_plots.pass_rate_png(metrics), "pass rate per arm"),
-        _img(_plots.corrections_png(metrics), "corrections and false diversions"),
-        _img(_plots.cost_benefit_png(metrics), "cost against benefit"),
-        "<h2>Confusion matrices</h2>",
-        *(_img(_plots.confusion_png(metrics, a.arm), f"confusion {a.arm}") for a in metrics.arms),
+        f"<!doctype html><html lang='{view.locale.value}'><head><meta charset='utf-8'>",
+        f"<title>{title}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{title}</h1>",
+        _table(view.facts),
+        f"<h2>{html.escape(view.arms.heading)}</h2>",
+        _table(view.arms),
+        f"<h2>{html.escape(view.plots_heading)}</h2>",
+        *(_img(p) for p in view.plots),
+        f"<h2>{html.escape(view.confusion_heading)}</h2>",
+        *(_img(p) for p in view.confusions),
     ]
-    if metrics.agreement:
-        rows = [
-            [
-                arm,
-                str(g.n),
-                "–" if g.kappa is None else f"{g.kappa:.3f}",
-                "–" if g.error_correlation is None else f"{g.error_correlation:.3f}",
-            ]
-            for arm, g in metrics.agreement.items()
-        ]
-        parts += ["<h2>L1/L2 agreement</h2>", _table(["arm", "n", "kappa", "error corr."], rows)]
+    if view.agreement is not None:
+        parts += [f"<h2>{html.escape(view.agreement.heading)}</h2>", _table(view.agreement)]
     parts.append("</body></html>")
     return "".join(parts)
 
 
-async def write_report(store: Store, run_id: str, out_dir: Path) -> ReportFiles:
-    """Write ``<run_id>.html`` and ``<run_id>.md`` into ``out_dir``.
+async def write_report(
+    store: Store, run_id: str, out_dir: Path, *, locale: Locale = Locale.EN
+) -> ReportFiles:
+    """Write ``<run_id>.html`` and ``<run_id>.md`` into ``out_dir``, in ``locale``.
 
     Raises:
         UsageError: there is no such run or it has no results.
@@ -223,6 +382,7 @@ async def write_report(store: Store, run_id: str, out_dir: Path) -> ReportFiles:
     run, metrics = await load_metrics(store, run_id)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = ReportFiles(html=out_dir / f"{run_id}.html", markdown=out_dir / f"{run_id}.md")
-    files.html.write_text(render_html(run, metrics), encoding="utf-8")
-    files.markdown.write_text(render_markdown(run, metrics), encoding="utf-8")
+    view = report_view(run, metrics, locale)
+    files.html.write_text(html_of(view), encoding="utf-8")
+    files.markdown.write_text(markdown_of(view), encoding="utf-8")
     return files

@@ -7,7 +7,7 @@ and lists the recorded traces with filters. Strings come from one catalogue in
 ``en``, ``zh-Hans`` and ``zh-Hant``; every response carries :data:`CONSOLE_CSP`.
 """
 
-from foureyes.server.console.catalogue import Catalogue
+from foureyes.server.console.catalogue import Catalogue, console_strings
 from foureyes.server.console.page import LEVEL_FILTERS, PageAssets, json_for_script, render_page
 from foureyes.server.console.router import CONSOLE_CSP, CONSOLE_PATH, console_router, page_locale
 
@@ -18,6 +18,7 @@ __all__ = [
     "LEVEL_FILTERS",
     "PageAssets",
     "console_router",
+    "console_strings",
     "json_for_script",
     "page_locale",
     "render_page",

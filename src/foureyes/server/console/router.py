@@ -24,7 +24,7 @@ from foureyes.config import Config
 from foureyes.core.digest import sha256_hex
 from foureyes.core.locale import Locale
 from foureyes.gate.rules import RuleCatalogue
-from foureyes.server.console.catalogue import Catalogue
+from foureyes.server.console.catalogue import Catalogue, console_strings
 from foureyes.server.console.page import PageAssets, render_page
 from foureyes.server.errors import ApiError, ErrorCode, locale_from_accept_language
 
@@ -81,7 +81,7 @@ def console_router(*, model: str, catalogue: Catalogue | None = None) -> APIRout
     Raises:
         UsageError: the packaged catalogue is broken (a bug in this release).
     """
-    strings = catalogue or Catalogue.packaged()
+    strings = catalogue or console_strings()
     assets = _load_assets()
     page_assets = PageAssets(
         css_href=f"{CONSOLE_PATH}/static/console.css?v={assets['console.css'].version}",
