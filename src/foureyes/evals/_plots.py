@@ -11,6 +11,7 @@ in Chinese.
 from __future__ import annotations
 
 import io
+import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -66,11 +67,19 @@ _CJK_FILES = (
     "PingFang",
 )
 _LATIN = "DejaVu Sans"
+# pyplot and rcParams are process-wide: one figure is drawn at a time, whatever thread
+# asks (the server draws reports off its event loop).
+_DRAWING = threading.Lock()
+
+
+def cjk_font() -> str | None:
+    """The family name of a font with Chinese ideographs on this machine, or ``None``."""
+    with _DRAWING:
+        return _find_cjk_font()
 
 
 @cache
-def cjk_font() -> str | None:
-    """The family name of a font with Chinese ideographs on this machine, or ``None``."""
+def _find_cjk_font() -> str | None:
     found = _known_cjk_family()
     if found is not None:
         return found
@@ -143,7 +152,7 @@ class PlotText:
 def _figure(text: PlotText, size: tuple[float, float]) -> Iterator[tuple[Figure, Axes]]:
     # Named families, not the generic "sans-serif": matplotlib falls back glyph by glyph
     # only along an explicit list.
-    with plt.rc_context({"font.family": list(text.families)}):
+    with _DRAWING, plt.rc_context({"font.family": list(text.families)}):
         fig, ax = plt.subplots(figsize=size)
         try:
             yield fig, ax

@@ -52,6 +52,7 @@ from foureyes.server.auth import (
 )
 from foureyes.server.console import console_router
 from foureyes.server.errors import install_error_handlers
+from foureyes.server.evals_api import evals_router
 from foureyes.server.facts_api import facts_router
 from foureyes.server.gateway import GATEWAY_MODEL, gateway_router
 from foureyes.server.limits import BodyGuardMiddleware, RateLimiter, add_cors
@@ -161,6 +162,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
     app.include_router(keys_router)
     app.include_router(gateway_router())
     app.include_router(api_router())
+    app.include_router(evals_router())
     client_only = [Depends(require_scope(KeyScope.CLIENT))]
     app.include_router(
         facts_router(lambda request: request.app.state.service), dependencies=client_only

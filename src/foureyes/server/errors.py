@@ -62,6 +62,8 @@ class ErrorCode(StrEnum):
     """404: no such endpoint or resource."""
     METHOD_NOT_ALLOWED = "method_not_allowed"
     """405: the endpoint exists but not for this ``method``."""
+    EVAL_RUN_EMPTY = "eval_run_empty"
+    """409: the eval ``run`` exists but has no results to report yet."""
     REQUEST_TOO_LARGE = "request_too_large"
     """413: the body is larger than ``limit`` bytes."""
     INVALID_REQUEST = "invalid_request"
@@ -107,6 +109,7 @@ _STATUS = {
     ErrorCode.INSUFFICIENT_SCOPE: 403,
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.METHOD_NOT_ALLOWED: 405,
+    ErrorCode.EVAL_RUN_EMPTY: 409,
     ErrorCode.REQUEST_TOO_LARGE: 413,
     ErrorCode.INVALID_REQUEST: 422,
     ErrorCode.RATE_LIMITED: 429,
@@ -119,6 +122,7 @@ _TYPES = {
     403: "permission_error",
     404: "invalid_request_error",
     405: "invalid_request_error",
+    409: "invalid_request_error",
     413: "invalid_request_error",
     422: "invalid_request_error",
     429: "rate_limit_error",
@@ -182,6 +186,11 @@ _MESSAGES: dict[ErrorCode, dict[Locale, str]] = {
         _EN: "This endpoint does not accept the {method} method.",
         _HANS: "此接口不接受 {method} 方法。",
         _HANT: "此端點不接受 {method} 方法。",
+    },
+    ErrorCode.EVAL_RUN_EMPTY: {
+        _EN: "Eval run '{run}' has no results yet, so there is nothing to report.",
+        _HANS: "评测运行 '{run}' 尚无结果，暂无报告可看。",
+        _HANT: "評測執行 '{run}' 尚無結果，暫無報告可看。",
     },
     ErrorCode.REQUEST_TOO_LARGE: {
         _EN: "The request body is larger than the limit of {limit} bytes.",

@@ -8,11 +8,11 @@ the pairs already stored, can neither duplicate nor half-write one.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database
@@ -113,6 +113,21 @@ class SqlEvalStore:
         return tuple(
             EvalRunRow(r.run_id, r.suite, r.suite_sha256, r.facts, r.created_at) for r in rows
         )
+
+    async def result_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
+        """How many pairs each of ``run_ids`` has stored (0 for a run with none or unknown).
+
+        Raises:
+            StoreError: the store failed.
+        """
+        if not run_ids:
+            return {}
+        query = (
+            select(_x.run_id, func.count()).where(_x.run_id.in_(list(run_ids))).group_by(_x.run_id)
+        )
+        async with self._db.read("eval_result_counts") as conn:
+            counted: dict[str, int] = {row[0]: row[1] for row in await conn.execute(query)}
+        return {run_id: int(counted.get(run_id, 0)) for run_id in run_ids}
 
     async def record(self, run_id: str, result: EvalResultRow) -> bool:
         """Store one finished pair; ``False`` when it was already stored (kept as it was).

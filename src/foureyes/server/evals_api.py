@@ -1,0 +1,126 @@
+"""Stored evaluation runs and their reports, for the console (admin scope).
+
+- ``GET /v1/evals``: the most recent runs first (``limit``), each with its suite, kind,
+  arms and the number of case x arm results stored so far.
+- ``GET /v1/evals/{run_id}/report``: the run's report as JSON (:meth:`ReportView.as_json
+  <foureyes.evals.report.ReportView.as_json>`: tables as text, plots as base64 PNG), in
+  the language of ``lang`` (``en``, ``zh-Hans``, ``zh-Hant``), else of
+  ``Accept-Language``.
+- ``GET /v1/evals/{run_id}/report.html`` and ``report.md``: the same report as the
+  self-contained page or the Markdown summary ``foureyes eval report`` writes, as a
+  download.
+
+The runs are the ones ``foureyes eval run`` stored in the same store. An unknown run is
+404; a run with no result yet is 409 ``eval_run_empty``. Reports are drawn on a worker
+thread, so plotting never holds the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import Response
+
+from foureyes.core.errors import UsageError
+from foureyes.core.locale import Locale
+from foureyes.evals.report import ReportView, html_of, load_metrics, markdown_of, report_view
+from foureyes.server.auth import AdminKey
+from foureyes.server.console import page_locale
+from foureyes.server.errors import ApiError, ErrorCode
+from foureyes.store import Store
+
+__all__ = ["MAX_EVAL_RUNS", "evals_router"]
+
+MAX_EVAL_RUNS = 200
+"""The most runs ``GET /v1/evals`` lists at once."""
+
+_RunId = Annotated[str, Path(min_length=1, max_length=64)]
+# The page the console offers for download may be opened from disk; served from here it
+# is never rendered in the origin's context (it is an attachment, and may run nothing).
+_DOWNLOAD_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
+
+
+def evals_router() -> APIRouter:
+    """The router of the eval-run endpoints (``app.state.service.store``)."""
+    router = APIRouter(tags=["evals"])
+
+    @router.get("/v1/evals")
+    async def list_runs(
+        request: Request,
+        _: AdminKey,
+        limit: Annotated[int, Query(ge=1, le=MAX_EVAL_RUNS)] = 50,
+    ) -> dict[str, Any]:
+        """Stored eval runs, the most recent first."""
+        store: Store = request.app.state.service.store
+        runs = await store.evals.runs(limit=limit)
+        counts = await store.evals.result_counts([run.run_id for run in runs])
+        return {
+            "object": "list",
+            "data": [
+                {
+                    "run_id": run.run_id,
+                    "suite": run.suite,
+                    "kind": run.facts.get("kind"),
+                    "arms": [arm.get("name") for arm in run.facts.get("arms", ())],
+                    "baseline": run.facts.get("baseline"),
+                    "mode": run.facts.get("mode"),
+                    "created_at": run.created_at.isoformat(),
+                    "results": counts[run.run_id],
+                }
+                for run in runs
+            ],
+        }
+
+    @router.get("/v1/evals/{run_id}/report")
+    async def report(
+        request: Request, run_id: _RunId, _: AdminKey, lang: str | None = None
+    ) -> dict[str, Any]:
+        """The run's report as JSON, in the language asked for."""
+        view = await _view(request, run_id, lang)
+        return view.as_json()
+
+    @router.get("/v1/evals/{run_id}/report.html")
+    async def report_html(
+        request: Request, run_id: _RunId, _: AdminKey, lang: str | None = None
+    ) -> Response:
+        """The run's self-contained report page, as a download."""
+        view = await _view(request, run_id, lang)
+        return _download(html_of(view), "text/html; charset=utf-8", f"{run_id}.html")
+
+    @router.get("/v1/evals/{run_id}/report.md")
+    async def report_markdown(
+        request: Request, run_id: _RunId, _: AdminKey, lang: str | None = None
+    ) -> Response:
+        """The run's Markdown summary, as a download."""
+        view = await _view(request, run_id, lang)
+        return _download(markdown_of(view), "text/markdown; charset=utf-8", f"{run_id}.md")
+
+    return router
+
+
+async def _view(request: Request, run_id: str, lang: str | None) -> ReportView:
+    store: Store = request.app.state.service.store
+    locale: Locale = page_locale(lang, request.headers.get("accept-language"))
+    run = await store.evals.get_run(run_id)
+    if run is None:
+        raise ApiError(ErrorCode.NOT_FOUND)
+    try:
+        run, metrics = await load_metrics(store, run_id)
+    except UsageError:  # the run exists, so what is missing is its results
+        raise ApiError(ErrorCode.EVAL_RUN_EMPTY, run=run_id) from None
+    return await asyncio.to_thread(report_view, run, metrics, locale)
+
+
+def _download(body: str, media_type: str, filename: str) -> Response:
+    # The run id may hold any character: the file name is given as RFC 5987 UTF-8.
+    quoted = quote(filename, safe="-._")
+    headers = {
+        "content-disposition": f"attachment; filename*=UTF-8''{quoted}",
+        "content-security-policy": _DOWNLOAD_CSP,
+        "x-content-type-options": "nosniff",
+        "cache-control": "no-store",
+    }
+    return Response(body, media_type=media_type, headers=headers)
