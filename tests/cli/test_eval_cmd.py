@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from foureyes.cli.main import app
+from foureyes.evals import RUN_ID, suite_path
 
 runner = CliRunner()
 
@@ -69,6 +72,28 @@ def test_bad_input_fails_with_a_json_error(tmp_path: Path) -> None:
     assert code == 1 and "CassetteMiss" in doc["problems"][0]
     code, doc = _json(["eval", "report", "missing", "-c", cfg, "--json"])
     assert code == 1 and "no eval run" in doc["problems"][0]
+
+
+@pytest.mark.parametrize("run_id", ["../escape", "a/b", ".hidden", "-x", "two words", "", "x" * 65])
+def test_a_run_id_that_could_not_name_a_file_or_a_url_is_refused(
+    tmp_path: Path, run_id: str
+) -> None:
+    cfg = str(_config(tmp_path))
+    code, doc = _json(["eval", "run", "gate", "-c", cfg, "--json", "--run-id", run_id])
+    assert code == 1 and "run id" in doc["problems"][0] and "not valid" in doc["problems"][0]
+    out = tmp_path / "reports"
+    code, doc = _json(["eval", "report", "-c", cfg, "--out", str(out), "--json", "--", run_id])
+    assert code == 1 and "not valid" in doc["problems"][0]
+    assert not out.exists() and not (tmp_path / "escape.html").exists()
+
+
+def test_a_suite_folder_with_spaces_gets_a_valid_default_run_id(tmp_path: Path) -> None:
+    folder = tmp_path / "my gate suite"
+    shutil.copytree(suite_path("gate"), folder)
+    cfg = str(_config(tmp_path))
+    code, doc = _json(["eval", "run", str(folder), "-c", cfg, "--json", "--arms", "rules-only"])
+    assert code == 0, doc
+    assert RUN_ID.fullmatch(doc["run_id"]) and doc["run_id"].startswith("my-gate-suite-")
 
 
 def test_an_arm_naming_an_undefined_route_is_refused(tmp_path: Path) -> None:

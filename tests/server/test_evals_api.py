@@ -20,8 +20,8 @@ from foureyes.store import Store
 from tests.helpers.server import app_client
 from tests.server._support import ADMIN_KEY, CLIENT_KEY, KEYS_ENV, bearer, keyed
 
-ODD_ID = 'gate "one"; 第二'
-"""A run id with quotes, a semicolon, a space and ideographs."""
+ODD_ID = "第二轮_b.2-x"
+"""A run id with ideographs and every punctuation a run id may hold."""
 
 
 @pytest.fixture
@@ -125,7 +125,6 @@ async def test_the_downloads_are_the_files_the_cli_writes(
     assert summary.headers["content-type"].startswith("text/markdown")
     disposition = page.headers["content-disposition"]
     assert disposition == "attachment; filename*=UTF-8''" + quote(f"{ODD_ID}.html", safe="-._")
-    assert '"' not in disposition and ";" not in disposition.removeprefix("attachment;")
     assert "sandbox" in page.headers["content-security-policy"]
     assert page.headers["x-content-type-options"] == "nosniff"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -158,7 +159,9 @@ def run_suite(
     """Run every case of SUITE under every chosen arm; stored as each pair finishes."""
     cfg = load(config, as_json=as_json)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
-    rid = run_id or f"{Path(suite).name}-{stamp}-{secrets.token_hex(3)}"
+    # A suite folder's name may hold what a run id may not (spaces, say): replaced by "-".
+    name = re.sub(r"[^\w.-]", "-", Path(suite).name).lstrip(".-") or "suite"
+    rid = f"{name}-{stamp}-{secrets.token_hex(3)}" if run_id is None else run_id
     names = [n.strip() for n in arms.split(",") if n.strip()] if arms else None
     try:
         summary = run(

@@ -49,9 +49,11 @@ from foureyes.evals.review_arm import NO_REVIEW, answer_review_case
 from foureyes.evals.runner import (
     ARM_BUDGET_EXHAUSTED,
     PAIR_DEADLINE,
+    RUN_ID,
     EvalRunner,
     PairDone,
     RunSummary,
+    check_run_id,
     run_facts,
 )
 from foureyes.evals.stats import (
@@ -93,6 +95,7 @@ __all__ = [
     "PairDone",
     "PairRecord",
     "PairedComparison",
+    "RUN_ID",
     "RecordingProvider",
     "ReplayProvider",
     "ReportFiles",
@@ -111,6 +114,7 @@ __all__ = [
     "arm_config",
     "arm_routes",
     "bootstrap_ci",
+    "check_run_id",
     "cohen_kappa",
     "compare_paired",
     "compute_metrics",

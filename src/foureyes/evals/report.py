@@ -21,6 +21,7 @@ from foureyes.core.errors import UsageError
 from foureyes.core.locale import Locale
 from foureyes.evals import _plots
 from foureyes.evals.metrics import ArmMetrics, PairRecord, RunMetrics, compute_metrics
+from foureyes.evals.runner import check_run_id
 from foureyes.evals.suite import SuiteKind
 from foureyes.store import Store
 from foureyes.store.evals import EvalResultRow, EvalRunRow
@@ -375,10 +376,12 @@ async def write_report(
     """Write ``<run_id>.html`` and ``<run_id>.md`` into ``out_dir``, in ``locale``.
 
     Raises:
-        UsageError: there is no such run or it has no results.
+        UsageError: ``run_id`` is not a valid run id (it names the files), there is no
+            such run, or it has no results.
         StoreError: the store failed.
         OSError: the files could not be written.
     """
+    check_run_id(run_id)
     run, metrics = await load_metrics(store, run_id)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = ReportFiles(html=out_dir / f"{run_id}.html", markdown=out_dir / f"{run_id}.md")

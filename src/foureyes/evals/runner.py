@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import platform
+import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -35,7 +36,9 @@ __all__ = [
     "EvalRunner",
     "PAIR_DEADLINE",
     "PairDone",
+    "RUN_ID",
     "RunSummary",
+    "check_run_id",
     "run_facts",
 ]
 
@@ -43,6 +46,24 @@ ARM_BUDGET_EXHAUSTED = "arm_budget_exhausted"
 """Reason of a pair left unrun because its arm spent its budget."""
 PAIR_DEADLINE = "pair_deadline"
 """Reason of a pair that ran past the runner's per-pair deadline."""
+RUN_ID = re.compile(r"\w[\w.-]{0,63}")
+"""A run id: 1 to 64 letters (of any script), digits, ``_``, ``.`` or ``-``, not starting
+with ``.`` or ``-``. It names report files and travels in URL paths, so it holds no
+separator, space or dot-only name."""
+
+
+def check_run_id(run_id: str) -> str:
+    """``run_id`` if it is a valid :data:`RUN_ID`.
+
+    Raises:
+        UsageError: it is not.
+    """
+    if not RUN_ID.fullmatch(run_id):
+        raise UsageError(
+            f"run id {run_id!r} is not valid: use 1 to 64 letters, digits, '_', '.' or '-', "
+            "starting with a letter, a digit or '_'"
+        )
+    return run_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +163,10 @@ class EvalRunner:
             on_progress: called after each pair is stored.
 
         Raises:
-            UsageError: ``concurrency`` or ``pair_deadline_s`` is not positive.
+            UsageError: ``concurrency`` or ``pair_deadline_s`` is not positive, or
+                ``run_id`` is not a valid :data:`RUN_ID`.
         """
+        check_run_id(run_id)
         if concurrency < 1 or pair_deadline_s <= 0:
             raise UsageError("concurrency and the pair deadline must be positive")
         self.suite = suite

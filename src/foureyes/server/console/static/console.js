@@ -1,5 +1,5 @@
 // The foureyes console: a chat pane on the guarded pipeline, each reply's decision trail,
-// and the recorded traces. Vanilla JS, no dependencies, served from this origin only.
+// the recorded traces, and the stored eval runs' reports. Vanilla JS, no dependencies, served from this origin only.
 //
 // Safety: every text that came from a user, a model or the service is put in the page with
 // textContent (through h() below, which only ever creates text nodes for strings); no
@@ -101,28 +101,35 @@
 
   const apiKey = () => sessionStorage.getItem(KEY_STORE);
 
-  async function api(path, { method = "GET", body } = {}) {
-    const headers = { Accept: "application/json", "Accept-Language": config.lang };
+  /** A request to the service with the page's key and language; throws on no network. */
+  async function call(path, { method = "GET", body, accept = "application/json" } = {}) {
+    const headers = { Accept: accept, "Accept-Language": config.lang };
     const key = apiKey();
     if (key) headers.Authorization = `Bearer ${key}`;
     if (body !== undefined) headers["Content-Type"] = "application/json";
-    let response;
     try {
-      response = await fetch(path, {
+      return await fetch(path, {
         method, headers, credentials: "omit", cache: "no-store",
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch {
       throw new Error(t("error.network"));
     }
+  }
+
+  /** The error a refused request stands for (its JSON error message when it has one). */
+  async function refusal(response) {
     const data = await response.json().catch(() => null);
-    if (!response.ok) {
-      const error = data && data.error;
-      const message = error && error.message ? error.message : `${t("error.http")} (HTTP ${response.status})`;
-      if (response.status === 401 || response.status === 403) showKeyForm();
-      throw new Error(message);
-    }
-    return data;
+    const error = data && data.error;
+    const message = error && error.message ? error.message : `${t("error.http")} (HTTP ${response.status})`;
+    if (response.status === 401 || response.status === 403) showKeyForm();
+    return new Error(message);
+  }
+
+  async function api(path, options) {
+    const response = await call(path, options);
+    if (!response.ok) throw await refusal(response);
+    return response.json().catch(() => null);
   }
 
   const traceCache = new Map();
@@ -604,13 +611,135 @@
     $("trace-detail").focus();
   }
 
+  // ---- eval reports -----------------------------------------------------------------
+
+  const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+  const reportPath = (id, suffix = "") =>
+    `/v1/evals/${encodeURIComponent(id)}/report${suffix}?lang=${encodeURIComponent(config.lang)}`;
+  let reportShown = null;
+
+  function reportRow(run) {
+    const id = String(run.run_id);
+    return h("tr", { dataset: { run: id } },
+      h("td", {}, when(run.created_at)),
+      h("td", {}, String(run.suite ?? "—")),
+      h("td", {}, String(run.kind ?? "—")),
+      h("td", {}, Array.isArray(run.arms) ? run.arms.map(String).join(", ") : "—"),
+      h("td", {}, String(run.results ?? 0)),
+      h("td", {}, h("a", { href: `#reports/${encodeURIComponent(id)}`, class: "report-link",
+        "aria-label": `${t("reports.open")} ${id}` }, h("code", {}, id))));
+  }
+
+  async function loadReports() {
+    const status = $("reports-status");
+    const table = $("report-table");
+    status.textContent = t("trail.loading");
+    table.setAttribute("aria-busy", "true");
+    try {
+      const data = await api("/v1/evals");
+      const rows = (Array.isArray(data.data) ? data.data : []).map(reportRow);
+      table.tBodies[0].replaceChildren(...rows);
+      status.textContent = rows.length ? `${rows.length} ${t("reports.count")}` : t("reports.empty");
+    } catch (error) {
+      status.textContent = `${t("trail.unavailable")}: ${error.message}`;
+    } finally {
+      table.removeAttribute("aria-busy");
+    }
+  }
+
+  /** A table of the report view (heading, header, rows of text), or nothing. */
+  function reportTable(table) {
+    if (!table || !Array.isArray(table.header) || !Array.isArray(table.rows)) return [];
+    const heading = table.heading ? [h("h4", {}, table.heading)] : [];
+    return [
+      ...heading,
+      h("div", { class: "table-wrap" }, h("table", {},
+        h("thead", {}, h("tr", {}, table.header.map((c) => h("th", { scope: "col" }, c)))),
+        h("tbody", {}, table.rows.map((row) => h("tr", {}, row.map((c) => h("td", {}, c))))))),
+    ];
+  }
+
+  /** A group of plots; only base64 text ever becomes an image's data: URL. */
+  function reportPlots(group) {
+    if (!group || !Array.isArray(group.items)) return [];
+    const images = group.items
+      .filter((p) => typeof p.png_base64 === "string" && BASE64.test(p.png_base64))
+      .map((p) => h("img", { class: "plot", alt: String(p.alt ?? ""),
+        src: `data:image/png;base64,${p.png_base64}` }));
+    return [h("h4", {}, group.heading), h("div", { class: "plots" }, images)];
+  }
+
+  async function openReport(id) {
+    const status = $("report-status");
+    const body = $("report-body");
+    reportShown = id;
+    $("report-id").textContent = id;
+    $("report-downloads").hidden = true;
+    body.replaceChildren();
+    status.textContent = t("reports.drawing");
+    let view;
+    try {
+      view = await api(reportPath(id));
+    } catch (error) {
+      if (reportShown === id) status.textContent = `${t("trail.unavailable")}: ${error.message}`;
+      return;
+    }
+    if (reportShown !== id) return; // another run was opened meanwhile
+    status.textContent = "";
+    body.replaceChildren(
+      h("p", { class: "report-title" }, h("strong", {}, view.title)),
+      ...reportTable(view.facts),
+      ...reportTable(view.arms),
+      ...reportPlots(view.plots),
+      ...reportPlots(view.confusions),
+      ...reportTable(view.agreement),
+    );
+    $("report-downloads").hidden = false;
+    $("report-detail").focus();
+  }
+
+  /** Download the shown report as a file (the key travels in a header, never a URL). */
+  async function downloadReport(suffix, accept) {
+    const id = reportShown;
+    if (!id) return;
+    const status = $("report-status");
+    try {
+      const response = await call(reportPath(id, suffix), { accept });
+      if (!response.ok) throw await refusal(response);
+      const url = URL.createObjectURL(await response.blob());
+      const link = h("a", { href: url, download: `${id}${suffix}`, hidden: true });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      status.textContent = `${t("reports.downloaded")}: ${id}${suffix}`;
+    } catch (error) {
+      status.textContent = `${t("trail.unavailable")}: ${error.message}`;
+    }
+  }
+
   // ---- views ------------------------------------------------------------------------
 
   let tracesLoaded = false;
+  let reportsLoaded = false;
+
+  /** The view and the item of the location's hash (``#traces/<id>``, ``#reports/<id>``). */
+  function hashRoute() {
+    const hash = location.hash.replace(/^#/, "");
+    const slash = hash.indexOf("/");
+    const view = slash < 0 ? hash : hash.slice(0, slash);
+    let item = "";
+    try {
+      item = slash < 0 ? "" : decodeURIComponent(hash.slice(slash + 1));
+    } catch {
+      item = "";
+    }
+    return { view, item };
+  }
 
   function route(focus) {
-    const [view, id] = location.hash.replace(/^#/, "").split("/");
-    const name = view === "traces" ? "traces" : "chat";
+    const { view, item } = hashRoute();
+    const name = view === "traces" || view === "reports" ? view : "chat";
     for (const el of document.querySelectorAll("main > .view")) el.hidden = el.id !== name;
     for (const link of document.querySelectorAll("nav a[data-view]")) {
       if (link.dataset.view === name) link.setAttribute("aria-current", "page");
@@ -621,8 +750,18 @@
         tracesLoaded = true;
         loadTraces(true);
       }
-      if (id && TRACE_ID.test(id)) {
-        openTrace(id);
+      if (item && TRACE_ID.test(item)) {
+        openTrace(item);
+        return;
+      }
+    }
+    if (name === "reports") {
+      if (!reportsLoaded) {
+        reportsLoaded = true;
+        loadReports();
+      }
+      if (item) {
+        openReport(item);
         return;
       }
     }
@@ -649,6 +788,8 @@
     });
     $("trace-filters").addEventListener("reset", () => setTimeout(() => loadTraces(true), 0));
     $("traces-more").addEventListener("click", () => loadTraces(false));
+    $("report-html").addEventListener("click", () => downloadReport(".html", "text/html"));
+    $("report-md").addEventListener("click", () => downloadReport(".md", "text/markdown"));
     window.addEventListener("hashchange", () => route(true));
     saveChat();
     renderChat();
