@@ -102,10 +102,10 @@ async def test_chinese_plots_are_drawn_with_chinese_words_when_a_cjk_font_exists
     strings = report_strings()
     # The words follow the locale only when a font can draw them.
     drawn = _plots.PlotText.of(strings, Locale.ZH_HANS, "Some CJK Family")
-    assert drawn.pass_rate_title == "各臂通过率" and drawn.families[-1] == "Some CJK Family"
+    assert drawn("pass_rate.title") == "各臂通过率" and drawn.families[-1] == "Some CJK Family"
     fallback = _plots.PlotText.of(strings, Locale.ZH_HANT, None)
     assert fallback == _plots.PlotText.of(strings, Locale.EN, None)
-    assert fallback.pass_rate_title == "Pass rate per arm"
+    assert fallback("pass_rate.title") == "Pass rate per arm"
 
     font = _plots.cjk_font()
     if font is None:

@@ -99,21 +99,14 @@ def _known_cjk_family() -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class PlotText:
-    """The words of the plots in one locale, and the font family list that can draw them."""
+    """The words of the plots in one locale, and the font families that can draw them.
 
-    pass_rate_title: str
-    pass_rate_y: str
-    corrections_title: str
-    corrections_y: str
-    correction: str
-    false_diversion: str
-    cost_title: str
-    cost_x: str
-    cost_y: str
-    confusion_title: str
-    predicted: str
-    expected: str
-    none: str
+    ``text("pass_rate.title")`` is the catalogue's ``plot.pass_rate.title`` in
+    :attr:`locale`.
+    """
+
+    strings: Catalogue
+    locale: Locale
     families: tuple[str, ...]
 
     @classmethod
@@ -124,28 +117,13 @@ class PlotText:
         ``locale`` asks for: no font could draw Chinese.
         """
         if cjk is None:
-            locale = Locale.EN
-        families = (_LATIN,) if cjk is None else (_LATIN, cjk)
+            return cls(strings, Locale.EN, (_LATIN,))
+        return cls(strings, locale, (_LATIN, cjk))
 
-        def text(key: str) -> str:
-            return strings.text(f"plot.{key}", locale)
-
-        return cls(
-            pass_rate_title=text("pass_rate.title"),
-            pass_rate_y=text("pass_rate.y"),
-            corrections_title=text("corrections.title"),
-            corrections_y=text("corrections.y"),
-            correction=text("corrections.correction"),
-            false_diversion=text("corrections.false_diversion"),
-            cost_title=text("cost.title"),
-            cost_x=text("cost.x"),
-            cost_y=text("cost.y"),
-            confusion_title=text("confusion.title"),
-            predicted=text("confusion.predicted"),
-            expected=text("confusion.expected"),
-            none=text("confusion.none"),
-            families=families,
-        )
+    def __call__(self, key: str, **values: str) -> str:
+        """The plot string ``key`` with ``values`` filled in."""
+        text = self.strings.text(f"plot.{key}", self.locale)
+        return text.format(**values) if values else text
 
 
 @contextmanager
@@ -180,8 +158,8 @@ def pass_rate_png(metrics: RunMetrics, text: PlotText) -> bytes:
         above = [a.pass_rate.high - a.pass_rate.estimate for a in metrics.arms]
         ax.bar(names, rates, yerr=[below, above], capsize=6, color="#4c78a8")
         ax.set_ylim(0, 1.05)
-        ax.set_ylabel(text.pass_rate_y)
-        ax.set_title(text.pass_rate_title)
+        ax.set_ylabel(text("pass_rate.y"))
+        ax.set_title(text("pass_rate.title"))
         return _png(fig)
 
 
@@ -194,18 +172,18 @@ def corrections_png(metrics: RunMetrics, text: PlotText) -> bytes:
             [x - 0.2 for x in xs],
             [a.correction_rate or 0 for a in arms],
             0.4,
-            label=text.correction,
+            label=text("corrections.correction"),
         )
         ax.bar(
             [x + 0.2 for x in xs],
             [a.false_diversion_rate or 0 for a in arms],
             0.4,
-            label=text.false_diversion,
+            label=text("corrections.false_diversion"),
         )
         ax.set_xticks(list(xs), [a.arm for a in arms])
         ax.set_ylim(0, 1.05)
-        ax.set_ylabel(text.corrections_y.format(baseline=metrics.baseline))
-        ax.set_title(text.corrections_title)
+        ax.set_ylabel(text("corrections.y", baseline=metrics.baseline))
+        ax.set_title(text("corrections.title"))
         ax.legend()
         return _png(fig)
 
@@ -221,10 +199,10 @@ def cost_benefit_png(metrics: RunMetrics, text: PlotText) -> bytes:
                 xytext=(5, 5),
                 textcoords="offset points",
             )
-        ax.set_xlabel(text.cost_x)
-        ax.set_ylabel(text.cost_y)
+        ax.set_xlabel(text("cost.x"))
+        ax.set_ylabel(text("cost.y"))
         ax.set_ylim(0, 1.05)
-        ax.set_title(text.cost_title)
+        ax.set_title(text("cost.title"))
         return _png(fig)
 
 
@@ -237,12 +215,12 @@ def confusion_png(metrics: RunMetrics, arm: str, text: PlotText) -> bytes:
     size = (1.1 * len(cols) + 1.5, 0.8 * len(rows) + 1.5)
     with _figure(text, size) as (fig, ax):
         ax.imshow(values, cmap="Blues")
-        ax.set_xticks(range(len(cols)), [*rows, text.none])
+        ax.set_xticks(range(len(cols)), [*rows, text("confusion.none")])
         ax.set_yticks(range(len(rows)), rows)
-        ax.set_xlabel(text.predicted)
-        ax.set_ylabel(text.expected)
+        ax.set_xlabel(text("confusion.predicted"))
+        ax.set_ylabel(text("confusion.expected"))
         for i, row in enumerate(values):
             for j, count in enumerate(row):
                 ax.text(j, i, str(count), ha="center", va="center")
-        ax.set_title(text.confusion_title.format(arm=arm))
+        ax.set_title(text("confusion.title", arm=arm))
         return _png(fig)

@@ -273,10 +273,12 @@ def report_view(run: EvalRunRow, metrics: RunMetrics, locale: Locale = Locale.EN
         )
     cjk = None if locale is Locale.EN else _plots.cjk_font()
     labels = _plots.PlotText.of(strings, locale, cjk)
+    # The alternative texts are the page's, in its locale even where the plots' own
+    # words fall back to English for want of a font.
     plots = (
-        ReportPlot(labels.pass_rate_title, _plots.pass_rate_png(metrics, labels)),
-        ReportPlot(labels.corrections_title, _plots.corrections_png(metrics, labels)),
-        ReportPlot(labels.cost_title, _plots.cost_benefit_png(metrics, labels)),
+        ReportPlot(text("plot.pass_rate.title"), _plots.pass_rate_png(metrics, labels)),
+        ReportPlot(text("plot.corrections.title"), _plots.corrections_png(metrics, labels)),
+        ReportPlot(text("plot.cost.title"), _plots.cost_benefit_png(metrics, labels)),
     )
     confusions = tuple(
         ReportPlot(

@@ -18,7 +18,8 @@ thread, so plotting never holds the event loop.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Request
@@ -38,6 +39,10 @@ MAX_EVAL_RUNS = 200
 """The most runs ``GET /v1/evals`` lists at once."""
 
 _RunId = Annotated[str, Path(min_length=1, max_length=64)]
+_FILES: dict[str, Callable[[ReportView], tuple[str, str]]] = {
+    "html": lambda view: (html_of(view), "text/html; charset=utf-8"),
+    "md": lambda view: (markdown_of(view), "text/markdown; charset=utf-8"),
+}
 # The page the console offers for download may be opened from disk; served from here it
 # is never rendered in the origin's context (it is an attachment, and may run nothing).
 _DOWNLOAD_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
@@ -82,21 +87,18 @@ def evals_router() -> APIRouter:
         view = await _view(request, run_id, lang)
         return view.as_json()
 
-    @router.get("/v1/evals/{run_id}/report.html")
-    async def report_html(
-        request: Request, run_id: _RunId, _: AdminKey, lang: str | None = None
+    @router.get("/v1/evals/{run_id}/report.{fmt}")
+    async def report_file(
+        request: Request,
+        run_id: _RunId,
+        fmt: Literal["html", "md"],
+        _: AdminKey,
+        lang: str | None = None,
     ) -> Response:
-        """The run's self-contained report page, as a download."""
+        """The run's self-contained page or Markdown summary, as a download."""
         view = await _view(request, run_id, lang)
-        return _download(html_of(view), "text/html; charset=utf-8", f"{run_id}.html")
-
-    @router.get("/v1/evals/{run_id}/report.md")
-    async def report_markdown(
-        request: Request, run_id: _RunId, _: AdminKey, lang: str | None = None
-    ) -> Response:
-        """The run's Markdown summary, as a download."""
-        view = await _view(request, run_id, lang)
-        return _download(markdown_of(view), "text/markdown; charset=utf-8", f"{run_id}.md")
+        body, media_type = _FILES[fmt](view)
+        return _download(body, media_type, f"{run_id}.{fmt}")
 
     return router
 
