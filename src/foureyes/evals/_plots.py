@@ -69,7 +69,7 @@ _CJK_FILES = (
 _LATIN = "DejaVu Sans"
 # pyplot and rcParams are process-wide: one figure is drawn at a time, whatever thread
 # asks (the server draws reports off its event loop).
-_DRAWING = threading.Lock()
+_DRAWING = threading.RLock()
 
 
 def cjk_font() -> str | None:

@@ -271,8 +271,8 @@ def report_view(run: EvalRunRow, metrics: RunMetrics, locale: Locale = Locale.EN
                 for arm, g in metrics.agreement.items()
             ),
         )
-    cjk = None if locale is Locale.EN else _plots.cjk_font()
-    labels = _plots.PlotText.of(strings, locale, cjk)
+    # A CJK font, when there is one, also draws the run's own names in any report.
+    labels = _plots.PlotText.of(strings, locale, _plots.cjk_font())
     # The alternative texts are the page's, in its locale even where the plots' own
     # words fall back to English for want of a font.
     plots = (
