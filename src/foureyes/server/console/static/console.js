@@ -184,6 +184,10 @@
     traceCache.clear();
     checkAccess();
     if (!$("traces").hidden) loadTraces(true);
+    if (!$("reports").hidden) {
+      loadReports();
+      if (reportShown) openReport(reportShown);
+    }
   }
 
   function forgetKey() {
