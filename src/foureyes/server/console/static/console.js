@@ -1,5 +1,6 @@
 // The foureyes console: a chat pane on the guarded pipeline, each reply's decision trail,
-// the recorded traces, and the stored eval runs' reports. Vanilla JS, no dependencies, served from this origin only.
+// the recorded traces, and the stored eval runs' reports. Vanilla JS, no dependencies,
+// served from this origin only.
 //
 // Safety: every text that came from a user, a model or the service is put in the page with
 // textContent (through h() below, which only ever creates text nodes for strings); no
@@ -645,7 +646,7 @@
       table.tBodies[0].replaceChildren(...rows);
       status.textContent = rows.length ? `${rows.length} ${t("reports.count")}` : t("reports.empty");
     } catch (error) {
-      status.textContent = `${t("trail.unavailable")}: ${error.message}`;
+      status.textContent = `${t("reports.unavailable")}: ${error.message}`;
     } finally {
       table.removeAttribute("aria-busy");
     }
@@ -685,7 +686,7 @@
     try {
       view = await api(reportPath(id));
     } catch (error) {
-      if (reportShown === id) status.textContent = `${t("trail.unavailable")}: ${error.message}`;
+      if (reportShown === id) status.textContent = `${t("reports.unavailable")}: ${error.message}`;
       return;
     }
     if (reportShown !== id) return; // another run was opened meanwhile
@@ -718,7 +719,7 @@
       setTimeout(() => URL.revokeObjectURL(url), 60_000);
       status.textContent = `${t("reports.downloaded")}: ${id}${suffix}`;
     } catch (error) {
-      status.textContent = `${t("trail.unavailable")}: ${error.message}`;
+      status.textContent = `${t("reports.unavailable")}: ${error.message}`;
     }
   }
 
