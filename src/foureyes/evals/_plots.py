@@ -18,19 +18,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import matplotlib
+from foureyes.core.catalogue import Catalogue
+from foureyes.core.locale import Locale
+from foureyes.evals.metrics import RunMetrics
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-from matplotlib import font_manager  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from foureyes.core.catalogue import Catalogue  # noqa: E402
-from foureyes.core.locale import Locale  # noqa: E402
-from foureyes.evals.metrics import RunMetrics  # noqa: E402
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = [
     "PlotText",
@@ -72,6 +69,22 @@ _LATIN = "DejaVu Sans"
 _DRAWING = threading.RLock()
 
 
+@cache
+def _matplotlib() -> tuple[ModuleType, ModuleType]:
+    """The pyplot module on the Agg backend, and the font manager; imported on first use.
+
+    matplotlib takes about half a second to import: the service, which imports this
+    module for its report endpoints, pays it only when a report is drawn.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib import font_manager
+
+    return plt, font_manager
+
+
 def cjk_font() -> str | None:
     """The family name of a font with Chinese ideographs on this machine, or ``None``."""
     with _DRAWING:
@@ -83,6 +96,7 @@ def _find_cjk_font() -> str | None:
     found = _known_cjk_family()
     if found is not None:
         return found
+    font_manager = _matplotlib()[1]
     for path in font_manager.findSystemFonts():
         if any(marker.lower() in Path(path).name.lower() for marker in _CJK_FILES):
             try:
@@ -93,7 +107,7 @@ def _find_cjk_font() -> str | None:
 
 
 def _known_cjk_family() -> str | None:
-    names = {entry.name for entry in font_manager.fontManager.ttflist}
+    names = {entry.name for entry in _matplotlib()[1].fontManager.ttflist}
     return next((family for family in _CJK_FAMILIES if family in names), None)
 
 
@@ -130,6 +144,7 @@ class PlotText:
 def _figure(text: PlotText, size: tuple[float, float]) -> Iterator[tuple[Figure, Axes]]:
     # Named families, not the generic "sans-serif": matplotlib falls back glyph by glyph
     # only along an explicit list.
+    plt = _matplotlib()[0]
     with _DRAWING, plt.rc_context({"font.family": list(text.families)}):
         fig, ax = plt.subplots(figsize=size)
         try:
