@@ -106,12 +106,11 @@ def evals_router() -> APIRouter:
 async def _view(request: Request, run_id: str, lang: str | None) -> ReportView:
     store: Store = request.app.state.service.store
     locale: Locale = page_locale(lang, request.headers.get("accept-language"))
-    run = await store.evals.get_run(run_id)
-    if run is None:
-        raise ApiError(ErrorCode.NOT_FOUND)
     try:
         run, metrics = await load_metrics(store, run_id)
-    except UsageError:  # the run exists, so what is missing is its results
+    except UsageError:  # an unknown run, or one without results: only then tell which
+        if await store.evals.get_run(run_id) is None:
+            raise ApiError(ErrorCode.NOT_FOUND) from None
         raise ApiError(ErrorCode.EVAL_RUN_EMPTY, run=run_id) from None
     return await asyncio.to_thread(report_view, run, metrics, locale)
 
