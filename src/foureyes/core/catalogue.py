@@ -57,7 +57,7 @@ class Catalogue:
             if any(not isinstance(t, str) or not t.strip() for t in texts.values()):
                 problems.append(f"{key}: every text must be a non-empty string")
             entries[key] = MappingProxyType(
-                {Locale(name): text for name, text in texts.items() if name in wanted}
+                {Locale(tag): text for tag, text in texts.items() if tag in wanted}
             )
         if problems:
             raise UsageError(f"{name}: " + "; ".join(problems))
