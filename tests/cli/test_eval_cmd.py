@@ -87,13 +87,17 @@ def test_a_run_id_that_could_not_name_a_file_or_a_url_is_refused(
     assert not out.exists() and not (tmp_path / "escape.html").exists()
 
 
-def test_a_suite_folder_with_spaces_gets_a_valid_default_run_id(tmp_path: Path) -> None:
-    folder = tmp_path / "my gate suite"
+@pytest.mark.parametrize("folder_name", ["my gate suite", "a-very-long-suite-folder-name-" * 3])
+def test_a_suite_folder_with_spaces_or_a_long_name_gets_a_valid_default_run_id(
+    tmp_path: Path, folder_name: str
+) -> None:
+    folder = tmp_path / folder_name
     shutil.copytree(suite_path("gate"), folder)
     cfg = str(_config(tmp_path))
     code, doc = _json(["eval", "run", str(folder), "-c", cfg, "--json", "--arms", "rules-only"])
     assert code == 0, doc
-    assert RUN_ID.fullmatch(doc["run_id"]) and doc["run_id"].startswith("my-gate-suite-")
+    assert RUN_ID.fullmatch(doc["run_id"])
+    assert doc["run_id"].startswith(folder_name.replace(" ", "-")[:20])
 
 
 def test_an_arm_naming_an_undefined_route_is_refused(tmp_path: Path) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
-import secrets
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -29,6 +27,7 @@ from foureyes.evals import (
     write_report,
 )
 from foureyes.evals.report import ReportFiles
+from foureyes.evals.runner import new_run_id
 from foureyes.store import Store
 
 app = typer.Typer(no_args_is_help=True, help="Paired-arm evaluation: suites, runs, reports.")
@@ -158,10 +157,7 @@ def run_suite(
 ) -> None:
     """Run every case of SUITE under every chosen arm; stored as each pair finishes."""
     cfg = load(config, as_json=as_json)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
-    # A suite folder's name may hold what a run id may not (spaces, say): replaced by "-".
-    name = re.sub(r"[^\w.-]", "-", Path(suite).name).lstrip(".-") or "suite"
-    rid = f"{name}-{stamp}-{secrets.token_hex(3)}" if run_id is None else run_id
+    rid = new_run_id(Path(suite).name, dt.datetime.now(dt.UTC)) if run_id is None else run_id
     names = [n.strip() for n in arms.split(",") if n.strip()] if arms else None
     try:
         summary = run(

@@ -54,6 +54,7 @@ from foureyes.evals.runner import (
     PairDone,
     RunSummary,
     check_run_id,
+    new_run_id,
     run_facts,
 )
 from foureyes.evals.stats import (
@@ -127,6 +128,7 @@ __all__ = [
     "load_suite",
     "markdown_of",
     "mcnemar_exact",
+    "new_run_id",
     "pearson",
     "render_html",
     "render_markdown",

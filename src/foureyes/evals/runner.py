@@ -10,8 +10,10 @@ stop a run, loudly, with nothing half-written.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import platform
 import re
+import secrets
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +41,7 @@ __all__ = [
     "RUN_ID",
     "RunSummary",
     "check_run_id",
+    "new_run_id",
     "run_facts",
 ]
 
@@ -64,6 +67,17 @@ def check_run_id(run_id: str) -> str:
             "starting with a letter, a digit or '_'"
         )
     return run_id
+
+
+def new_run_id(suite_name: str, now: dt.datetime) -> str:
+    """A fresh :data:`RUN_ID` for a run of ``suite_name``: the name, the time, 6 hex digits.
+
+    What a run id may not hold (a space, say) becomes ``-``, and a long name is cut so
+    the whole id stays within 64 characters.
+    """
+    suffix = f"-{now.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+    name = re.sub(r"[^\w.-]", "-", suite_name).lstrip(".-") or "suite"
+    return check_run_id(name[: 64 - len(suffix)] + suffix)
 
 
 @dataclass(frozen=True, slots=True)
