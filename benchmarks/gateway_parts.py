@@ -18,38 +18,21 @@ from typing import Any
 import openai
 from loadgen import http_get, start_process, stop_process
 
+from foureyes.risk.assess import ContextFlags, Dimensions
+from gate import APPROVE, DRAFT
+
 HERE = Path(__file__).resolve().parent
 MESSAGE = "I had a rough day at work and I can't sleep."
 """A message L0 does not escalate: triage makes no model call, so a reply costs two."""
 ESCALATING_MESSAGE = "Sometimes I feel like I want to die."
 """A message L0 escalates: triage makes an L1 call (answered ``low``, so no L2)."""
-DRAFT = (
-    "Thank you for telling me. It sounds like today took a lot out of you, and it makes "
-    "sense to feel worn down. What was the hardest part of it?"
-)
-APPROVE = (
-    '{"candidate_sha256": "{{candidate_sha256}}", "decision": "approve", '
-    '"violations": [], "missing": []}'
-)
 L1_LOW = json.dumps(
     {
         "risk_level": "low",
         "confidence": 0.9,
-        "dimensions": dict.fromkeys(
-            (
-                "depression",
-                "anxiety",
-                "loneliness",
-                "hopelessness",
-                "trapped",
-                "farewell",
-                "arranging",
-                "agitation",
-            ),
-            0.1,
-        ),
+        "dimensions": dict.fromkeys(Dimensions.model_fields, 0.1),
         "evidence": "a passing wish, no plan",
-        "context_flags": dict.fromkeys(("fiction", "quote", "third_party", "joke"), False),
+        "context_flags": dict.fromkeys(ContextFlags.model_fields, False),
     }
 )
 NEMO_CHECK = r"Should the message be blocked \(Yes or No\)\?"
