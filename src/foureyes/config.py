@@ -261,6 +261,10 @@ class RiskConfig(_Section):
     offline assessor (whose confidence never exceeds 0.5) can never confirm."""
     l1_daily_limit: int = Field(default=40, ge=0, le=100_000)
     """L1 assessments allowed per conversation per UTC day (kept in the spend ledger)."""
+    l1_daily_limit_per_key: int = Field(default=1000, ge=0, le=10_000_000)
+    """L1 assessments allowed per API key per UTC day, over all its conversations (new
+    and rotated ids included); callers without a key share the ``local`` namespace and
+    its allowance. Past it a triage is ``unknown`` with reason ``key_daily_cap``."""
     context_turns: int = Field(default=10, ge=0, le=100)
     """Earlier turns L2 sees."""
     trend_days: int = Field(default=7, ge=1, le=90)

@@ -18,6 +18,7 @@ from foureyes.core.locale import Locale
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.reasons import ReasonCode
 from foureyes.core.roles import Role
+from foureyes.core.tenancy import LOCAL_TENANT, scoped_conversation
 from foureyes.core.trace import EventKind, TraceEvent, TraceRecord
 from foureyes.gate import Outcome, Turn, fallback_text
 from foureyes.gate.release import PART_SEPARATOR
@@ -43,6 +44,8 @@ from tests.pipeline.conftest import MakePipeline, scripted_config
 DRAFT = "Thank you for telling me. That sounds heavy; what feels hardest right now?"
 CALM = "I had a rough day at work and I can't sleep."
 CRISIS = "I want to die, I have the pills ready."
+C1 = scoped_conversation(LOCAL_TENANT, "c1")
+"""The store's key of conversation ``c1`` of a local caller (the pipeline's default)."""
 L1, L2 = Role.RISK_L1, Role.RISK_L2
 
 
@@ -119,7 +122,7 @@ async def test_the_whole_run_is_committed_in_one_trace_before_handle_returns(
     gate = data_of(record, EventKind.DECISION, "gate")
     assert gate["context"]["speculative_draft"] == {"state": "used"}
     assert data_of(record, EventKind.RISK, "triage")["trace_id"] == outcome.trace_id
-    stored = await store.assessments.for_conversation("c1")
+    stored = await store.assessments.for_conversation(C1)
     assert [a.trace_id for a in stored] == [outcome.trace_id]
 
 
@@ -417,7 +420,7 @@ async def test_a_store_that_cannot_record_the_run_delivers_nothing(
         # Invariant 10: what could not be recorded was not returned, and nothing of the
         # run was half-written: no header, no event, no held triage record.
         assert await store.traces.list_runs() == []
-        assert await store.assessments.for_conversation("c1") == []
+        assert await store.assessments.for_conversation(C1) == []
     finally:
         if locked.in_transaction:
             locked.execute("ROLLBACK")

@@ -22,6 +22,7 @@ from foureyes.config import AlertConfig, PrivacyConfig, StoreConfig, load_config
 from foureyes.core.errors import ConfigError, RouteHTTPError, RouteTimeout
 from foureyes.core.locale import Locale
 from foureyes.core.roles import Role
+from foureyes.core.tenancy import LOCAL_TENANT, scoped_conversation
 from foureyes.llm.calls import ModelCaller
 from foureyes.risk.alert import (
     ALERT_TEMPLATES,
@@ -229,11 +230,12 @@ class Alerts:
         *,
         l2: str | None = None,
         purpose: RunPurpose = RunPurpose.LIVE,
+        tenant: str = LOCAL_TENANT,
     ) -> TriageResult:
         self.provider.enqueue(L1, answer("critical", 0.97))
         self.provider.enqueue(L2, l2 or answer("critical", 0.93))
         return await self.make_triage().assess(
-            TriageRequest(text=CRISIS, conversation_id=conversation, purpose=purpose)
+            TriageRequest(text=CRISIS, conversation_id=conversation, purpose=purpose, tenant=tenant)
         )
 
     def sent(self) -> list[dict[str, Any]]:
@@ -242,7 +244,7 @@ class Alerts:
         return [json.loads(line) for line in self.outbox.read_text("utf-8").splitlines()]
 
     async def last_decision(self, conversation: str = "c1") -> dict[str, Any]:
-        return (await self.records.decisions(conversation))[-1]
+        return (await self.records.decisions(scoped_conversation(LOCAL_TENANT, conversation)))[-1]
 
 
 @pytest.fixture
@@ -282,6 +284,20 @@ async def blocked(
     assert decision["outcome"] == "blocked" and decision["reason"] == reason.value
 
 
+async def test_consent_and_contacts_belong_to_one_tenants_conversation(alerts: Alerts) -> None:
+    service = alerts.service()
+    await service.opt_in("c1", tenant="key:a")
+    contact = await service.add_contact("c1", "+852 5555 0100", Locale.EN, tenant="key:a")
+    await service.verify_contact(contact.id)
+    for tenant in ("key:b", LOCAL_TENANT):  # the same id under another tenant
+        outcome = await service.consider(await alerts.triage(tenant=tenant))
+        assert outcome.reason is AlertBlock.NOT_OPTED_IN and alerts.sent() == []
+    outcome = await service.consider(await alerts.triage(tenant="key:a"))
+    assert outcome.status is AlertStatus.SENT and len(alerts.sent()) == 1
+    [decision] = await alerts.records.decisions(scoped_conversation("key:a", "c1"))
+    assert decision["outcome"] == "attempted"
+
+
 async def test_1_an_unconfirmed_triage_does_not_alert(alerts: Alerts) -> None:
     await alerts.ready()
     result = await alerts.triage(l2=answer("high", 0.99))
@@ -306,7 +322,7 @@ async def test_2_without_or_after_revoking_the_opt_in_nothing_is_sent(alerts: Al
     assert opt_in.opted_in_at == alerts.clock() and opt_in.revoked_at is None
     alerts.clock.advance(minutes=5)
     assert await service.revoke_opt_in("c1") == 1
-    assert await alerts.records.active_opt_in("c1") is None
+    assert await alerts.records.active_opt_in(scoped_conversation(LOCAL_TENANT, "c1")) is None
     await blocked(alerts, await service.consider(result), AlertBlock.NOT_OPTED_IN)
 
 

@@ -23,6 +23,7 @@ from foureyes.core.errors import (
 )
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.roles import Role
+from foureyes.core.tenancy import LOCAL_TENANT, scoped_conversation
 from foureyes.core.trace import EventKind
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.provider import ChatRequest
@@ -53,8 +54,13 @@ def request(text: str = CRISIS, conversation: str = "c1", **kw: object) -> Triag
     return TriageRequest(text=text, conversation_id=conversation, **kw)  # type: ignore[arg-type]
 
 
+def local(conversation: str) -> str:
+    """The store's key of a local caller's conversation (the triage's default tenant)."""
+    return scoped_conversation(LOCAL_TENANT, conversation)
+
+
 async def rows(store: Store, conversation: str = "c1") -> list[object]:
-    return list(await store.assessments.for_conversation(conversation))
+    return list(await store.assessments.for_conversation(local(conversation)))
 
 
 async def test_calm_text_stops_at_l0_without_a_model_call(
@@ -64,7 +70,7 @@ async def test_calm_text_stops_at_l0_without_a_model_call(
     assert (result.status, result.level, result.tier) == (RiskStatus.OK, RiskLevel.LOW, Tier.L0)
     assert result.policy is GenerationPolicy.NORMAL and not result.confirmed
     assert provider.requests == [] and result.calls == 0
-    [row] = await store.assessments.for_conversation("c1")
+    [row] = await rows(store)
     assert row.status == "ok" and row.level == "low" and row.tier == "L0"
     assert row.text_fingerprint == store.traces.fingerprint(CALM)
 
@@ -198,7 +204,7 @@ async def test_l1_failures_end_unknown_with_their_reason(
     assert result.status is RiskStatus.UNKNOWN and result.level is None
     assert result.reasons == (reason,) and not result.confirmed
     assert result.policy is GenerationPolicy.RESTRICTED and result.tier is Tier.L1
-    [row] = await store.assessments.for_conversation("c1")
+    [row] = await rows(store)
     assert row.status == "unknown" and row.reasons == (reason.value,)
 
 
@@ -321,17 +327,59 @@ async def test_a_second_analysis_of_a_busy_conversation_is_dropped_and_recorded(
     assert dropped.status is RiskStatus.UNKNOWN and dropped.tier is Tier.L0
     assert dropped.reasons == (SuppressReason.CONCURRENCY_DROP,)
     assert done.level is RiskLevel.LOW and elsewhere.level is RiskLevel.LOW
-    statuses = [(r.status, r.reasons) for r in await store.assessments.for_conversation("c1")]
+    statuses = [(r.status, r.reasons) for r in await rows(store)]
     assert ("unknown", ("concurrency_drop",)) in statuses and ("ok", ()) in statuses
     provider.enqueue(L1, answer("low"))
     assert (await triage.assess(request())).reasons == ()  # the lease was given back
+
+
+async def test_tenants_naming_one_conversation_hold_leases_of_their_own(
+    make_triage: MakeTriage, provider: ScriptedProvider, store: Store
+) -> None:
+    release = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def held(_: ChatRequest) -> str:
+        entered.set()
+        await release.wait()
+        return answer("low")
+
+    provider.enqueue(L1, held)
+    triage = make_triage()
+    first = asyncio.create_task(triage.assess(request(tenant="key:a")))
+    await entered.wait()
+    provider.enqueue(L1, answer("low"))
+    other_tenant = await triage.assess(request(tenant="key:b"))
+    same_tenant = await triage.assess(request(tenant="key:a"))
+    release.set()
+    await first
+    assert other_tenant.reasons == () and other_tenant.level is RiskLevel.LOW
+    assert same_tenant.reasons == (SuppressReason.CONCURRENCY_DROP,)
+    b_key = scoped_conversation("key:b", "c1")
+    assert [r.status for r in await store.assessments.for_conversation(b_key)] == ["ok"]
+    assert await rows(store) == []  # nothing was kept under the unscoped or local id
+
+
+async def test_the_tenants_daily_l1_limit_counts_every_conversation_of_the_tenant(
+    make_triage: MakeTriage, provider: ScriptedProvider
+) -> None:
+    triage = make_triage(l1_daily_limit=5, l1_daily_limit_per_key=2)
+    for conversation in ("r1", "r2"):
+        provider.enqueue(L1, "garbage", answer("low"))  # a retry is not a second assessment
+        assert (await triage.assess(request(conversation=conversation))).reasons == ()
+    rotated = await triage.assess(request(conversation="r3"))
+    assert rotated.reasons == (SuppressReason.KEY_DAILY_CAP,)
+    assert rotated.status is RiskStatus.UNKNOWN and rotated.policy is GenerationPolicy.RESTRICTED
+    provider.enqueue(L1, answer("low"))
+    elsewhere = await triage.assess(request(conversation="r3", tenant="key:b"))
+    assert elsewhere.reasons == () and len(provider.calls(L1)) == 5
 
 
 async def test_a_lease_left_by_a_crash_expires(
     make_triage: MakeTriage, provider: ScriptedProvider, store: Store, clock: ManualClock
 ) -> None:
     log = store.assessments
-    assert await log.acquire_flight("c1", now=clock(), ttl_s=25) is not None
+    assert await log.acquire_flight(local("c1"), now=clock(), ttl_s=25) is not None
     assert (await make_triage().assess(request())).reasons == (SuppressReason.CONCURRENCY_DROP,)
     clock.advance(seconds=26)
     provider.enqueue(L1, answer("low"))
@@ -382,7 +430,7 @@ async def test_records_hold_no_text_or_evidence_unless_configured(
     provider.enqueue(L1, answer("critical", 0.99, evidence="pills ready tonight"))
     provider.enqueue(L2, answer("critical", 0.99, evidence="pills ready tonight"))
     result = await make_triage().assess(request())
-    [row] = await store.assessments.for_conversation("c1")
+    [row] = await rows(store)
     stored = json.dumps(row.detail, ensure_ascii=False)
     assert "pills" not in stored and CRISIS not in stored and "want to die" not in stored
     assert row.confirmed and row.policy == "prohibited" and row.detail["l1"]["level"] == "critical"

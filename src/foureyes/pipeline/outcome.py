@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
+from foureyes.core.tenancy import LOCAL_TENANT
 from foureyes.core.trace import EventKind, TraceEvent
 from foureyes.gate import GateOutcome, Outcome, Turn
 from foureyes.pipeline.floor import AppliedPolicy
@@ -48,8 +49,13 @@ class SupportMessage(BaseModel):
     """Earlier turns of the conversation, oldest first (the Counselor, the Supervisor and
     L2 each see their configured number of the most recent)."""
     conversation_id: str | None = Field(default=None, min_length=1, max_length=256)
-    """The conversation. Without one, the message is a conversation of its own: no open
-    unknowns carry over and its per-conversation limits start afresh."""
+    """The conversation, as the caller names it within its tenant. Without one, the
+    message is a conversation of its own: no open unknowns carry over and its
+    per-conversation limits start afresh (the tenant's daily L1 limit still counts it)."""
+    tenant: str = Field(default=LOCAL_TENANT, min_length=1, max_length=64, pattern=r"^[^/#]+$")
+    """Whose conversation it is (:mod:`foureyes.core.tenancy`): ``key:<key id>`` for an
+    API key's; ``local`` (the default) for callers without one. Limits, trend, open
+    unknowns and alerts are kept per tenant."""
     region: str | None = Field(default=None, pattern=r"^[A-Z]{2}$")
     """The user's region (ISO 3166-1 alpha-2), for crisis resources; ``gate.region`` if unset."""
     locale: Locale | None = None
@@ -178,7 +184,8 @@ class SupportOutcome:
     trace_id: str
     """The run's trace."""
     conversation_id: str
-    """The conversation (a generated one when the message named none)."""
+    """The conversation as the caller named it (a generated one when the message named
+    none); kept under the message's tenant."""
     triage: TriageResult
     """The triage of the message."""
     policy: AppliedPolicy

@@ -29,12 +29,12 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-import secrets
 import time
 from typing import Any
 
 from foureyes.config import Config
 from foureyes.core.errors import StoreError
+from foureyes.core.tenancy import new_conversation_id, scoped_conversation
 from foureyes.core.trace import EventKind, TraceEvent
 from foureyes.gate import GateRunner, PendingReply, ReplyRequest
 from foureyes.llm import telemetry
@@ -155,6 +155,7 @@ class SupportPipeline:
             conversation_id=message.conversation_id,
             input_text=message.text,
             meta={
+                "tenant": message.tenant,
                 "purpose": message.purpose.value,
                 "speculative_draft": speculative,
                 "conversation_named": message.conversation_id is not None,
@@ -200,11 +201,15 @@ class SupportPipeline:
         started_wall: dt.datetime,
         speculative: bool,
     ) -> SupportOutcome:
-        conversation = message.conversation_id or f"anon:{secrets.token_hex(12)}"
+        conversation = message.conversation_id or new_conversation_id()
         request = ReplyRequest(
             message=message.text,
             history=message.history,
-            conversation_id=message.conversation_id,
+            # The gate keeps open unknowns by this key: the conversation under its tenant
+            # (none for a conversation of one message, which no later message continues).
+            conversation_id=None
+            if message.conversation_id is None
+            else scoped_conversation(message.tenant, message.conversation_id),
             region=message.region,
             locale=message.locale,
         )
@@ -216,6 +221,7 @@ class SupportPipeline:
                 TriageRequest(
                     text=message.text,
                     conversation_id=conversation,
+                    tenant=message.tenant,
                     history=[RiskTurn(t.role, t.text) for t in message.history],
                     purpose=message.purpose,
                     trace_id=trace_id,

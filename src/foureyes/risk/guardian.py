@@ -6,6 +6,12 @@ goes out (the first unmet precondition of :mod:`foureyes.risk.alert`) or records
 outcome. A failed send is retried up to ``risk.alert.max_send_attempts`` times and
 ends ``failed`` in the store: never silently lost. The service never sees the
 conversation's text: the message is a fixed template in the guardian's language.
+
+Consent and contacts belong to a conversation *under its tenant*
+(:mod:`foureyes.core.tenancy`): register them with the tenant the conversation's messages
+come with (``key:<key id>`` for an API key's, ``local`` by default), and only that
+tenant's confirmed triages can meet them. Another key naming the same conversation id
+has a conversation of its own, with no consent and no contact.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from foureyes.config import AlertConfig
 from foureyes.core.digest import sha256_hex
 from foureyes.core.errors import StoreError, UsageError
 from foureyes.core.locale import Locale
+from foureyes.core.tenancy import LOCAL_TENANT, scoped_conversation
 from foureyes.risk.alert import AlertBlock, AlertFacts, alert_message, decide_alert, episode_of
 from foureyes.risk.notifiers import AlertMessage, Notifier
 from foureyes.risk.result import TriageResult
@@ -92,18 +99,28 @@ class GuardianAlerts:
 
     # --- consent and contacts -----------------------------------------------------------
 
-    async def opt_in(self, conversation_id: str) -> OptIn:
-        """Record the user's consent to guardian alerts, now."""
-        return await self._records.opt_in(conversation_id, at=self._now())
+    async def opt_in(self, conversation_id: str, *, tenant: str = LOCAL_TENANT) -> OptIn:
+        """Record the user's consent to guardian alerts for ``tenant``'s conversation, now."""
+        conversation = scoped_conversation(tenant, conversation_id)
+        return await self._records.opt_in(conversation, at=self._now())
 
-    async def revoke_opt_in(self, conversation_id: str) -> int:
+    async def revoke_opt_in(self, conversation_id: str, *, tenant: str = LOCAL_TENANT) -> int:
         """Revoke the user's consent, now; returns how many consents were active."""
-        return await self._records.revoke_opt_in(conversation_id, at=self._now())
+        conversation = scoped_conversation(tenant, conversation_id)
+        return await self._records.revoke_opt_in(conversation, at=self._now())
 
-    async def add_contact(self, conversation_id: str, address: str, locale: Locale) -> Contact:
-        """Register an unverified guardian contact reading ``locale``."""
+    async def add_contact(
+        self, conversation_id: str, address: str, locale: Locale, *, tenant: str = LOCAL_TENANT
+    ) -> Contact:
+        """Register an unverified guardian contact reading ``locale``.
+
+        The contact belongs to ``tenant``'s conversation ``conversation_id``.
+        """
         return await self._records.add_contact(
-            conversation_id, address, locale=Locale(locale).value, at=self._now()
+            scoped_conversation(tenant, conversation_id),
+            address,
+            locale=Locale(locale).value,
+            at=self._now(),
         )
 
     async def verify_contact(self, contact_id: str) -> None:
@@ -133,7 +150,7 @@ class GuardianAlerts:
         episode = episode if episode is not None else episode_of(now)
         if len(episode) > _MAX_EPISODE:
             raise UsageError(f"an episode name has at most {_MAX_EPISODE} characters")
-        conversation = result.conversation_id
+        conversation = result.conversation_key
         try:
             facts, contact = await self._facts(result, episode, now)
         except StoreError as exc:
@@ -185,7 +202,7 @@ class GuardianAlerts:
     async def _facts(
         self, result: TriageResult, episode: str, now: dt.datetime
     ) -> tuple[AlertFacts, Contact | None]:
-        conversation = result.conversation_id
+        conversation = result.conversation_key
         opt_in = await self._records.active_opt_in(conversation)
         contact = await self._records.verified_contact(conversation)
         last = None if contact is None else await self._records.last_alert_to(contact.id)
@@ -223,7 +240,7 @@ class GuardianAlerts:
             await self._records.record_blocked(
                 at=now,
                 purpose=result.purpose.value,
-                conversation_id=result.conversation_id,
+                conversation_id=result.conversation_key,
                 episode=episode,
                 assessment_id=result.assessment_id,
                 contact_id=contact_id,

@@ -9,6 +9,7 @@ from typing import Any
 
 from foureyes.core.locale import Locale
 from foureyes.core.policy import GenerationPolicy
+from foureyes.core.tenancy import LOCAL_TENANT, scoped_conversation
 from foureyes.risk.assess import Assessment, Tier
 from foureyes.risk.confirm import Confirmation
 from foureyes.risk.l0 import L0Result
@@ -42,6 +43,9 @@ class SuppressReason(StrEnum):
     """An analysis of the same conversation was running; this one was dropped, not queued."""
     DAILY_CAP = "daily_cap"
     """The conversation used its ``risk.l1_daily_limit`` L1 assessments for the UTC day."""
+    KEY_DAILY_CAP = "key_daily_cap"
+    """The caller's key (its tenant) used its ``risk.l1_daily_limit_per_key`` L1
+    assessments for the UTC day, over all its conversations."""
     BUDGET = "budget"
     """The L1 route's daily calls or USD budget, or the triage's call budget, is used up."""
     DEADLINE = "deadline"
@@ -109,7 +113,7 @@ class TriageResult:
     """
 
     conversation_id: str
-    """The conversation."""
+    """The conversation, as the caller named it (or the fresh id it was given)."""
     purpose: RunPurpose
     """Live, test or calibration."""
     status: RiskStatus
@@ -146,6 +150,13 @@ class TriageResult:
     """The trace run, when one was opened."""
     assessment_id: str | None = None
     """The stored assessment, once recorded."""
+    tenant: str = LOCAL_TENANT
+    """The namespace of ``conversation_id`` (:mod:`foureyes.core.tenancy`)."""
+
+    @property
+    def conversation_key(self) -> str:
+        """The conversation's key in the store: ``conversation_id`` under ``tenant``."""
+        return scoped_conversation(self.tenant, self.conversation_id)
 
     @property
     def reason(self) -> SuppressReason | None:

@@ -6,7 +6,8 @@
         │ escalates
     text too long? ─yes─▶ unknown (text_too_long)
     analysis running for this conversation? ─yes─▶ unknown (concurrency_drop), not queued
-    L1 ──fails──▶ unknown (l1_timeout / l1_failed / l1_malformed / daily_cap / budget / deadline)
+    L1 ──fails──▶ unknown (l1_timeout / l1_failed / l1_malformed / daily_cap / key_daily_cap /
+        │                  budget / deadline)
         │ high or critical
     L2 (blind to L1) ──fails──▶ keep L1, not confirmed (l2_*)
         │
@@ -17,6 +18,11 @@ Every failure degrades to ``unknown`` or to "not confirmed", never towards alert
 recorded in the store with the HMAC of its text and its reasons. A store that cannot be
 written makes the triage ``unknown`` (``store_failed``): an outcome that was not recorded
 is not acted on.
+
+A conversation is kept under its tenant (:mod:`foureyes.core.tenancy`): the flight lease,
+the daily limit, the trend and the records are keyed by the scoped conversation, and a
+second daily limit counts every L1 assessment of the tenant, so neither a shared id nor
+a fresh or rotated one reaches another tenant's state or escapes the tenant's cap.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -43,6 +49,7 @@ from foureyes.core.errors import (
 )
 from foureyes.core.locale import Locale, detect_locale
 from foureyes.core.roles import Role
+from foureyes.core.tenancy import LOCAL_TENANT, scoped_conversation
 from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
 from foureyes.llm.calls import CallScope, ModelCaller
 from foureyes.llm.provider import ChatRequest, ChatResult
@@ -57,7 +64,7 @@ from foureyes.risk.trend import Trend, compute_trend
 from foureyes.store._clock import WallClock, utc_now
 from foureyes.store.assessments import NewAssessment, SqlAssessmentLog
 
-__all__ = ["FAILURE_REASONS", "Triage", "TriageRequest", "l1_limit_key"]
+__all__ = ["FAILURE_REASONS", "Triage", "TriageRequest", "l1_limit_key", "l1_tenant_limit_key"]
 
 _log = logging.getLogger(__name__)
 
@@ -79,15 +86,24 @@ FAILURE_REASONS: dict[Tier, dict[type[FoureyesError], SuppressReason]] = {
     },
 }
 """The one table from a failed call's exception class to its reason, per tier (the most
-specific class in the exception's ancestry wins). The per-conversation L1 limit is
-told apart from other budgets by the limit it names: ``daily_cap``."""
+specific class in the exception's ancestry wins). The per-conversation and per-tenant L1
+limits are told apart from other budgets by the limit they name: ``daily_cap`` and
+``key_daily_cap``."""
 
 _MALFORMED = {Tier.L1: SuppressReason.L1_MALFORMED, Tier.L2: SuppressReason.L2_MALFORMED}
 
 
-def l1_limit_key(conversation_id: str) -> str:
-    """The spend-ledger key counting a conversation's L1 assessments per UTC day."""
-    return f"risk_l1:{sha256_hex(conversation_id)[:32]}"
+def l1_limit_key(conversation_key: str) -> str:
+    """The spend-ledger key counting a conversation's L1 assessments per UTC day.
+
+    ``conversation_key`` is the scoped conversation (:attr:`TriageRequest.conversation_key`).
+    """
+    return f"risk_l1:{sha256_hex(conversation_key)[:32]}"
+
+
+def l1_tenant_limit_key(tenant: str) -> str:
+    """The spend-ledger key counting a tenant's L1 assessments per UTC day."""
+    return f"risk_l1_tenant:{sha256_hex(tenant)[:32]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +113,7 @@ class TriageRequest:
     text: str
     """The user's current message."""
     conversation_id: str
-    """The conversation it belongs to (single flight, daily limit, trend)."""
+    """The conversation it belongs to, as the caller names it."""
     history: Sequence[Turn] = ()
     """Earlier turns, oldest first, from the request's own messages; L2 sees the last
     ``risk.context_turns`` of them. Nothing here is stored."""
@@ -106,6 +122,15 @@ class TriageRequest:
     trace_id: str | None = None
     """A run already open to record in (the pipeline's); ``None``: the triage opens and
     closes a ``risk_triage`` run of its own."""
+    tenant: str = LOCAL_TENANT
+    """Whose conversation it is (:mod:`foureyes.core.tenancy`): ``key:<key id>`` for a
+    caller with an API key. Single flight, the daily limits and the trend are the
+    tenant's own."""
+
+    @property
+    def conversation_key(self) -> str:
+        """The conversation's key in the store: ``conversation_id`` under ``tenant``."""
+        return scoped_conversation(self.tenant, self.conversation_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +209,7 @@ class Triage:
                     "risk_triage",
                     conversation_id=request.conversation_id,
                     input_text=request.text,
-                    meta={"purpose": request.purpose.value},
+                    meta={"purpose": request.purpose.value, "tenant": request.tenant},
                 )
             await self._event(trace_id, "l0", l0_summary(l0, with_terms=False))
             if l0.escalate:
@@ -213,8 +238,9 @@ class Triage:
             # Never cut: a model judging part of a message would judge another message.
             run.reasons.append(SuppressReason.TEXT_TOO_LONG)
             return
+        conversation = request.conversation_key
         token = await self._log.acquire_flight(
-            request.conversation_id, now=self._clock(), ttl_s=risk.deadline_s + _LEASE_SLACK_S
+            conversation, now=self._clock(), ttl_s=risk.deadline_s + _LEASE_SLACK_S
         )
         if token is None:
             run.reasons.append(SuppressReason.CONCURRENCY_DROP)
@@ -223,15 +249,24 @@ class Triage:
             scope = CallScope(Deadline.after(risk.deadline_s), CallBudget(risk.max_calls), trace_id)
             await self._analyse(request, run, scope, trace_id)
         finally:
-            await self._release(request.conversation_id, token)
+            await self._release(conversation, token)
 
     async def _analyse(
         self, request: TriageRequest, run: _Run, scope: CallScope, trace_id: str | None
     ) -> None:
         risk = self.config.risk
-        limit = SpendLimit(key=l1_limit_key(request.conversation_id), max_calls=risk.l1_daily_limit)
+        # Two counts, both taken by each assessment: the conversation's, and the tenant's,
+        # which a fresh or rotated conversation id does not reset.
+        limits = {
+            SuppressReason.DAILY_CAP: SpendLimit(
+                key=l1_limit_key(request.conversation_key), max_calls=risk.l1_daily_limit
+            ),
+            SuppressReason.KEY_DAILY_CAP: SpendLimit(
+                key=l1_tenant_limit_key(request.tenant), max_calls=risk.l1_daily_limit_per_key
+            ),
+        }
         run.tier = Tier.L1
-        l1 = await self._stage(Tier.L1, l1_request(request.text), scope, limit)
+        l1 = await self._stage(Tier.L1, l1_request(request.text), scope, limits)
         run.calls += l1.calls
         await self._stage_event(trace_id, Tier.L1, l1)
         if l1.assessment is None:
@@ -243,13 +278,13 @@ class Triage:
             return
         today = utc_day(self._clock())
         first_day = today - dt.timedelta(days=risk.trend_days - 1)
-        history = await self._log.levels_since(request.conversation_id, first_day)
+        history = await self._log.levels_since(request.conversation_key, first_day)
         run.trend = compute_trend(
             ((day, RiskLevel(level)) for day, level in history), today=today, days=risk.trend_days
         )
         context = list(request.history)[-risk.context_turns :] if risk.context_turns else []
         run.tier = Tier.L2
-        l2 = await self._stage(Tier.L2, l2_request(request.text, context, run.trend), scope, None)
+        l2 = await self._stage(Tier.L2, l2_request(request.text, context, run.trend), scope, {})
         run.calls += l2.calls
         await self._stage_event(trace_id, Tier.L2, l2)
         if l2.assessment is None:
@@ -264,24 +299,28 @@ class Triage:
         tier: Literal[Tier.L1, Tier.L2],
         request: ChatRequest,
         scope: CallScope,
-        limit: SpendLimit | None,
+        limits: Mapping[SuppressReason, SpendLimit],
     ) -> _Stage:
         role = Role.RISK_L1 if tier is Tier.L1 else Role.RISK_L2
+        taken = tuple(limits.values())
         attempts = 0
 
         async def call(attempt: ChatRequest) -> ChatResult:
             nonlocal attempts
             attempts += 1
-            # The daily limit counts assessments, so only a stage's first call takes from it.
-            limits = [limit] if limit is not None and attempts == 1 else []
+            # The daily limits count assessments, so only a stage's first call takes from them.
             return await self._caller.call(
-                role, attempt, scope, stage=tier.value.lower(), limits=limits
+                role,
+                attempt,
+                scope,
+                stage=tier.value.lower(),
+                limits=taken if attempts == 1 else (),
             )
 
         try:
             outcome = await complete_structured(call, request, RiskReport, retries=1)
         except (RouteError, BudgetExhausted, DeadlineExceeded) as exc:
-            return _Stage(None, self._reason(tier, exc, limit))
+            return _Stage(None, self._reason(tier, exc, limits))
         if not outcome.ok:
             return _Stage(None, _MALFORMED[tier], outcome.calls)
         offline = outcome.calls[-1].offline
@@ -289,13 +328,15 @@ class Triage:
         return _Stage(assessment, None, outcome.calls)
 
     @staticmethod
-    def _reason(tier: Tier, exc: FoureyesError, limit: SpendLimit | None) -> SuppressReason:
-        if (
-            isinstance(exc, BudgetExhausted)
-            and limit is not None
-            and exc.limit.startswith(limit.key)
-        ):
-            return SuppressReason.DAILY_CAP
+    def _reason(
+        tier: Tier, exc: FoureyesError, limits: Mapping[SuppressReason, SpendLimit]
+    ) -> SuppressReason:
+        if isinstance(exc, BudgetExhausted):
+            # The ledger names the exhausted limit "<key> daily calls".
+            exhausted = exc.limit.partition(" ")[0]
+            for reason, limit in limits.items():
+                if exhausted == limit.key:
+                    return reason
         table = FAILURE_REASONS[tier]
         for cls in type(exc).__mro__:
             if cls in table:
@@ -360,6 +401,7 @@ class Triage:
             cost_usd=self._cost(run.calls),
             latency_ms=round((time.monotonic() - started) * 1000, 3),
             trace_id=trace_id,
+            tenant=request.tenant,
         )
 
     def _cost(self, calls: Sequence[ChatResult]) -> float:
@@ -383,7 +425,7 @@ def _row(result: TriageResult, *, at: dt.datetime) -> NewAssessment:
     for key in ("status", "level", "confirmed", "tier", "policy", "reasons", "trace_id"):
         detail.pop(key)
     return NewAssessment(
-        conversation_id=result.conversation_id,
+        conversation_id=result.conversation_key,
         purpose=result.purpose.value,
         at=at,
         status=result.status.value,

@@ -8,20 +8,21 @@
   ``next_before`` of the previous page).
 - ``POST /v1/assess``: triage one text (L0, then L1/L2 when L0 escalates) and answer the
   result, the policy the pipeline would apply, and code-rendered crisis resources when
-  that policy calls for them. Nothing is generated for the user.
+  that policy calls for them. Nothing is generated for the user. The conversation is the
+  caller's own (kept under its key's tenant), as in the gateway.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-import secrets
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from foureyes.core.policy import GenerationPolicy
+from foureyes.core.tenancy import new_conversation_id
 from foureyes.gate import Turn
 from foureyes.pipeline import SupportPipeline, apply_floor, trace_view
 from foureyes.risk.assess import Turn as RiskTurn
@@ -57,7 +58,8 @@ class AssessBody(BaseModel):
     text: str = Field(min_length=1)
     """The text to triage."""
     conversation_id: str | None = Field(default=None, min_length=1, max_length=256)
-    """The conversation (single flight, daily L1 limit, trend); a fresh one when unset."""
+    """The caller's conversation (single flight, daily L1 limit, trend), kept under the
+    caller's key; a fresh one when unset (the key's daily L1 limit still counts it)."""
     history: tuple[Turn, ...] = ()
     """Earlier turns, oldest first (L2 sees the last ``risk.context_turns``)."""
     purpose: Literal["live", "test"] = "live"
@@ -113,14 +115,15 @@ def api_router() -> APIRouter:
         }
 
     @router.post("/v1/assess")
-    async def assess(body: AssessBody, request: Request, _: ClientKey) -> dict[str, Any]:
+    async def assess(body: AssessBody, request: Request, principal: ClientKey) -> dict[str, Any]:
         """Triage one text; the result, the policy that would apply, and any resources."""
         service = request.app.state.service
         pipeline: SupportPipeline = service.pipeline
         result = await pipeline.triage.assess(
             TriageRequest(
                 text=body.text,
-                conversation_id=body.conversation_id or f"anon:{secrets.token_hex(12)}",
+                conversation_id=body.conversation_id or new_conversation_id(),
+                tenant=principal.tenant,
                 history=[RiskTurn(t.role, t.text) for t in body.history],
                 purpose=RunPurpose(body.purpose),
             )

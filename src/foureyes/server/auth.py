@@ -19,6 +19,10 @@ The service is in one of three :class:`AuthMode` s:
   revoked now). Every request gets 401 ``no_api_keys``: revoking the last key never
   opens a service.
 
+Each principal has a tenant (:attr:`Principal.tenant`): the namespace its conversation ids
+live in, so two keys naming the same conversation never share its limits, trend,
+unknowns or alerts.
+
 ``/healthz`` and the start-up log line say which mode is in effect. A verified key and
 the mode are cached for ``server.key_cache_s`` seconds, so revocation through the CLI
 reaches running instances within that time (at once on the instance that revoked a
@@ -40,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from foureyes.config import ServerConfig
 from foureyes.core.errors import ConfigError
+from foureyes.core.tenancy import LOCAL_TENANT, key_tenant
 from foureyes.server.errors import ApiError, ErrorCode
 from foureyes.server.limits import RateLimiter
 from foureyes.store import Store
@@ -101,6 +106,15 @@ class Principal:
     def anonymous(self) -> bool:
         """Whether the caller was served without a key."""
         return self.key_id is None
+
+    @property
+    def tenant(self) -> str:
+        """The namespace of the caller's conversations (:mod:`foureyes.core.tenancy`).
+
+        ``key:<key id>`` for a key; callers served without one (``open_loopback``, where
+        every caller is on this machine) share ``local`` with the CLI.
+        """
+        return LOCAL_TENANT if self.key_id is None else key_tenant(self.key_id)
 
     @classmethod
     def of_key(cls, record: ApiKeyRecord) -> Principal:

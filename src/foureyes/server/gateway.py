@@ -7,7 +7,9 @@ gate. The request is OpenAI's; the last message must be the user's. Earlier ``us
 messages are accepted and ignored (foureyes' own prompts govern its models). Which
 conversation a message belongs to is ``foureyes.conversation_id`` in the body (the
 ``openai`` SDK sends it with ``extra_body={"foureyes": {"conversation_id": ...}}``), else
-``user``; without either the message is a conversation of its own.
+``user``; without either the message is a conversation of its own. Conversation ids are
+the caller's own: they are kept under the caller's tenant (its API key; ``local`` in
+open-loopback mode), so another key using the same id has another conversation.
 
 The response is OpenAI's, with one more object (DESIGN.md 5)::
 
@@ -133,8 +135,8 @@ class ChatCompletionRequest(_Lenient):
     """foureyes' own options."""
 
 
-def support_message(body: ChatCompletionRequest) -> SupportMessage:
-    """The pipeline's message for a request.
+def support_message(body: ChatCompletionRequest, *, tenant: str) -> SupportMessage:
+    """The pipeline's message for a request from ``tenant`` (the principal's tenant).
 
     Raises:
         ApiError: 422 when the last message is not a user's with text.
@@ -156,6 +158,7 @@ def support_message(body: ChatCompletionRequest) -> SupportMessage:
         text=body.messages[-1].text,
         history=history,
         conversation_id=options.conversation_id or body.user,
+        tenant=tenant,
         region=options.region,
         locale=options.locale,
     )
@@ -248,12 +251,12 @@ def gateway_router() -> APIRouter:
 
     @router.post("/v1/chat/completions", response_model=None)
     async def chat_completions(
-        body: ChatCompletionRequest, request: Request, _: ClientKey
+        body: ChatCompletionRequest, request: Request, principal: ClientKey
     ) -> Response:
         """Answer the conversation's last user message through triage and the gate."""
         if body.model != GATEWAY_MODEL:
             return _model_not_found(request, body.model)
-        message = support_message(body)
+        message = support_message(body, tenant=principal.tenant)
         service = request.app.state.service
         pipeline: SupportPipeline = service.pipeline
         outcome = await pipeline.handle(message)
