@@ -240,15 +240,28 @@ async def test_an_explanation_is_typed_model_text(
 
 
 @pytest.mark.parametrize(
-    ("rule", "reason"),
+    ("rule", "reason", "parse_failure"),
     [
-        ({"content": "   "}, SelectorFailure.MALFORMED),
-        ({"content": "您每周健身一到两次，应当", "fault": "truncated"}, SelectorFailure.MALFORMED),
-        ({"fault": "http_500"}, SelectorFailure.FAILED),
+        ({"content": "   "}, SelectorFailure.MALFORMED, ParseFailure.EMPTY),
+        (
+            {"content": "您每周健身一到两次，应当", "fault": "truncated"},
+            SelectorFailure.MALFORMED,
+            ParseFailure.TRUNCATED,
+        ),
+        (
+            {"content": "您每周健身一到两次。", "finish_reason": "content_filter"},
+            SelectorFailure.MALFORMED,
+            ParseFailure.CONTENT_FILTERED,
+        ),
+        ({"fault": "http_500"}, SelectorFailure.FAILED, None),
     ],
 )
 async def test_an_explanation_that_fails_is_typed_too(
-    simulator: RunningSimulator, kinds: KindRegistry, rule: dict[str, Any], reason: SelectorFailure
+    simulator: RunningSimulator,
+    kinds: KindRegistry,
+    rule: dict[str, Any],
+    reason: SelectorFailure,
+    parse_failure: ParseFailure | None,
 ) -> None:
     simulator.load({"models": {"selector": [rule]}})
     caller = _sim_caller(simulator)
@@ -259,3 +272,4 @@ async def test_an_explanation_that_fails_is_typed_too(
     finally:
         await caller.routes.aclose()
     assert isinstance(outcome, SelectorFailed) and outcome.reason is reason
+    assert outcome.parse_failure is parse_failure

@@ -97,6 +97,11 @@ async def test_an_approved_draft_is_released_by_its_digest(
     assert run is not None and (run.run.outcome, run.run.reason) == ("released", "approved")
 
 
+# A complete, valid approval of DRAFT: only how the call finished makes it unusable.
+FILTERED_APPROVAL = json.dumps(
+    {"candidate_sha256": sha256_hex(DRAFT), "decision": "approve", "violations": [], "missing": []}
+)
+
 REVIEW_FAULTS: list[tuple[str, list[Script], ReasonCode]] = [
     ("rejects", [reject()], ReasonCode.REJECTED),
     ("cannot judge", [insufficient("whether the user is safe tonight")], ReasonCode.INSUFFICIENT),
@@ -109,6 +114,11 @@ REVIEW_FAULTS: list[tuple[str, list[Script], ReasonCode]] = [
     (
         "truncated JSON",
         [Reply('{"candidate_sha256": "ab', finish_reason="length")] * 2,
+        ReasonCode.REVIEW_MALFORMED,
+    ),
+    (
+        "approval cut by a content filter",
+        [Reply(FILTERED_APPROVAL, finish_reason="content_filter")] * 2,
         ReasonCode.REVIEW_MALFORMED,
     ),
     ("wrong digest", [approve(digest="f" * 64)], ReasonCode.VERDICT_MISMATCH),
@@ -150,6 +160,8 @@ DRAFT_FAULTS: list[tuple[str, Script]] = [
     ("HTTP 500", RouteHTTPError("scripted", 500)),
     ("unreachable", RouteConnectionError("scripted")),
     ("cut off", Reply("I hear you, and I want to", finish_reason="length")),
+    ("content filter", Reply("I hear you, and I want to", finish_reason="content_filter")),
+    ("tool call", Reply("I hear you, and I want to", finish_reason="tool_calls")),
 ]
 
 

@@ -14,13 +14,15 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from foureyes.core.errors import ContractError, RouteTimeout, UsageError
-from foureyes.llm.provider import ChatMessage, ChatRequest, ChatResult
+from foureyes.llm.provider import ChatMessage, ChatRequest, ChatResult, ToolCall
 from foureyes.llm.structured import (
     Clamped,
     ParseFailure,
     StructuredFailure,
     StructuredSuccess,
+    check_finished,
     complete_structured,
+    finish_failure,
     json_schema_format,
     parse_structured,
 )
@@ -211,6 +213,9 @@ def test_parse_failure_values_are_pinned() -> None:
     assert [f.value for f in ParseFailure] == [
         "empty",
         "truncated",
+        "content_filtered",
+        "unexpected_tool_calls",
+        "unfinished",
         "no_json",
         "not_object",
         "invalid_json",
@@ -365,7 +370,7 @@ def test_unknown_enum_values_never_parse(verdict: Verdict, bad: str) -> None:
 class ScriptedCall:
     """A stand-in for the wrapped provider: replays queued answers or raises queued errors."""
 
-    def __init__(self, *script: str | tuple[str, str] | Exception) -> None:
+    def __init__(self, *script: str | tuple[str, str | None] | Exception) -> None:
         self.script = deque(script)
         self.requests: list[ChatRequest] = []
 
@@ -437,6 +442,92 @@ async def test_truncated_answer_is_a_failure_even_if_it_parses() -> None:
     assert "shorter" in (call.requests[1].messages[-1].content or "")
 
 
+@pytest.mark.parametrize(
+    ("finish", "reason"),
+    [
+        ("content_filter", ParseFailure.CONTENT_FILTERED),
+        ("tool_calls", ParseFailure.UNEXPECTED_TOOL_CALLS),
+        (None, ParseFailure.UNFINISHED),
+        ("function_call", ParseFailure.UNFINISHED),
+        ("insufficient_system_resource", ParseFailure.UNFINISHED),
+    ],
+)
+async def test_an_answer_that_did_not_stop_normally_fails_even_if_it_parses(
+    finish: str | None, reason: ParseFailure
+) -> None:
+    call = ScriptedCall((VALID, finish), (VALID, finish))
+    result = await complete_structured(call, REQUEST, Verdict)
+    assert isinstance(result, StructuredFailure)
+    assert result.reason is reason
+    assert result.finish_reason == finish
+    assert repr(finish) in result.error.detail
+    assert result.attempts == 2
+
+
+async def test_a_filtered_answer_is_retried_and_a_normal_stop_then_succeeds() -> None:
+    call = ScriptedCall((VALID, "content_filter"), VALID)
+    result = await complete_structured(call, REQUEST, Verdict)
+    assert isinstance(result, StructuredSuccess)
+    assert result.attempts == 2
+    assert "content filter" in (call.requests[1].messages[-1].content or "")
+
+
+def _result(finish: str | None, tool_calls: int) -> ChatResult:
+    calls = tuple(ToolCall(id=f"c{i}", name="look", arguments="{}") for i in range(tool_calls))
+    return ChatResult(
+        text=VALID, finish_reason=finish, tool_calls=calls, latency_s=0.0, route="r", model="m"
+    )
+
+
+@pytest.mark.parametrize(
+    ("finish", "tool_calls", "tools_asked", "expected"),
+    [
+        ("stop", 0, False, None),
+        ("stop", 0, True, None),
+        ("tool_calls", 1, True, None),
+        ("stop", 1, True, None),
+        ("length", 0, False, ParseFailure.TRUNCATED),
+        ("length", 1, True, ParseFailure.TRUNCATED),
+        ("content_filter", 0, False, ParseFailure.CONTENT_FILTERED),
+        ("content_filter", 1, True, ParseFailure.CONTENT_FILTERED),
+        ("tool_calls", 0, False, ParseFailure.UNEXPECTED_TOOL_CALLS),
+        ("tool_calls", 1, False, ParseFailure.UNEXPECTED_TOOL_CALLS),
+        ("stop", 1, False, ParseFailure.UNEXPECTED_TOOL_CALLS),
+        ("tool_calls", 0, True, ParseFailure.UNFINISHED),
+        (None, 0, False, ParseFailure.UNFINISHED),
+        (None, 1, True, ParseFailure.UNFINISHED),
+        ("", 0, False, ParseFailure.UNFINISHED),
+        ("STOP", 0, False, ParseFailure.UNFINISHED),
+    ],
+)
+def test_finish_failure_is_the_one_rule(
+    finish: str | None, tool_calls: int, tools_asked: bool, expected: ParseFailure | None
+) -> None:
+    result = _result(finish, tool_calls)
+    assert finish_failure(result, tools_asked=tools_asked) is expected
+    if expected is None:
+        check_finished(result, "Draft", tools_asked=tools_asked)
+    else:
+        with pytest.raises(ContractError) as caught:
+            check_finished(result, "Draft", tools_asked=tools_asked)
+        assert (caught.value.schema, caught.value.reason) == ("Draft", expected)
+        assert f"finish_reason is {finish!r}" in caught.value.detail
+
+
+@given(
+    finish=st.one_of(st.none(), st.sampled_from(["stop", "tool_calls", "length"]), st.text()),
+    tool_calls=st.integers(0, 2),
+    tools_asked=st.booleans(),
+)
+def test_only_a_normal_stop_completes(
+    finish: str | None, tool_calls: int, tools_asked: bool
+) -> None:
+    normal = finish == "stop" and (tools_asked or tool_calls == 0)
+    normal = normal or (tools_asked and finish == "tool_calls" and tool_calls > 0)
+    result = _result(finish, tool_calls)
+    assert (finish_failure(result, tools_asked=tools_asked) is None) is normal
+
+
 @pytest.mark.parametrize("retries", [0, 2])
 async def test_retries_is_the_number_of_extra_calls(retries: int) -> None:
     call = ScriptedCall(*(["nope"] * (retries + 1)))
@@ -468,9 +559,12 @@ async def test_misuse_is_refused_before_any_call() -> None:
     assert call.requests == []
 
 
-ONE_BAD_ANSWER_PER_REASON: dict[ParseFailure, str | tuple[str, str]] = {
+ONE_BAD_ANSWER_PER_REASON: dict[ParseFailure, str | tuple[str, str | None]] = {
     ParseFailure.EMPTY: "",
     ParseFailure.TRUNCATED: (VALID, "length"),
+    ParseFailure.CONTENT_FILTERED: (VALID, "content_filter"),
+    ParseFailure.UNEXPECTED_TOOL_CALLS: (VALID, "tool_calls"),
+    ParseFailure.UNFINISHED: (VALID, None),
     ParseFailure.NO_JSON: "approve",
     ParseFailure.NOT_OBJECT: '["approve"]',
     ParseFailure.INVALID_JSON: VALID[:-1],

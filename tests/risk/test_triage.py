@@ -36,6 +36,7 @@ from foureyes.risk.triage import FAILURE_REASONS, Triage, TriageRequest
 from foureyes.store import Store
 from tests.helpers.answers import answer
 from tests.helpers.clock import ManualClock
+from tests.helpers.scripted import Reply
 from tests.risk._support import (
     ScriptedProvider,
     scripted_config,
@@ -217,6 +218,31 @@ async def test_a_malformed_answer_is_retried_once_then_unknown(
     assert result.reasons == (SuppressReason.L1_MALFORMED,) and result.calls == 2
     retry = provider.calls(L1)[1]
     assert "could not be used" in (retry.messages[-1].content or "")
+
+
+@pytest.mark.parametrize(
+    ("finish", "failure"),
+    [("content_filter", "content_filtered"), ("tool_calls", "unexpected_tool_calls")],
+)
+async def test_a_critical_answer_that_did_not_stop_normally_is_malformed(
+    make_triage: MakeTriage, provider: ScriptedProvider, store: Store, finish: str, failure: str
+) -> None:
+    # A complete, valid "critical" assessment: only how the call ended makes it unusable.
+    cut = Reply(answer("critical", 0.99), finish_reason=finish)
+    provider.enqueue(L1, cut, cut)
+    result = await make_triage().assess(request())
+    assert result.status is RiskStatus.UNKNOWN and result.l1 is None and not result.confirmed
+    assert result.reasons == (SuppressReason.L1_MALFORMED,) and result.calls == 2
+    assert provider.calls(L2) == []
+    assert result.trace_id is not None
+    record = await store.traces.get(result.trace_id)
+    assert record is not None
+    [l1] = [e.data for e in record.events if (e.kind, e.stage) == (EventKind.RISK, "l1")]
+    assert (l1["reason"], l1["parse_failure"], l1["finish_reason"]) == (
+        "l1_malformed",
+        failure,
+        finish,
+    )
 
 
 async def test_a_retry_that_succeeds_is_used(

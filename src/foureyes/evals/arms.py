@@ -87,8 +87,15 @@ class FrozenDraft:
 
     async def complete(self, request: ChatRequest, *, timeout_s: float) -> ChatResult:
         """The frozen draft, instantly and at no cost."""
+        # A frozen draft is a whole answer: it finishes with a normal stop, as the
+        # gate requires of every draft.
         return ChatResult(
-            text=self._draft, latency_s=0.0, route=self.route, model="frozen-draft", offline=True
+            text=self._draft,
+            finish_reason="stop",
+            latency_s=0.0,
+            route=self.route,
+            model="frozen-draft",
+            offline=True,
         )
 
     async def aclose(self) -> None:

@@ -39,7 +39,12 @@ from foureyes.evidence.selection import SelectorOutput, requested_schema
 from foureyes.llm.calls import CallScope, ModelCaller
 from foureyes.llm.prompting import DATA_RULE, data_block
 from foureyes.llm.provider import ChatMessage, ChatRequest, ChatResult
-from foureyes.llm.structured import ParseFailure, complete_structured, json_schema_format
+from foureyes.llm.structured import (
+    ParseFailure,
+    complete_structured,
+    finish_failure,
+    json_schema_format,
+)
 
 __all__ = [
     "EvidenceSelector",
@@ -330,7 +335,8 @@ class EvidenceSelector:
     ) -> UserExplanation | SelectorFailed:
         """Ask for a user-facing explanation of ``observations`` (one call, no retry).
 
-        An empty answer is ``selector_malformed``.
+        An empty answer, or one that did not complete normally
+        (:func:`~foureyes.llm.structured.finish_failure`), is ``selector_malformed``.
 
         Raises:
             StoreError: the spend ledger or the trace could not be written.
@@ -343,8 +349,12 @@ class EvidenceSelector:
             if reason is None:
                 raise
             return SelectorFailed(reason=reason, detail=str(exc))
-        if not result.text.strip() or result.finish_reason == "length":
+        incomplete = finish_failure(result)
+        if incomplete is not None or not result.text.strip():
             return SelectorFailed(
-                reason=SelectorFailure.MALFORMED, detail="empty or cut-off text", attempts=1
+                reason=SelectorFailure.MALFORMED,
+                detail=f"finish_reason is {result.finish_reason!r}",
+                parse_failure=incomplete or ParseFailure.EMPTY,
+                attempts=1,
             )
         return UserExplanation(text=result.text.strip(), offline=result.offline)

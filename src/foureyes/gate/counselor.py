@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from foureyes.core.digest import Proposal
-from foureyes.core.errors import ContractError
 from foureyes.core.locale import Locale
 from foureyes.core.roles import Role
 from foureyes.gate._prompts import LANGUAGE_NAMES, rules_list, template
@@ -20,7 +19,7 @@ from foureyes.gate.review_input import Turn
 from foureyes.gate.rules import RuleCatalogue
 from foureyes.llm.prompting import DATA_RULE, data_block
 from foureyes.llm.provider import ChatMessage, ChatRequest
-from foureyes.llm.structured import ChatCall, ParseFailure
+from foureyes.llm.structured import ChatCall, check_finished
 
 __all__ = ["DRAFT_SCHEMA", "Revision", "counselor_request", "draft_reply"]
 
@@ -93,14 +92,14 @@ async def draft_reply(call: ChatCall, request: ChatRequest) -> Proposal[str]:
     ``empty_text`` refuses it like any other candidate.
 
     Raises:
-        ContractError: the draft was cut off at the token limit (a reply that stops
-            mid-sentence is no reply).
+        ContractError: the draft did not complete normally (cut off at the token limit,
+            stopped by a content filter, calling tools, no finish reason): a reply that
+            stops mid-sentence, or whose rest a filter withheld, is no reply.
         RouteError: the Counselor's route failed.
         LimitExceeded: the run's deadline or budget stopped the call.
     """
     result = await call(request)
-    if result.finish_reason == "length":
-        raise ContractError(DRAFT_SCHEMA, ParseFailure.TRUNCATED, "finish_reason is 'length'")
+    check_finished(result, DRAFT_SCHEMA)
     return Proposal.of_text(
         result.text.strip(),
         role=Role.COUNSELOR.value,

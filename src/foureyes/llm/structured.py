@@ -1,6 +1,8 @@
 """Structured output: the one parser every model answer with a schema goes through.
 
-The contract (DESIGN.md 4, invariant 3): take the first JSON object in the answer,
+The contract (DESIGN.md 4, invariant 3): an answer that did not complete normally
+(:func:`finish_failure`, the one rule every model answer is held to) is refused; from
+one that did, take the first JSON object in the answer,
 validate it strictly against a pydantic model that forbids extra keys, accept enum
 values only from their whitelist, clamp numbers only where a field is declared
 :class:`Clamped`, retry once, and otherwise fail with a typed :class:`ContractError`.
@@ -33,7 +35,9 @@ __all__ = [
     "ParseFailure",
     "StructuredFailure",
     "StructuredSuccess",
+    "check_finished",
     "complete_structured",
+    "finish_failure",
     "json_schema_format",
     "parse_structured",
 ]
@@ -59,6 +63,14 @@ class ParseFailure(StrEnum):
     """The answer was empty or only whitespace."""
     TRUNCATED = "truncated"
     """The endpoint cut the answer off at its token limit (``finish_reason == "length"``)."""
+    CONTENT_FILTERED = "content_filtered"
+    """The endpoint's content filter stopped or withheld the answer
+    (``finish_reason == "content_filter"``)."""
+    UNEXPECTED_TOOL_CALLS = "unexpected_tool_calls"
+    """The answer called tools (or finished with ``tool_calls``) where no tool call was asked."""
+    UNFINISHED = "unfinished"
+    """The answer did not end with a normal stop: no finish reason at all, or one that is
+    neither ``stop`` nor (when tools were asked) ``tool_calls``."""
     NO_JSON = "no_json"
     """The answer holds no ``{`` at all: prose only."""
     NOT_OBJECT = "not_object"
@@ -78,6 +90,9 @@ class ParseFailure(StrEnum):
 _RETRY_PROBLEMS = {
     ParseFailure.EMPTY: "it was empty",
     ParseFailure.TRUNCATED: "it was cut off at the length limit, so keep it shorter",
+    ParseFailure.CONTENT_FILTERED: "it was stopped by the content filter",
+    ParseFailure.UNEXPECTED_TOOL_CALLS: "it called tools, which this answer must not do",
+    ParseFailure.UNFINISHED: "it did not finish normally",
     ParseFailure.NO_JSON: "it contained no JSON object",
     ParseFailure.NOT_OBJECT: "it was JSON, but not a single JSON object",
     ParseFailure.INVALID_JSON: "it did not contain a complete, valid JSON object",
@@ -320,12 +335,68 @@ class StructuredFailure:
         """How many calls were made."""
         return len(self.calls)
 
+    @property
+    def finish_reason(self) -> str | None:
+        """The finish reason the endpoint reported for the last attempt."""
+        return self.calls[-1].finish_reason if self.calls else None
+
+
+def finish_failure(result: ChatResult, *, tools_asked: bool = False) -> ParseFailure | None:
+    """Why ``result`` did not complete normally, or ``None`` when it did: the one rule.
+
+    A normal completion finishes with ``stop``, or, only when the caller asked for tool
+    calls, with ``tool_calls``. Anything else means the text may not be the whole answer
+    and is never read as one, however well it parses: what a cut-off or filtered rest
+    would have said (a correction, a second object, a warning) is unknown (invariant 4).
+    A missing finish reason is not a normal stop either: the offline engine, the
+    simulator and the OpenAI-compatible servers we target all report one for a complete
+    answer, and without it a complete answer cannot be told from one that was cut (as a
+    stream that ends without a finish reason is).
+
+    Args:
+        result: the call's result.
+        tools_asked: whether a tool call is an answer the caller accepts. Off for every
+            structured call, draft and review, which must answer in text.
+
+    Returns:
+        ``TRUNCATED`` for ``length``, ``CONTENT_FILTERED`` for ``content_filter``,
+        ``UNEXPECTED_TOOL_CALLS`` for tool calls (or ``tool_calls``) nobody asked for,
+        ``UNFINISHED`` for a missing or any other finish reason; ``None`` otherwise.
+    """
+    finish = result.finish_reason
+    if finish == "length":
+        return ParseFailure.TRUNCATED
+    if finish == "content_filter":
+        return ParseFailure.CONTENT_FILTERED
+    if not tools_asked and (result.tool_calls or finish == "tool_calls"):
+        return ParseFailure.UNEXPECTED_TOOL_CALLS
+    if finish == "stop" or (finish == "tool_calls" and result.tool_calls):
+        return None
+    return ParseFailure.UNFINISHED
+
+
+def check_finished(result: ChatResult, schema: str, *, tools_asked: bool = False) -> None:
+    """Raise unless ``result`` completed normally (:func:`finish_failure`).
+
+    Args:
+        result: the call's result.
+        schema: the contract's name, for the error.
+        tools_asked: whether a tool call is an answer the caller accepts.
+
+    Raises:
+        ContractError: ``reason`` is the :class:`ParseFailure`, ``detail`` names the
+            finish reason the endpoint reported (``None`` when it reported none).
+    """
+    failure = finish_failure(result, tools_asked=tools_asked)
+    if failure is not None:
+        detail = f"finish_reason is {result.finish_reason!r}"
+        if result.tool_calls:
+            detail += f", {len(result.tool_calls)} tool call(s)"
+        raise ContractError(schema, failure, detail)
+
 
 def _parse_result(result: ChatResult, schema: type[M]) -> M:
-    if result.finish_reason == "length":
-        # Even a complete object is refused: what the cut-off rest would have said
-        # (a correction, a second object) is unknown.
-        raise ContractError(schema.__name__, ParseFailure.TRUNCATED, "finish_reason is 'length'")
+    check_finished(result, schema.__name__)
     return parse_structured(result.text, schema)
 
 
@@ -343,10 +414,11 @@ async def complete_structured(
 ) -> StructuredSuccess[M] | StructuredFailure:
     """Call a model and parse its answer into ``schema``, retrying a broken answer.
 
-    An answer cut off at the token limit, or one :func:`parse_structured` rejects, is
-    retried: the retry repeats ``request`` with the bad answer as an assistant turn and a
-    short user note saying what was wrong. After ``retries`` retries the result is a
-    :class:`StructuredFailure`; no value is ever guessed.
+    An answer that did not complete normally (:func:`finish_failure`: cut off at the
+    token limit, stopped by a content filter, calling tools, no finish reason), or one
+    :func:`parse_structured` rejects, is retried: the retry repeats ``request`` with the
+    bad answer as an assistant turn and a short user note saying what was wrong. After
+    ``retries`` retries the result is a :class:`StructuredFailure`; no value is ever guessed.
 
     Args:
         call: makes one model call.

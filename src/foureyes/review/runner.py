@@ -13,8 +13,9 @@ A run has a fixed lifecycle:
 Then, in this order, and the first that applies decides:
 
 - **lifecycle**: an abort, a timeout, a route error, an exhausted budget or deadline, or
-  an answer that did not complete normally (``finish_reason`` other than ``stop``, or
-  tool calls) means *no packet*, whatever text the reviewer returned;
+  an answer that did not complete normally
+  (:func:`~foureyes.llm.structured.finish_failure`: a finish reason other than ``stop``,
+  none at all, or tool calls) means *no packet*, whatever text the reviewer returned;
 - **contract**: the answer text goes through :func:`~foureyes.review.packet.check_packet`.
 
 The outcome is a frozen :class:`ReviewOutcome` with one :class:`ReviewReason`; expected
@@ -50,6 +51,7 @@ from foureyes.core.roles import Role
 from foureyes.core.trace import EventKind, TraceEvent
 from foureyes.llm.calls import CallScope, ModelCaller
 from foureyes.llm.provider import ChatRequest, ChatResult
+from foureyes.llm.structured import finish_failure
 from foureyes.review import offline as _offline  # noqa: F401  (registers the offline reviewer)
 from foureyes.review.packet import PacketRejection, ReviewPacket, check_packet
 from foureyes.review.publication import PublicationPolicy
@@ -313,10 +315,15 @@ class ReviewRunner:
         self, result: ChatResult, facts: dict[str, Any], policy: PublicationPolicy
     ) -> ReviewOutcome:
         facts |= {"route": result.route, "offline": result.offline}
-        if result.finish_reason != "stop" or result.tool_calls:
+        incomplete = finish_failure(result)
+        if incomplete is not None:
             # Text of a call that did not complete normally is never read as a packet,
-            # even when it parses: the cut-off rest could have changed it.
-            detail = f"finish_reason={result.finish_reason!r}, tool_calls={len(result.tool_calls)}"
+            # even when it parses: the cut-off rest could have changed it. The reviewer's
+            # request may carry the primary's tools (cache alignment), but it must not call them.
+            detail = (
+                f"{incomplete.value}: finish_reason={result.finish_reason!r}, "
+                f"tool_calls={len(result.tool_calls)}"
+            )
             return ReviewOutcome.no_packet(ReviewReason.REVIEW_INCOMPLETE, detail=detail, **facts)
         check = check_packet(result.text, max_chars=self.packet_max_chars)
         if check.packet is None:

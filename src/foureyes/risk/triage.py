@@ -53,7 +53,7 @@ from foureyes.core.tenancy import LOCAL_TENANT, scoped_conversation
 from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
 from foureyes.llm.calls import CallScope, ModelCaller
 from foureyes.llm.provider import ChatRequest, ChatResult
-from foureyes.llm.structured import complete_structured
+from foureyes.llm.structured import ParseFailure, complete_structured
 from foureyes.risk import offline as _offline  # noqa: F401  (registers the offline assessors)
 from foureyes.risk.assess import Assessment, RiskReport, Tier, Turn, l1_request, l2_request
 from foureyes.risk.confirm import Confirmation, combined_level, confirm, policy_for
@@ -138,6 +138,7 @@ class _Stage:
     assessment: Assessment | None
     reason: SuppressReason | None
     calls: tuple[ChatResult, ...] = ()
+    parse_failure: ParseFailure | None = None
 
 
 @dataclass(slots=True)
@@ -322,7 +323,7 @@ class Triage:
         except (RouteError, BudgetExhausted, DeadlineExceeded) as exc:
             return _Stage(None, self._reason(tier, exc, limits))
         if not outcome.ok:
-            return _Stage(None, _MALFORMED[tier], outcome.calls)
+            return _Stage(None, _MALFORMED[tier], outcome.calls, outcome.reason)
         offline = outcome.calls[-1].offline
         assessment = Assessment(tier=tier, report=outcome.value, offline=offline)
         return _Stage(assessment, None, outcome.calls)
@@ -360,6 +361,10 @@ class Triage:
             data |= stage.assessment.summary(with_evidence=False)
         if stage.reason is not None:
             data["reason"] = stage.reason.value
+        if stage.parse_failure is not None:
+            # How the answer broke its contract, and what the endpoint said about its end.
+            data["parse_failure"] = stage.parse_failure.value
+            data["finish_reason"] = stage.calls[-1].finish_reason
         await self._event(trace_id, tier.value.lower(), data)
 
     def _result(

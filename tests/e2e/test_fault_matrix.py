@@ -1,0 +1,533 @@
+"""The fault matrix: every model call site x every simulator fault and finish reason x transport.
+
+Each case loads one scenario into the session's ``foureyes simulate`` (``PUT /_sim/scenario``)
+in which every role answers normally except the one under test, drives that role's real
+entry point over real HTTP, and checks three things:
+
+- nothing acted on the failed answer: no reply released, no guardian alert, no observation
+  committed, no packet published (and, for the ``delay`` fault within the route timeout,
+  that the same harness does act: the matrix's positive control);
+- the site's own reason code for that failure, and the failure's own detail where the site
+  records it (the error class or :class:`~foureyes.llm.structured.ParseFailure`);
+- the trace's ``model_call`` event of that role, which names what the route saw.
+
+The cases are generated from :class:`~foureyes.core.roles.Role`, the simulator's
+:class:`~foureyes.llm._scenario.Fault` and the route's transports, so a new role, fault or
+transport is a failing case until this table says what it must become.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import typing
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from foureyes.config import (
+    AlertConfig,
+    Config,
+    GateConfig,
+    PrivacyConfig,
+    RolesConfig,
+    RouteConfig,
+    StoreConfig,
+)
+from foureyes.core.deadline import Deadline
+from foureyes.core.locale import Locale
+from foureyes.core.policy import GenerationPolicy
+from foureyes.core.roles import Role
+from foureyes.core.trace import EventKind
+from foureyes.evidence import (
+    DurableOwner,
+    EvidenceSelector,
+    FactsRequest,
+    JsonFileCatalogSource,
+    SelectorFailed,
+    select_facts,
+)
+from foureyes.gate import Outcome
+from foureyes.llm._scenario import Fault, Rule
+from foureyes.llm.calls import ModelCaller
+from foureyes.llm.routes import Routes
+from foureyes.llm.structured import ParseFailure
+from foureyes.pipeline import SupportMessage, SupportPipeline
+from foureyes.review import ReviewRunner
+from foureyes.risk.guardian import GuardianAlerts
+from foureyes.risk.l0 import L0Gate
+from foureyes.risk.notifiers import FileNotifier
+from foureyes.store import Store
+from tests.evidence._support import CATALOG_FILE, example_catalog, example_kinds
+from tests.helpers.answers import answer
+from tests.helpers.simulator import RunningSimulator
+from tests.review._runner_support import REQUEST as REVIEW_REQUEST
+from tests.review._runner_support import packet
+
+ROUTE_TIMEOUT_S = 0.4
+"""Every route's timeout: what ``hang`` costs a case."""
+DELAY_S = 0.05
+"""The ``delay`` fault's wait: well inside the route timeout, so the answer counts."""
+
+CALM = "I had a rough day at work and I can't sleep."
+"""A message L0 does not escalate: only the Counselor and the Supervisor are called."""
+CRISIS = "I want to die, I have the pills ready."
+"""A message L0 escalates: L1, then L2, are called."""
+DRAFT = "Thank you for telling me. That sounds heavy; what feels hardest right now?"
+APPROVE = json.dumps(
+    {
+        "candidate_sha256": "{{candidate_sha256}}",
+        "decision": "approve",
+        "violations": [],
+        "missing": [],
+    }
+)
+SELECTION = json.dumps({"selections": [{"kind": "exercise_pattern", "evidence_ref": "ex-1"}]})
+
+NORMAL_ANSWERS: Mapping[Role, str] = {
+    Role.COUNSELOR: DRAFT,
+    Role.SUPERVISOR: APPROVE,
+    Role.RISK_L1: answer("critical", 0.97),
+    Role.RISK_L2: answer("critical", 0.93),
+    Role.REVIEWER: packet("the agent never ran the tests"),
+    Role.SELECTOR: SELECTION,
+}
+"""What each role answers when it is not the one under test: a complete, valid answer
+that, left alone, releases, alerts, publishes or commits."""
+
+TRANSPORTS: tuple[str, ...] = typing.get_args(RouteConfig.model_fields["transport"].annotation)
+"""Every way an ``openai`` route talks HTTP: the SDK over aiohttp and httpx, and lean."""
+
+
+class Failure(enum.Enum):
+    """What a site sees of an injection (the columns of its reason table)."""
+
+    NONE = "none"
+    TIMEOUT = "timeout"
+    HTTP_ERROR = "http_error"
+    RATE_LIMITED = "rate_limited"
+    BAD_RESPONSE = "bad_response"
+    INCOMPLETE = "incomplete"
+    """The answer did not finish with a normal stop (its text is never read)."""
+    DIGEST_MISMATCH = "digest_mismatch"
+
+
+@dataclass(frozen=True)
+class Injection:
+    """One thing the simulator does to the role under test."""
+
+    name: str
+    rule: Mapping[str, Any]
+    """Keys laid over the role's normal rule."""
+    failure: Failure
+    call_outcome: str
+    """The ``outcome`` the role's last ``model_call`` event records."""
+    finish_reason: str | None = None
+    """For incomplete answers: the finish reason the endpoint reported."""
+    parse_failure: ParseFailure | None = None
+    """For incomplete answers: the failure the one finish rule names."""
+
+
+FAULTS: Mapping[Fault, Injection] = {
+    Fault.DELAY: Injection(
+        "delay", {"fault": "delay", "delay_s": DELAY_S}, Failure.NONE, "ok", "stop"
+    ),
+    Fault.HANG: Injection("hang", {"fault": "hang"}, Failure.TIMEOUT, "RouteTimeout"),
+    Fault.HTTP_401: Injection(
+        "http_401", {"fault": "http_401"}, Failure.HTTP_ERROR, "RouteHTTPError"
+    ),
+    Fault.HTTP_429: Injection(
+        "http_429", {"fault": "http_429"}, Failure.RATE_LIMITED, "RouteRateLimited"
+    ),
+    Fault.HTTP_500: Injection(
+        "http_500", {"fault": "http_500"}, Failure.HTTP_ERROR, "RouteHTTPError"
+    ),
+    Fault.MALFORMED_JSON: Injection(
+        "malformed_json", {"fault": "malformed_json"}, Failure.BAD_RESPONSE, "RouteBadResponse"
+    ),
+    Fault.TRUNCATED: Injection(
+        "truncated",
+        {"fault": "truncated"},
+        Failure.INCOMPLETE,
+        "ok",
+        "length",
+        ParseFailure.TRUNCATED,
+    ),
+    Fault.WRONG_DIGEST: Injection(
+        "wrong_digest", {"fault": "wrong_digest"}, Failure.DIGEST_MISMATCH, "ok", "stop"
+    ),
+}
+"""Each simulator fault, as the role under test meets it."""
+
+FINISH_FAILURES: Mapping[str, ParseFailure] = {
+    "length": ParseFailure.TRUNCATED,
+    "content_filter": ParseFailure.CONTENT_FILTERED,
+    # No call site asks for tool calls, so this finish is never a normal one.
+    "tool_calls": ParseFailure.UNEXPECTED_TOOL_CALLS,
+}
+"""Each finish reason the simulator can send other than ``stop``, and the failure it is."""
+
+SIMULATED_FINISHES: tuple[str, ...] = tuple(
+    value
+    for arg in typing.get_args(Rule.model_fields["finish_reason"].annotation)
+    for value in typing.get_args(arg)
+    if value != "stop"
+)
+
+
+def _finish(finish: str) -> Injection | str:
+    failure = FINISH_FAILURES.get(finish)
+    if failure is None:
+        return finish  # stays in the matrix, as a failing case
+    return Injection(
+        f"finish_{finish}", {"finish_reason": finish}, Failure.INCOMPLETE, "ok", finish, failure
+    )
+
+
+NOT_APPLICABLE = "not applicable"
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a site's entry point did with one case."""
+
+    acted: bool
+    """Released, alerted, committed or published."""
+    reason: str
+    """The site's reason code (its success word when it acted)."""
+    detail: str
+    """Where the site records how the call failed (error text, parse failure)."""
+    trace_id: str | None
+
+
+@dataclass(frozen=True)
+class Site:
+    """One model call site: its entry point, its success word and its reason table."""
+
+    success: str
+    reasons: Mapping[Failure, str]
+    """The reason each failure becomes; ``NOT_APPLICABLE`` (said why below) excludes it."""
+    records_error_class: bool
+    """Whether the site's own record names the route error's class (else only the trace)."""
+
+
+_GATE_DRAFT = {
+    Failure.TIMEOUT: "draft_failed",
+    Failure.HTTP_ERROR: "draft_failed",
+    Failure.RATE_LIMITED: "draft_failed",
+    Failure.BAD_RESPONSE: "draft_failed",
+    Failure.INCOMPLETE: "draft_failed",
+    # A draft names no digest; the digest the Supervisor judges is taken from it by code.
+    Failure.DIGEST_MISMATCH: NOT_APPLICABLE,
+}
+
+SITES: Mapping[Role, Site] = {
+    Role.COUNSELOR: Site("approved", _GATE_DRAFT, records_error_class=True),
+    Role.SUPERVISOR: Site(
+        "approved",
+        {
+            Failure.TIMEOUT: "review_timeout",
+            Failure.HTTP_ERROR: "review_failed",
+            Failure.RATE_LIMITED: "review_failed",
+            Failure.BAD_RESPONSE: "review_failed",
+            Failure.INCOMPLETE: "review_malformed",
+            Failure.DIGEST_MISMATCH: "verdict_mismatch",
+        },
+        records_error_class=True,
+    ),
+    Role.RISK_L1: Site(
+        "confirmed",
+        {
+            Failure.TIMEOUT: "l1_timeout",
+            Failure.HTTP_ERROR: "l1_failed",
+            Failure.RATE_LIMITED: "l1_failed",
+            Failure.BAD_RESPONSE: "l1_failed",
+            Failure.INCOMPLETE: "l1_malformed",
+            # An assessment names no digest (its evidence is model text, never a binding).
+            Failure.DIGEST_MISMATCH: NOT_APPLICABLE,
+        },
+        records_error_class=False,
+    ),
+    Role.RISK_L2: Site(
+        "confirmed",
+        {
+            Failure.TIMEOUT: "l2_timeout",
+            Failure.HTTP_ERROR: "l2_failed",
+            Failure.RATE_LIMITED: "l2_failed",
+            Failure.BAD_RESPONSE: "l2_failed",
+            Failure.INCOMPLETE: "l2_malformed",
+            Failure.DIGEST_MISMATCH: NOT_APPLICABLE,
+        },
+        records_error_class=False,
+    ),
+    Role.REVIEWER: Site(
+        "accepted",
+        {
+            Failure.TIMEOUT: "review_timeout",
+            Failure.HTTP_ERROR: "review_failed",
+            Failure.RATE_LIMITED: "review_failed",
+            Failure.BAD_RESPONSE: "review_failed",
+            Failure.INCOMPLETE: "review_incomplete",
+            # A packet binds no digest; its own digest is computed by code.
+            Failure.DIGEST_MISMATCH: NOT_APPLICABLE,
+        },
+        records_error_class=True,
+    ),
+    Role.SELECTOR: Site(
+        "committed",
+        {
+            Failure.TIMEOUT: "selector_timeout",
+            Failure.HTTP_ERROR: "selector_failed",
+            Failure.RATE_LIMITED: "selector_failed",
+            Failure.BAD_RESPONSE: "selector_failed",
+            Failure.INCOMPLETE: "selector_malformed",
+            # Selections name catalog refs, not digests; the snapshot's digest is code's.
+            Failure.DIGEST_MISMATCH: NOT_APPLICABLE,
+        },
+        records_error_class=True,
+    ),
+}
+"""Every model call site, by the role that calls it."""
+
+
+def _injections() -> list[Injection | Fault | str]:
+    """Every fault, then every finish reason but ``stop`` (unknown ones as failing cases)."""
+    faults: list[Injection | Fault | str] = [FAULTS.get(fault, fault) for fault in Fault]
+    return faults + [_finish(finish) for finish in SIMULATED_FINISHES]
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for transport in TRANSPORTS:
+        for role in Role:
+            site = SITES.get(role)
+            for injection in _injections():
+                if (
+                    isinstance(injection, Injection)
+                    and site is not None
+                    and site.reasons.get(injection.failure) == NOT_APPLICABLE
+                ):
+                    continue
+                name = injection.name if isinstance(injection, Injection) else str(injection)
+                cases.append(
+                    pytest.param(transport, role, injection, id=f"{transport}-{role}-{name}")
+                )
+    return cases
+
+
+CASES = _cases()
+
+
+@dataclass
+class World:
+    """What the whole module shares: one store, the alert service, one stack per transport."""
+
+    store: Store
+    alerts: GuardianAlerts
+    pipelines: dict[str, SupportPipeline]
+    reviewers: dict[str, ReviewRunner]
+    selectors: dict[str, EvidenceSelector]
+    owner: DurableOwner
+
+
+def _config(simulator: RunningSimulator, transport: str) -> Config:
+    return Config(
+        routes={
+            role.value: simulator.route(role.value, timeout_s=ROUTE_TIMEOUT_S, transport=transport)
+            for role in Role
+        },
+        roles=RolesConfig(**{role.value: role.value for role in Role}),
+        gate=GateConfig(max_revisions=0),
+    )
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def world(
+    simulator_process: RunningSimulator, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[World]:
+    """One store and, per transport, the routes and entry points every case drives."""
+    folder = tmp_path_factory.mktemp("fault-matrix")
+    store = await Store.open(
+        StoreConfig(url=f"sqlite+aiosqlite:///{folder / 'matrix.db'}"), PrivacyConfig(), {}
+    )
+    outbox = folder / "outbox.jsonl"
+    alerts = GuardianAlerts(
+        AlertConfig(enabled=True, target=str(outbox), daily_cap=100_000),
+        store.alerts,
+        FileNotifier(outbox),
+    )
+    kinds = example_kinds()
+    built: list[Routes] = []
+    world = World(
+        store=store,
+        alerts=alerts,
+        pipelines={},
+        reviewers={},
+        selectors={},
+        owner=DurableOwner(JsonFileCatalogSource(CATALOG_FILE), kinds, store.observations),
+    )
+    l0 = L0Gate.default()
+    for transport in TRANSPORTS:
+        config = _config(simulator_process, transport)
+        routes = Routes.build(config, {})
+        built.append(routes)
+        caller = ModelCaller(routes, ledger=store.ledger, trace=store.traces)
+        world.pipelines[transport] = SupportPipeline(config, routes, store, alerts=alerts, l0=l0)
+        world.reviewers[transport] = ReviewRunner(caller, packet_max_chars=10_000)
+        world.selectors[transport] = EvidenceSelector(caller, kinds)
+    try:
+        yield world
+    finally:
+        for pipeline in world.pipelines.values():
+            await pipeline.aclose()
+        for routes in built:
+            await routes.aclose()
+        await store.close()
+
+
+# --- the entry points ---------------------------------------------------------------------
+
+
+async def _gate(world: World, transport: str, case: str) -> Seen:
+    outcome = await world.pipelines[transport].handle(
+        SupportMessage(text=CALM, conversation_id=case)
+    )
+    assert not outcome.triage.l0.escalate  # only the gate's roles were called
+    released = outcome.decision is Outcome.RELEASED
+    if not released:
+        assert DRAFT not in outcome.text
+    errors = " ".join(a.error or "" for a in outcome.gate.attempts)
+    return Seen(released, outcome.reason.value, errors, outcome.trace_id)
+
+
+async def _risk(world: World, transport: str, case: str) -> Seen:
+    # Everything an alert needs but a confirmation is in place, so "no alert" means something.
+    await world.alerts.opt_in(case)
+    contact = await world.alerts.add_contact(case, f"{case}@example.org", Locale.EN)
+    await world.alerts.verify_contact(contact.id)
+    outcome = await world.pipelines[transport].handle(
+        SupportMessage(text=CRISIS, conversation_id=case)
+    )
+    triage = outcome.triage
+    if triage.confirmed:
+        assert outcome.alert is not None and outcome.alert["status"] in {"sent", "pending"}
+        return Seen(True, "confirmed", "", outcome.trace_id)
+    assert outcome.alert is None and await world.store.alerts.decisions(case) == []
+    # Degradation keeps the restriction on the reply (invariant 5): never back to normal.
+    assert outcome.policy.policy is not GenerationPolicy.NORMAL
+    assert len(triage.reasons) == 1
+    detail = ""
+    if outcome.trace_id is not None:
+        record = await world.store.traces.get(outcome.trace_id)
+        assert record is not None
+        stages = [e.data for e in record.events if e.kind is EventKind.RISK]
+        detail = " ".join(str(s.get("parse_failure", "")) for s in stages)
+    return Seen(False, triage.reasons[0].value, detail, outcome.trace_id)
+
+
+async def _reviewer(world: World, transport: str, case: str) -> Seen:
+    outcome = await world.reviewers[transport].run(
+        REVIEW_REQUEST, deadline=Deadline.after(5), conversation_id=case
+    )
+    if not outcome.published:
+        assert outcome.packet is None
+    return Seen(outcome.published, outcome.reason.value, outcome.detail, outcome.trace_id)
+
+
+async def _selector(world: World, transport: str, case: str) -> Seen:
+    outcome = await select_facts(
+        example_catalog(),
+        FactsRequest(subject=case, task="plan the week's training"),
+        selector=world.selectors[transport],
+        owner=world.owner,
+        traces=world.store.traces,
+    )
+    committed = await world.store.observations.for_subject(case)
+    assert bool(committed) == outcome.ok
+    detail = ""
+    if isinstance(outcome.selection, SelectorFailed):
+        detail = f"{outcome.selection.parse_failure} {outcome.selection.detail}"
+    return Seen(bool(committed), outcome.status.value, detail, outcome.trace_id)
+
+
+ENTRY_POINTS: Mapping[Role, Callable[[World, str, str], Awaitable[Seen]]] = {
+    Role.COUNSELOR: _gate,
+    Role.SUPERVISOR: _gate,
+    Role.RISK_L1: _risk,
+    Role.RISK_L2: _risk,
+    Role.REVIEWER: _reviewer,
+    Role.SELECTOR: _selector,
+}
+
+
+def _scenario(role: Role, injection: Injection) -> dict[str, Any]:
+    models = {r.value: [{"content": NORMAL_ANSWERS[r]}] for r in Role}
+    models[role.value] = [{"content": NORMAL_ANSWERS[role], **injection.rule}]
+    return {"models": models}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize(("transport", "role", "injection"), CASES)
+async def test_no_call_site_acts_on_a_failed_call(
+    world: World,
+    simulator_process: RunningSimulator,
+    transport: str,
+    role: Role,
+    injection: Injection | Fault | str,
+) -> None:
+    site = SITES.get(role)
+    if site is None or role not in ENTRY_POINTS:
+        pytest.fail(f"role {role} has no call site in the fault matrix: add its entry point")
+    if not isinstance(injection, Injection):
+        pytest.fail(f"{injection!r} has no case in the fault matrix: say what it becomes")
+    if injection.failure is not Failure.NONE and injection.failure not in site.reasons:
+        pytest.fail(f"{role} does not say what {injection.failure} becomes")
+    case = f"{transport}-{role}-{injection.name}"
+    simulator_process.load(_scenario(role, injection))
+
+    seen = await ENTRY_POINTS[role](world, transport, case)
+
+    if injection.failure is Failure.NONE:
+        assert (seen.acted, seen.reason) == (True, site.success)
+    else:
+        assert not seen.acted, f"{role} acted on a call that failed with {injection.name}"
+        assert seen.reason == site.reasons[injection.failure]
+        if injection.parse_failure is not None:
+            assert injection.parse_failure.value in seen.detail
+        elif site.records_error_class and injection.call_outcome != "ok":
+            assert injection.call_outcome in seen.detail
+    assert seen.trace_id is not None
+    record = await world.store.traces.get(seen.trace_id)
+    assert record is not None
+    calls = [
+        e.data
+        for e in record.events
+        if e.kind is EventKind.MODEL_CALL and e.data["role"] == role.value
+    ]
+    assert calls, f"{role} was never called"
+    assert calls[-1]["outcome"] == injection.call_outcome
+    if injection.finish_reason is not None:
+        assert calls[-1]["finish_reason"] == injection.finish_reason
+
+
+def test_the_matrix_covers_every_site_fault_and_finish_on_every_transport() -> None:
+    per_transport = len(CASES) // len(TRANSPORTS)
+    excluded = sum(
+        1
+        for site in SITES.values()
+        for injection in _injections()
+        if isinstance(injection, Injection)
+        and site.reasons.get(injection.failure) == NOT_APPLICABLE
+    )
+    assert set(SITES) == set(Role) == set(ENTRY_POINTS)
+    assert set(FAULTS) == set(Fault)
+    assert (
+        set(FINISH_FAILURES)
+        == set(SIMULATED_FINISHES)
+        == {"length", "content_filter", "tool_calls"}
+    )
+    assert per_transport == len(Role) * (len(Fault) + len(SIMULATED_FINISHES)) - excluded
+    assert {"aiohttp", "lean"} <= set(TRANSPORTS)
