@@ -186,6 +186,12 @@ class GateConfig(_Section):
     """Start the Counselor's first draft while triage runs, so a reply takes about
     max(triage, draft) + review rather than their sum. A draft written before triage
     prohibited generation is discarded unread; off: draft only after triage."""
+    supervisor_unreviewed: bool = False
+    """No second model reviews these replies. ``true`` lets ``serve`` start with a model
+    Counselor and the offline (rules-only) Supervisor; without it ``config check`` and
+    ``serve`` refuse that config, naming the unmapped role. The offline Supervisor still
+    approves only the offline Counselor's own templates, so every draft of the model
+    falls back (``insufficient``)."""
 
     @model_validator(mode="after")
     def _rules_complete(self) -> GateConfig:
@@ -425,6 +431,45 @@ class Config(BaseSettings):
         """The route name and its config serving ``role``."""
         name = self.roles.route_for(role)
         return name, self.routes[name]
+
+    def unreviewed_replies(self) -> str | None:
+        """Why no second model reviews the Counselor's replies; ``None`` when one does.
+
+        That is a Counselor on a model route with the Supervisor on an ``offline`` route:
+        the offline Supervisor can judge only the offline Counselor's own templates.
+        """
+        counselor, counselor_route = self.route_for(Role.COUNSELOR)
+        supervisor, supervisor_route = self.route_for(Role.SUPERVISOR)
+        if counselor_route.kind == "offline" or supervisor_route.kind != "offline":
+            return None
+        return (
+            f"roles.supervisor is not mapped to a model (route {supervisor!r} is offline, "
+            f"rules only) while roles.counselor uses route {counselor!r} "
+            f"(kind {counselor_route.kind!r}): no second model reviews these replies"
+        )
+
+    def review_problems(self) -> list[str]:
+        """The unreviewed Counselor as a config problem, unless the config says it is meant.
+
+        Empty when a second model reviews, or ``gate.supervisor_unreviewed`` is set.
+        """
+        unreviewed = self.unreviewed_replies()
+        if unreviewed is None or self.gate.supervisor_unreviewed:
+            return []
+        return [
+            f"{unreviewed}; map [roles] supervisor to a model route, or set [gate] "
+            "supervisor_unreviewed = true (the model's drafts then all fall back as insufficient)"
+        ]
+
+    def require_review(self) -> None:
+        """Check at start-up that a second model reviews a model Counselor's replies.
+
+        Raises:
+            ConfigError: :meth:`review_problems` found one, naming the unmapped role.
+        """
+        problems = self.review_problems()
+        if problems:
+            raise ConfigError(problems)
 
     def missing_secrets(self, environ: Mapping[str, str]) -> list[str]:
         """Names of API-key variables that routes in use need and ``environ`` lacks."""

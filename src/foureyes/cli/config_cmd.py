@@ -20,8 +20,11 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     """Validate the config and print it as it takes effect, secrets masked.
 
     Fails (exit 1) on unknown keys, values out of range, roles naming missing routes,
-    unknown route kinds, or API-key variables that are not set. Key values are never
-    printed: only the variables' names and whether they are set.
+    unknown route kinds, API-key variables that are not set, or a model Counselor whose
+    replies no second model reviews (the Supervisor on the offline route) unless
+    ``[gate] supervisor_unreviewed`` says so; then the output lists it under
+    ``unreviewed``. Key values are never printed: only the variables' names and whether
+    they are set.
     """
     cfg = load(config, as_json=as_json)
     kinds = known_kinds()
@@ -31,6 +34,7 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         if route.kind not in kinds
     ]
     problems += [f"environment variable {n} is not set" for n in cfg.missing_secrets(os.environ)]
+    problems += cfg.review_problems()
     if problems:
         fail(ConfigError(problems), as_json=as_json)
     secrets = sorted(
@@ -38,8 +42,12 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         | ({cfg.privacy.hmac_key_env} if cfg.privacy.hmac_key_env else set())
     )
     secret_status = {name: ("set" if os.environ.get(name) else "missing") for name in secrets}
+    # Past the problems, an unreviewed Counselor is one the config accepted explicitly.
+    unreviewed = [reason] if (reason := cfg.unreviewed_replies()) else []
     if as_json:
-        emit_json({"ok": True, "config": cfg.masked(), "secrets": secret_status})
+        emit_json(
+            {"ok": True, "config": cfg.masked(), "secrets": secret_status, "unreviewed": unreviewed}
+        )
         return
     table = Table(title="roles")
     table.add_column("role")
@@ -53,4 +61,6 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     console.print_json(data={k: v for k, v in cfg.masked().items()})
     for name, status in secret_status.items():
         console.print(f"secret variable {name}: {status}")
+    for problem in unreviewed:
+        console.print(f"[yellow]accepted by gate.supervisor_unreviewed:[/] {problem}")
     console.print("[green]config OK[/]")

@@ -24,6 +24,7 @@ def serve(
     cfg = load(config, as_json=as_json)
     try:
         cfg.require_secrets(os.environ)
+        cfg.require_review()
         run(_preflight(cfg))
     except (ConfigError, StoreError) as exc:
         fail(exc, as_json=as_json)

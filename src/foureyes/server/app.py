@@ -93,8 +93,9 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
     """Build the app; providers and the store are opened when it starts, closed when it stops.
 
     Raises (at start-up, from the lifespan):
-        ConfigError: a route cannot be built, a secret variable is not set, or a key
-            variable is unset or holds a malformed key.
+        ConfigError: a route cannot be built, a secret variable is not set, a key
+            variable is unset or holds a malformed key, or no second model reviews a
+            model Counselor's replies (:meth:`Config.require_review`).
         StoreError: the store cannot be opened, migrated, or record the env keys.
     """
     metrics = Metrics()
@@ -103,6 +104,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         config.require_secrets(environ)
+        config.require_review()
         env_keys = env_api_keys(config.server, environ)
         routes = Routes.build(config, environ)
         try:
