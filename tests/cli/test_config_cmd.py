@@ -138,3 +138,49 @@ def test_check_lists_nothing_unreviewed_when_both_or_neither_are_models(tmp_path
         result = runner.invoke(app, ["config", "check", *args, "--json"])
         assert result.exit_code == 0, result.output
         assert json.loads(result.output)["unreviewed"] == []
+
+
+def test_check_names_the_kind_whose_template_has_no_slot(tmp_path: Path) -> None:
+    kinds = tmp_path / "kinds.toml"
+    kinds.write_text(
+        '[kinds.verdict]\nsources = ["lifestyle.exercise"]\n'
+        'label = {zh-Hans = "结论", zh-Hant = "結論", en = "Verdict"}\n'
+        'template = {zh-Hans = "训练量不足。", zh-Hant = "{value}", en = "{value}"}\n',
+        encoding="utf-8",
+    )
+    path = tmp_path / "f.toml"
+    path.write_text(
+        f'[evidence]\nkinds_file = "{kinds}"\ncatalog_file = "catalog.json"\n', encoding="utf-8"
+    )
+    result = runner.invoke(app, ["config", "check", "--config", str(path), "--json"])
+    assert result.exit_code == 1, result.output
+    [problem] = json.loads(result.output)["problems"]
+    assert "kinds.verdict.template.zh-Hans" in problem and "no {slot}" in problem
+
+
+@pytest.mark.parametrize(
+    ("evidence", "fragment"),
+    [
+        ('kinds_file = "k.toml"\n', "a catalog source and kinds_file go together"),
+        ('catalog_file = "c.json"\n', "a catalog source and kinds_file go together"),
+        ('kinds_file = "k.toml"\ncatalog_url = "sqlite+aiosqlite:///a.db"\n', "catalog_table"),
+        (
+            'kinds_file = "k.toml"\ncatalog_file = "c.json"\n'
+            'catalog_url = "sqlite+aiosqlite:///a.db"\ncatalog_table = "t"\n',
+            "not both",
+        ),
+        (
+            'kinds_file = "k.toml"\ncatalog_url = "mysql://u:pw@h/db"\ncatalog_table = "t"\n',
+            "evidence.catalog_url must start with",
+        ),
+    ],
+)
+def test_check_refuses_an_incomplete_evidence_section(
+    tmp_path: Path, evidence: str, fragment: str
+) -> None:
+    path = tmp_path / "f.toml"
+    path.write_text("[evidence]\n" + evidence, encoding="utf-8")
+    result = runner.invoke(app, ["config", "check", "--config", str(path), "--json"])
+    assert result.exit_code == 1, result.output
+    assert any(fragment in p for p in json.loads(result.output)["problems"]), result.output
+    assert "pw@" not in result.output

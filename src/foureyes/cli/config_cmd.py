@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load
+from foureyes.config import Config
 from foureyes.core.errors import ConfigError
 from foureyes.core.roles import Role
 from foureyes.llm.routes import known_kinds
@@ -20,7 +21,8 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     """Validate the config and print it as it takes effect, secrets masked.
 
     Fails (exit 1) on unknown keys, values out of range, roles naming missing routes,
-    unknown route kinds, API-key variables that are not set, or a model Counselor whose
+    unknown route kinds, API-key variables that are not set, an ``[evidence]`` kinds file
+    that is missing or malformed (a template without a slot), or a model Counselor whose
     replies no second model reviews (the Supervisor on the offline route) unless
     ``[gate] supervisor_unreviewed`` says so; then the output lists it under
     ``unreviewed``. Key values are never printed: only the variables' names and whether
@@ -35,6 +37,7 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     ]
     problems += [f"environment variable {n} is not set" for n in cfg.missing_secrets(os.environ)]
     problems += cfg.review_problems()
+    problems += _evidence_problems(cfg)
     if problems:
         fail(ConfigError(problems), as_json=as_json)
     secrets = sorted(
@@ -64,3 +67,17 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     for problem in unreviewed:
         console.print(f"[yellow]accepted by gate.supervisor_unreviewed:[/] {problem}")
     console.print("[green]config OK[/]")
+
+
+def _evidence_problems(cfg: Config) -> list[str]:
+    """What is wrong with the ``[evidence]`` kinds file, as ``serve`` would find it."""
+    if cfg.evidence.kinds_file is None:
+        return []
+    # Imported here so that checking a config without facts does not load the evidence code.
+    from foureyes.evidence import KindRegistry
+
+    try:
+        KindRegistry.from_file(cfg.evidence.kinds_file)
+    except ConfigError as exc:
+        return list(exc.problems)
+    return []
