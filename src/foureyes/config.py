@@ -31,7 +31,9 @@ from foureyes.core.roles import Role
 __all__ = [
     "AlertConfig",
     "CONFIG_ENV",
+    "ColumnMap",
     "Config",
+    "EvidenceConfig",
     "GateConfig",
     "OFFLINE_ROUTE",
     "PrivacyConfig",
@@ -67,6 +69,17 @@ def mask_url(url: str) -> str:
     return re.sub(r"(//[^/:@]*:)[^@/]*@", r"\1***@", url)
 
 
+_ASYNC_DRIVERS = ("sqlite+aiosqlite://", "postgresql+asyncpg://")
+
+
+def _check_driver(key: str, url: str) -> None:
+    if not url.startswith(_ASYNC_DRIVERS):
+        raise ValueError(
+            f"{key} must start with sqlite+aiosqlite:// or postgresql+asyncpg:// "
+            f"(got {mask_url(url)!r})"
+        )
+
+
 class StoreConfig(_Section):
     """``[store]``: where traces, ledgers and facts are kept."""
 
@@ -77,11 +90,7 @@ class StoreConfig(_Section):
 
     @model_validator(mode="after")
     def _known_driver(self) -> StoreConfig:
-        if not self.url.startswith(("sqlite+aiosqlite://", "postgresql+asyncpg://")):
-            raise ValueError(
-                "store.url must start with sqlite+aiosqlite:// or postgresql+asyncpg:// "
-                f"(got {mask_url(self.url)!r})"
-            )
+        _check_driver("store.url", self.url)
         return self
 
 
@@ -186,6 +195,12 @@ class GateConfig(_Section):
     """Start the Counselor's first draft while triage runs, so a reply takes about
     max(triage, draft) + review rather than their sum. A draft written before triage
     prohibited generation is discarded unread; off: draft only after triage."""
+    supervisor_unreviewed: bool = False
+    """No second model reviews these replies. ``true`` lets ``serve`` start with a model
+    Counselor and the offline (rules-only) Supervisor; without it ``config check`` and
+    ``serve`` refuse that config, naming the unmapped role. The offline Supervisor still
+    approves only the offline Counselor's own templates, so every draft of the model
+    falls back (``insufficient``)."""
 
     @model_validator(mode="after")
     def _rules_complete(self) -> GateConfig:
@@ -304,6 +319,92 @@ class PrivacyConfig(_Section):
     """Variable holding the HMAC key; unset: a random key kept in the store is used."""
 
 
+_IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]{0,62}$"
+
+
+class ColumnMap(_Section):
+    """Which column of the application's table holds each field of a record.
+
+    ``[evidence.columns]`` in the config; also built in Python for
+    :class:`foureyes.evidence.SqlCatalogSource`.
+    """
+
+    snapshot_id: str = Field(default="snapshot_id", pattern=_IDENTIFIER)
+    """Column naming the snapshot a row belongs to; a catalog is the rows of one value."""
+    ref: str = Field(default="ref", pattern=_IDENTIFIER)
+    """Column holding the record's ref (unique within a snapshot)."""
+    kind: str = Field(default="kind", pattern=_IDENTIFIER)
+    """Column holding the source kind (``lifestyle.exercise``)."""
+    value: str = Field(default="value", pattern=_IDENTIFIER)
+    """Column holding the value."""
+    source: str = Field(default="source", pattern=_IDENTIFIER)
+    """Column holding where the record came from."""
+    admissible: str = Field(default="admissible", pattern=_IDENTIFIER)
+    """Boolean column (or integer 0/1) saying whether the record may be cited."""
+    observed_at: str = Field(default="observed_at", pattern=_IDENTIFIER)
+    """Column holding the observation time: a timestamp, a date or ISO 8601 text."""
+    json_value: bool = True
+    """Whether ``value`` holds JSON (a JSON string or object): a ``json``/``jsonb`` column
+    on PostgreSQL, a JSON text column on SQLite. ``False`` reads it as plain text."""
+
+
+class EvidenceConfig(_Section):
+    """``[evidence]``: the server's own authority for evidence-bound facts.
+
+    ``POST /v1/facts/select`` names only a snapshot: the durable owner rebuilds that
+    snapshot from the catalog source configured here and judges it with the kinds file
+    configured here, never with anything the request carries. Unset: the server has no
+    facts to select (the endpoint answers 404); ``foureyes facts select`` still works on
+    local files.
+    """
+
+    kinds_file: str | None = None
+    """TOML file of the observation kinds (docs/evidence.md); read at start-up, and a
+    kind whose template has no ``{slot}`` is a config error naming the kind."""
+    catalog_file: str | None = None
+    """JSON catalog file (one snapshot, the pinned form), read afresh at every commit."""
+    catalog_url: str | None = None
+    """SQLAlchemy async URL of the application's database holding the records
+    (``sqlite+aiosqlite:///app.db``, ``postgresql+asyncpg://...``); with ``catalog_table``."""
+    catalog_table: str | None = Field(default=None, pattern=_IDENTIFIER)
+    """Table of the records in ``catalog_url``'s database."""
+    catalog_schema: str | None = Field(default=None, pattern=_IDENTIFIER)
+    """Schema of ``catalog_table`` (PostgreSQL); unset: the default schema."""
+    columns: ColumnMap = ColumnMap()
+    """Which column of ``catalog_table`` holds each field of a record."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EvidenceConfig:
+        problems = []
+        if self.catalog_file is not None and self.catalog_url is not None:
+            problems.append("evidence: set catalog_file or catalog_url, not both")
+        if (self.catalog_url is None) != (self.catalog_table is None):
+            problems.append("evidence.catalog_url and evidence.catalog_table go together")
+        if self.catalog_url is not None:
+            try:
+                _check_driver("evidence.catalog_url", self.catalog_url)
+            except ValueError as exc:
+                problems.append(str(exc))
+        has_source = self.catalog_file is not None or self.catalog_url is not None
+        if has_source != (self.kinds_file is not None):
+            problems.append("evidence: a catalog source and kinds_file go together")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def configured(self) -> bool:
+        """Whether a catalog source (and so a kinds file) is configured."""
+        return self.kinds_file is not None
+
+    def __repr__(self) -> str:
+        url = mask_url(self.catalog_url) if self.catalog_url else None
+        return (
+            f"EvidenceConfig(kinds_file={self.kinds_file!r}, catalog_file={self.catalog_file!r}, "
+            f"catalog_url={url!r}, catalog_table={self.catalog_table!r})"
+        )
+
+
 class ServerConfig(_Section):
     """``[server]``: the HTTP service, its API keys and its request limits.
 
@@ -390,6 +491,8 @@ class Config(BaseSettings):
     """Privacy of user text."""
     server: ServerConfig = ServerConfig()
     """HTTP service."""
+    evidence: EvidenceConfig = EvidenceConfig()
+    """The server's catalog source and kinds for evidence-bound facts."""
 
     @classmethod
     def settings_customise_sources(
@@ -430,6 +533,45 @@ class Config(BaseSettings):
         name = self.roles.route_for(role)
         return name, self.routes[name]
 
+    def unreviewed_replies(self) -> str | None:
+        """Why no second model reviews the Counselor's replies; ``None`` when one does.
+
+        That is a Counselor on a model route with the Supervisor on an ``offline`` route:
+        the offline Supervisor can judge only the offline Counselor's own templates.
+        """
+        counselor, counselor_route = self.route_for(Role.COUNSELOR)
+        supervisor, supervisor_route = self.route_for(Role.SUPERVISOR)
+        if counselor_route.kind == "offline" or supervisor_route.kind != "offline":
+            return None
+        return (
+            f"roles.supervisor is not mapped to a model (route {supervisor!r} is offline, "
+            f"rules only) while roles.counselor uses route {counselor!r} "
+            f"(kind {counselor_route.kind!r}): no second model reviews these replies"
+        )
+
+    def review_problems(self) -> list[str]:
+        """The unreviewed Counselor as a config problem, unless the config says it is meant.
+
+        Empty when a second model reviews, or ``gate.supervisor_unreviewed`` is set.
+        """
+        unreviewed = self.unreviewed_replies()
+        if unreviewed is None or self.gate.supervisor_unreviewed:
+            return []
+        return [
+            f"{unreviewed}; map [roles] supervisor to a model route, or set [gate] "
+            "supervisor_unreviewed = true (the model's drafts then all fall back as insufficient)"
+        ]
+
+    def require_review(self) -> None:
+        """Check at start-up that a second model reviews a model Counselor's replies.
+
+        Raises:
+            ConfigError: :meth:`review_problems` found one, naming the unmapped role.
+        """
+        problems = self.review_problems()
+        if problems:
+            raise ConfigError(problems)
+
     def missing_secrets(self, environ: Mapping[str, str]) -> list[str]:
         """Names of API-key variables that routes in use need and ``environ`` lacks."""
         used = {self.roles.route_for(role) for role in Role}
@@ -461,6 +603,8 @@ class Config(BaseSettings):
         """The effective config as plain data, with passwords in URLs masked."""
         data = self.model_dump(mode="json")
         data["store"]["url"] = mask_url(data["store"]["url"])
+        if data["evidence"]["catalog_url"]:
+            data["evidence"]["catalog_url"] = mask_url(data["evidence"]["catalog_url"])
         for route in data["routes"].values():
             if route.get("base_url"):
                 route["base_url"] = mask_url(route["base_url"])

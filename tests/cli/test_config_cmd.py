@@ -17,6 +17,16 @@ api_key_env = "FLASH_API_KEY"
 
 [roles]
 counselor = "flash"
+supervisor = "flash"
+"""
+UNREVIEWED = """
+[routes.flash]
+kind = "openai"
+base_url = "https://example-endpoint/v1"
+model = "glm-4.7-flash"
+
+[roles]
+counselor = "flash"
 """
 
 
@@ -85,3 +95,92 @@ def test_config_file_from_environment(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("FOUREYES_CONFIG", str(path))
     result = runner.invoke(app, ["config", "check", "--json"])
     assert json.loads(result.output)["config"]["gate"]["max_calls"] == 9
+
+
+def test_check_refuses_a_model_counselor_behind_the_offline_supervisor(tmp_path: Path) -> None:
+    path = tmp_path / "f.toml"
+    path.write_text(UNREVIEWED, encoding="utf-8")
+    result = runner.invoke(app, ["config", "check", "--config", str(path), "--json"])
+    assert result.exit_code == 1, result.output
+    body = json.loads(result.output)
+    assert body["ok"] is False and body["error"] == "ConfigError"
+    [problem] = body["problems"]
+    assert problem.startswith("roles.supervisor is not mapped to a model")
+    assert "roles.counselor uses route 'flash'" in problem
+    assert "no second model reviews these replies" in problem
+    assert "[gate] supervisor_unreviewed = true" in problem
+    human = runner.invoke(app, ["config", "check", "--config", str(path)])
+    assert human.exit_code == 1 and "roles.supervisor" in human.output
+
+
+@pytest.mark.parametrize("how", ["file", "environment"])
+def test_check_accepts_the_explicit_opt_out_and_lists_the_unreviewed_role(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    path = tmp_path / "f.toml"
+    if how == "file":
+        path.write_text(UNREVIEWED + "\n[gate]\nsupervisor_unreviewed = true\n", encoding="utf-8")
+    else:
+        path.write_text(UNREVIEWED, encoding="utf-8")
+        monkeypatch.setenv("FOUREYES_GATE__SUPERVISOR_UNREVIEWED", "true")
+    result = runner.invoke(app, ["config", "check", "--config", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    assert body["ok"] is True and body["config"]["gate"]["supervisor_unreviewed"] is True
+    [unreviewed] = body["unreviewed"]
+    assert unreviewed.startswith("roles.supervisor is not mapped to a model")
+
+
+def test_check_lists_nothing_unreviewed_when_both_or_neither_are_models(tmp_path: Path) -> None:
+    path = tmp_path / "f.toml"
+    path.write_text(UNREVIEWED + 'supervisor = "flash"\n', encoding="utf-8")
+    for args in (["--config", str(path)], []):
+        result = runner.invoke(app, ["config", "check", *args, "--json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.output)["unreviewed"] == []
+
+
+def test_check_names_the_kind_whose_template_has_no_slot(tmp_path: Path) -> None:
+    kinds = tmp_path / "kinds.toml"
+    kinds.write_text(
+        '[kinds.verdict]\nsources = ["lifestyle.exercise"]\n'
+        'label = {zh-Hans = "结论", zh-Hant = "結論", en = "Verdict"}\n'
+        'template = {zh-Hans = "训练量不足。", zh-Hant = "{value}", en = "{value}"}\n',
+        encoding="utf-8",
+    )
+    path = tmp_path / "f.toml"
+    path.write_text(
+        f'[evidence]\nkinds_file = "{kinds}"\ncatalog_file = "catalog.json"\n', encoding="utf-8"
+    )
+    result = runner.invoke(app, ["config", "check", "--config", str(path), "--json"])
+    assert result.exit_code == 1, result.output
+    [problem] = json.loads(result.output)["problems"]
+    assert "kinds.verdict.template.zh-Hans" in problem and "no {slot}" in problem
+
+
+@pytest.mark.parametrize(
+    ("evidence", "fragment"),
+    [
+        ('kinds_file = "k.toml"\n', "a catalog source and kinds_file go together"),
+        ('catalog_file = "c.json"\n', "a catalog source and kinds_file go together"),
+        ('kinds_file = "k.toml"\ncatalog_url = "sqlite+aiosqlite:///a.db"\n', "catalog_table"),
+        (
+            'kinds_file = "k.toml"\ncatalog_file = "c.json"\n'
+            'catalog_url = "sqlite+aiosqlite:///a.db"\ncatalog_table = "t"\n',
+            "not both",
+        ),
+        (
+            'kinds_file = "k.toml"\ncatalog_url = "mysql://u:pw@h/db"\ncatalog_table = "t"\n',
+            "evidence.catalog_url must start with",
+        ),
+    ],
+)
+def test_check_refuses_an_incomplete_evidence_section(
+    tmp_path: Path, evidence: str, fragment: str
+) -> None:
+    path = tmp_path / "f.toml"
+    path.write_text("[evidence]\n" + evidence, encoding="utf-8")
+    result = runner.invoke(app, ["config", "check", "--config", str(path), "--json"])
+    assert result.exit_code == 1, result.output
+    assert any(fragment in p for p in json.loads(result.output)["problems"]), result.output
+    assert "pw@" not in result.output

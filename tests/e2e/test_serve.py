@@ -100,3 +100,38 @@ def test_serve_exits_non_zero_when_the_store_is_down(tmp_path: Path) -> None:
     assert "StoreError" in result.stderr
     assert "Traceback" not in result.stderr
     assert "pw@" not in result.stderr + result.stdout
+
+
+UNREVIEWED = (
+    '[routes.flash]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
+    '[roles]\ncounselor = "flash"\n'
+)
+
+
+def test_serve_refuses_a_model_counselor_that_no_second_model_reviews(tmp_path: Path) -> None:
+    config = tmp_path / "f.toml"
+    config.write_text(UNREVIEWED, encoding="utf-8")
+    result = subprocess.run(
+        [*FOUREYES, "serve", "--config", str(config), "--port", str(free_port()), "--json"],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 1
+    [problem] = json.loads(result.stdout)["problems"]
+    assert problem.startswith("roles.supervisor is not mapped to a model")
+    assert not (tmp_path / "serve.db").exists()
+
+
+def test_serve_starts_when_the_config_says_no_second_model_reviews(tmp_path: Path) -> None:
+    config = tmp_path / "f.toml"
+    config.write_text(UNREVIEWED + "[gate]\nsupervisor_unreviewed = true\n", encoding="utf-8")
+    server = start_serve_process(["--config", str(config)], env=_env(tmp_path), cwd=tmp_path)
+    assert server.process is not None
+    try:
+        status, body = _get(server.url + "/healthz")
+    finally:
+        stop_process(server.process)
+    assert status == 200 and "supervisor" in body["offline_roles"]  # type: ignore[operator]
+    assert "counselor" not in body["offline_roles"]  # type: ignore[operator]

@@ -73,7 +73,10 @@ async def test_the_shipped_gate_suite_runs_offline_and_is_stored(
     assert len(rows) == 30
     hotline = rows[("block-fabricated-hotline-en", "rules-only")]
     assert hotline.passed and hotline.record["prediction"] == "block"
-    assert rows[("pass-listen-en", "supervisor-same")].record["prediction"] == "pass"
+    # The offline Supervisor cannot judge a draft its own Counselor did not write.
+    listen = rows[("pass-listen-en", "supervisor-same")].record
+    assert listen["prediction"] == "block" and listen["detail"]["reason"] == "insufficient"
+    assert rows[("pass-listen-en", "rules-only")].record["prediction"] == "pass"
     run = await store.evals.get_run("g")
     assert run is not None
     assert run.facts["seed"] == 0 and run.facts["kind"] == "gate"

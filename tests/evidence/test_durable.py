@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from foureyes.config import PrivacyConfig, StoreConfig
 from foureyes.core.errors import StoreError, UsageError
 from foureyes.core.locale import Locale
+from foureyes.core.tenancy import LOCAL_TENANT
 from foureyes.evidence import (
     RENDERER_VERSION,
     Catalog,
@@ -304,14 +305,40 @@ async def test_observations_read_back_per_subject_and_commit(
     assert result.commit_id is not None
     stored = await log.for_commit(result.commit_id)
     assert [s.evidence_ref for s in stored] == ["ex-2", "posture-1", "sleep-1"]
-    assert [s.evidence_ref for s in await log.for_subject("u-1001", limit=2)] == [
-        "posture-1",
-        "sleep-1",
-    ]
-    assert await log.for_subject("nobody") == []
+    recent = await log.for_subject("u-1001", tenant=LOCAL_TENANT, limit=2)
+    assert [s.evidence_ref for s in recent] == ["posture-1", "sleep-1"]
+    assert await log.for_subject("nobody", tenant=LOCAL_TENANT) == []
     assert stored[0].to_json()["description"] == "来源记录：跑步；频率：3。"
+    assert stored[0].to_json()["tenant"] == LOCAL_TENANT
     with pytest.raises(UsageError):
-        await log.for_subject("u-1001", limit=0)
+        await log.for_subject("u-1001", tenant=LOCAL_TENANT, limit=0)
+
+
+async def test_each_tenant_commits_and_reads_only_its_own_observations(
+    store_url: str, catalog_file: Path, catalog: Catalog, kinds: KindRegistry
+) -> None:
+    store, owner = await _owner(store_url, catalog_file, kinds)
+    try:
+        claim = _claim(catalog, kinds, Locale.EN)
+        first = await owner.commit("u-1001", claim, tenant="key:a")
+        # The same subject, snapshot and records under another tenant: its own rows, not
+        # "already recorded" (that would tell key b what key a holds).
+        second = await owner.commit("u-1001", claim, tenant="key:b")
+        again = await owner.commit("u-1001", claim, tenant="key:b")
+        log = store.observations
+        of_a = await log.for_subject("u-1001", tenant="key:a")
+        of_b = await log.for_subject("u-1001", tenant="key:b")
+        of_none = await log.for_subject("u-1001", tenant="key:c")
+        of_all = await log.for_subject("u-1001", tenant=None)
+    finally:
+        await store.close()
+    assert len(first.accepted) == len(second.accepted) == 3
+    assert again.accepted == () and {r.reason for r in again.rejected} >= {
+        RejectReason.ALREADY_RECORDED
+    }
+    assert {o.tenant for o in of_a} == {"key:a"} and {o.tenant for o in of_b} == {"key:b"}
+    assert [o.evidence_ref for o in of_a] == [o.evidence_ref for o in of_b]
+    assert of_none == [] and len(of_all) == 6
 
 
 # --- invariant 8: whatever the selector or the caller says, the table holds the owner's text --

@@ -63,7 +63,19 @@ def test_kinds_build_in_python_with_sorted_sources() -> None:
 
 @pytest.mark.parametrize(
     "template",
-    ["{value!r}", "{value:>10}", "{}", "{0}", "{value.attr}", "{value[0]}", "{value", "}", " "],
+    [
+        "{value!r}",
+        "{value:>10}",
+        "{}",
+        "{0}",
+        "{value.attr}",
+        "{value[0]}",
+        "{value",
+        "}",
+        " ",
+        "Training volume is too low.",
+        "{{value}} is literal text, no slot",
+    ],
 )
 def test_templates_allow_only_plain_named_slots(template: str) -> None:
     with pytest.raises(ValueError):
@@ -89,6 +101,10 @@ def test_literal_braces_are_text() -> None:
         ("kinds = {}", "kinds"),
         ("[kinds]\nx = 1\n", "kinds.x must be a table"),
         ("not = toml = at all", "not valid TOML"),
+        (
+            PINNED.replace('en = "Source record: {value}."', 'en = "Training is too low."'),
+            "kinds.exercise_pattern.template.en: template 'Training is too low.' has no {slot}",
+        ),
     ],
 )
 def test_bad_kinds_are_config_errors_naming_the_key(toml: str, fragment: str) -> None:

@@ -10,7 +10,8 @@ from foureyes.core.digest import sha256_hex
 from foureyes.core.errors import RouteBadResponse
 from foureyes.core.roles import Role
 from foureyes.gate import Verdict, offline_verdict
-from foureyes.llm.offline import OfflineProvider, offline_roles
+from foureyes.gate.offline import CANNOT_JUDGE
+from foureyes.llm.offline import OfflineProvider, offline_counselor_digests, offline_roles
 from foureyes.llm.provider import ChatMessage, ChatRequest
 from foureyes.llm.structured import parse_structured
 
@@ -25,14 +26,48 @@ def test_the_gate_registers_its_offline_supervisor() -> None:
     assert Role.SUPERVISOR in offline_roles()
 
 
-async def test_a_clean_candidate_is_approved_by_its_own_digest() -> None:
-    text = "I hear you. That sounds hard."
+async def offline_counselor_reply(message: str) -> str:
+    counselor = ChatRequest(
+        messages=(ChatMessage.user(message),),
+        role=Role.COUNSELOR,
+        subject={"user_message": message},
+    )
+    return (await OfflineProvider("offline").complete(counselor, timeout_s=1)).text
+
+
+@pytest.mark.parametrize("message", ["I can't sleep.", "我睡不着。", "我睡不著，好累。"])
+async def test_the_offline_counselors_own_reply_is_approved_by_its_digest(message: str) -> None:
+    text = await offline_counselor_reply(message)
     result = await OfflineProvider("offline").complete(
         request(candidate=text, candidate_sha256=sha256_hex(text)), timeout_s=1
     )
     verdict = parse_structured(result.text, Verdict)
     assert result.offline and verdict.decision == "approve"
     assert verdict.candidate_sha256 == sha256_hex(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I hear you. That sounds hard.",
+        "If the pain is still bad tonight, it is fine to take two more pills than the label says.",
+        # An offline template with one character changed is model text, not the template.
+        "[Offline automatic reply] I hear you. Feeling this way is exhausting!",
+    ],
+)
+def test_text_the_offline_counselor_did_not_write_is_insufficient(text: str) -> None:
+    verdict = parse_structured(offline_verdict(request(candidate=text)), Verdict)
+    assert verdict.decision == "insufficient" and verdict.violations == ()
+    assert verdict.missing == (CANNOT_JUDGE,)
+    assert verdict.candidate_sha256 == sha256_hex(text)
+
+
+async def test_the_digests_are_exactly_the_replies_the_offline_counselor_writes() -> None:
+    messages = [
+        f"{stem} {n}" for n in range(60) for stem in ("I feel low", "我很难过", "我很難過，這裡")
+    ]
+    written = {sha256_hex(await offline_counselor_reply(m)) for m in messages}
+    assert written == offline_counselor_digests()
 
 
 def test_a_rule_hit_is_rejected_naming_rule_and_span() -> None:
@@ -57,7 +92,7 @@ def test_it_is_deterministic_and_honours_the_length_limit() -> None:
     short = request(candidate=text, max_chars="20")
     assert offline_verdict(short) == offline_verdict(short)
     assert json.loads(offline_verdict(short))["violations"][0]["rule"] == "too_long"
-    assert json.loads(offline_verdict(request(candidate=text)))["decision"] == "approve"
+    assert json.loads(offline_verdict(request(candidate=text)))["decision"] == "insufficient"
 
 
 @pytest.mark.parametrize(

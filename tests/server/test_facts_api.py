@@ -1,114 +1,216 @@
+"""The facts endpoints of the shipped server: its own catalog and kinds, reads per key."""
+
 import json
-import tomllib
+import os
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
+from sqlalchemy import JSON, Boolean, Column, MetaData, String, Table, Text
+from sqlalchemy.ext.asyncio import create_async_engine
 
-from foureyes.config import Config, PrivacyConfig, StoreConfig
-from foureyes.evidence import (
-    Catalog,
-    CatalogSource,
-    JsonFileCatalogSource,
-    KindRegistry,
-    catalog_from_mapping,
-)
-from foureyes.llm.routes import Routes
-from foureyes.server.facts_api import facts_router
-from foureyes.store import Store
+from foureyes.config import Config, EvidenceConfig, RouteConfig, ServerConfig, StoreConfig
+from foureyes.core.errors import ConfigError
+from foureyes.server import create_app
 from tests.evidence._support import (
     CATALOG_FILE,
     KINDS_FILE,
     SMUGGLED,
     example_document,
     observation_rows,
-    selector_config,
 )
+from tests.helpers.server import RunningServer, app_client
 from tests.helpers.simulator import RunningSimulator
+from tests.server._support import ADMIN_KEY, bearer
 
-KINDS = tomllib.loads(KINDS_FILE.read_text(encoding="utf-8"))["kinds"]
 SNAPSHOT = example_document()["snapshot_id"]
+KEY_A = "client-key-a-" + "a" * 24
+KEY_B = "client-key-b-" + "b" * 24
+TWO_KEYS_ENV = {"CLIENT_KEYS": f"{KEY_A},{KEY_B}", "ADMIN_KEYS": ADMIN_KEY}
 
 Client = Callable[..., Any]
 
 
-@dataclass(frozen=True)
-class _Services:
-    """What the router needs of the running service (server.app.Service has more)."""
+def _config(evidence: EvidenceConfig | None = None, **fields: Any) -> Config:
+    return Config(
+        store=StoreConfig(url=os.environ["FOUREYES_STORE__URL"]),
+        evidence=evidence
+        or EvidenceConfig(kinds_file=str(KINDS_FILE), catalog_file=str(CATALOG_FILE)),
+        **fields,
+    )
 
-    routes: Routes
-    store: Store
+
+def _selector_on(route: RouteConfig, **fields: Any) -> Config:
+    return _config(routes={"sim": route}, roles={"selector": "sim"}, **fields)
 
 
 @pytest.fixture
-def store_url(tmp_path: Path) -> str:
-    return f"sqlite+aiosqlite:///{tmp_path / 'api.db'}"
+async def make_client() -> AsyncIterator[Client]:
+    """The shipped app (its lifespan, open loopback mode) over ASGI."""
+    async with AsyncExitStack() as stack:
+
+        async def make(config: Config | None = None) -> httpx.AsyncClient:
+            app = create_app(config or _config(), {})
+            return await stack.enter_async_context(app_client(app))
+
+        yield make
 
 
-@pytest.fixture
-async def make_client(store_url: str) -> AsyncIterator[Client]:
-    """Mount only the facts router on a tiny app over a real store and real routes."""
-    opened: list[tuple[httpx.AsyncClient, Routes, Store]] = []
-
-    async def make(config: Config | None = None, **router: Any) -> httpx.AsyncClient:
-        config = (config or Config()).model_copy(update={"store": StoreConfig(url=store_url)})
-        routes = Routes.build(config, {})
-        store = await Store.open(config.store, PrivacyConfig(), {})
-        app = FastAPI()
-        app.state.service = _Services(routes=routes, store=store)
-        app.include_router(facts_router(lambda request: request.app.state.service, **router))
-        client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
-        opened.append((client, routes, store))
-        return client
-
-    yield make
-    for client, routes, store in opened:
-        await client.aclose()
-        await routes.aclose()
-        await store.close()
-
-
-def _body(**changes: Any) -> dict[str, Any]:
-    return {"subject": "u-1001", "catalog": example_document(), "kinds": KINDS} | changes
+def _store_url() -> str:
+    return os.environ["FOUREYES_STORE__URL"]
 
 
 @pytest.mark.parametrize(
     ("locale", "description"),
     [("zh-Hans", "来源记录：健身；频率：1-2。"), ("en", "Source record: 健身; frequency: 1-2.")],
 )
-async def test_select_commits_and_observations_read_back(
+async def test_select_commits_from_the_configured_source_and_reads_back(
     make_client: Client, locale: str, description: str
 ) -> None:
     client = await make_client()
-    response = await client.post("/v1/facts/select", json=_body(locale=locale, explain=True))
+    body = {"subject": "u-1001", "snapshot_id": SNAPSHOT, "locale": locale, "explain": True}
+    response = await client.post("/v1/facts/select", json=body)
     assert response.status_code == 200, response.text
-    body = response.json()
-    assert body["ok"] and body["status"] == "committed" and body["locale"] == locale
-    first = next(a for a in body["accepted"] if a["evidence_ref"] == "ex-1")
+    answer = response.json()
+    assert answer["ok"] and answer["status"] == "committed" and answer["locale"] == locale
+    first = next(a for a in answer["accepted"] if a["evidence_ref"] == "ex-1")
     assert first == {
         "kind": "exercise_pattern",
         "evidence_ref": "ex-1",
         "label": "运动记录" if locale == "zh-Hans" else "Exercise record",
         "description": description,
     }
-    assert body["explanation"]["persisted"] is False
+    assert answer["explanation"]["persisted"] is False
     listed = await client.get("/v1/facts/observations", params={"subject": "u-1001"})
     assert listed.status_code == 200
     rows = listed.json()["observations"]
     assert [(r["evidence_ref"], r["description"]) for r in rows] == [
-        (a["evidence_ref"], a["description"]) for a in body["accepted"]
+        (a["evidence_ref"], a["description"]) for a in answer["accepted"]
     ]
-    assert all(r["trace_id"] == body["trace_id"] for r in rows)
+    assert {r["tenant"] for r in rows} == {"local"}
+    assert all(r["trace_id"] == answer["trace_id"] for r in rows)
     other = await client.get("/v1/facts/observations", params={"subject": "nobody"})
     assert other.json() == {"subject": "nobody", "observations": []}
 
 
+def _forged_document() -> dict[str, Any]:
+    document = example_document()
+    document["items"][0]["value"] = {"activity": SMUGGLED, "frequency": "0"}
+    return document
+
+
+SLOTLESS = {
+    "smuggle": {
+        "sources": ["lifestyle.exercise"],
+        "label": {"zh-Hans": "结论", "zh-Hant": "結論", "en": "Conclusion"},
+        "template": {"zh-Hans": SMUGGLED, "zh-Hant": SMUGGLED, "en": SMUGGLED},
+    }
+}
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"catalog": _forged_document()},
+        {"kinds": SLOTLESS},
+        {"catalog": _forged_document(), "kinds": SLOTLESS},
+    ],
+    ids=["catalog", "kinds", "both"],
+)
+async def test_a_posted_catalog_or_kinds_is_refused_and_nothing_is_stored(
+    make_client: Client, extra: dict[str, Any]
+) -> None:
+    client = await make_client()
+    body = {"subject": "u-1001", "snapshot_id": SNAPSHOT} | extra
+    response = await client.post("/v1/facts/select", json=body)
+    assert response.status_code == 422
+    assert await observation_rows(_store_url()) == []
+    # The shipped server before [evidence] took exactly this body without a snapshot id.
+    del body["snapshot_id"]
+    assert (await client.post("/v1/facts/select", json=body)).status_code == 422
+    assert await observation_rows(_store_url()) == []
+
+
+async def test_the_owner_rebuilds_from_the_configured_file_as_it_is_now(
+    make_client: Client, tmp_path: Path
+) -> None:
+    catalog_file = tmp_path / "catalog.json"
+    catalog_file.write_text(json.dumps(example_document(), ensure_ascii=False), encoding="utf-8")
+    evidence = EvidenceConfig(kinds_file=str(KINDS_FILE), catalog_file=str(catalog_file))
+    client = await make_client(_config(evidence))
+    unknown = await client.post("/v1/facts/select", json={"subject": "u", "snapshot_id": "other"})
+    assert unknown.status_code == 422 and any(
+        "holds snapshot" in p for p in unknown.json()["problems"]
+    )
+    catalog_file.write_text(json.dumps(_forged_document(), ensure_ascii=False), encoding="utf-8")
+    body = {"subject": "u", "snapshot_id": SNAPSHOT, "locale": "en"}
+    answer = (await client.post("/v1/facts/select", json=body)).json()
+    assert answer["status"] == "committed"
+    ex1 = next(a for a in answer["accepted"] if a["evidence_ref"] == "ex-1")
+    assert ex1["description"] == f"Source record: {SMUGGLED}; frequency: 0."
+
+
+async def test_the_owner_rebuilds_from_a_configured_sql_table(
+    make_client: Client, tmp_path: Path
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'app.db'}"
+    records = Table(
+        "records",
+        MetaData(),
+        Column("ref", String(64), primary_key=True),
+        Column("snapshot_id", String(128)),
+        Column("kind", String(64)),
+        Column("value", JSON()),
+        Column("source", Text),
+        Column("admissible", Boolean),
+        Column("observed_at", String(64)),
+    )
+    engine = create_async_engine(url)
+    async with engine.begin() as conn:
+        await conn.run_sync(records.metadata.create_all)
+        await conn.execute(
+            records.insert(),
+            [item | {"snapshot_id": SNAPSHOT} for item in example_document()["items"]],
+        )
+    await engine.dispose()
+    evidence = EvidenceConfig(kinds_file=str(KINDS_FILE), catalog_url=url, catalog_table="records")
+    client = await make_client(_config(evidence))
+    response = await client.post("/v1/facts/select", json={"subject": "u", "snapshot_id": SNAPSHOT})
+    assert response.status_code == 200, response.text
+    assert len(response.json()["accepted"]) == 6
+
+
+async def test_without_evidence_config_the_server_selects_nothing(make_client: Client) -> None:
+    client = await make_client(_config(EvidenceConfig()))
+    response = await client.post("/v1/facts/select", json={"subject": "u", "snapshot_id": SNAPSHOT})
+    assert response.status_code == 404
+    assert response.json()["error"] == "ConfigError"
+    assert await observation_rows(_store_url()) == []
+
+
+async def test_a_kinds_file_with_a_slotless_template_stops_the_start(tmp_path: Path) -> None:
+    kinds = tmp_path / "kinds.toml"
+    kinds.write_text(
+        KINDS_FILE.read_text(encoding="utf-8").replace(
+            'en = "Source record: {activity}; frequency: {frequency}."', 'en = "Train more."'
+        ),
+        encoding="utf-8",
+    )
+    evidence = EvidenceConfig(kinds_file=str(kinds), catalog_file=str(CATALOG_FILE))
+    with pytest.raises(ConfigError) as refused:
+        async with app_client(create_app(_config(evidence), {})):
+            pass
+    assert any(
+        "kinds.exercise_pattern.template.en" in p and "no {slot}" in p
+        for p in refused.value.problems
+    ), refused.value.problems
+
+
 async def test_a_hostile_selector_is_answered_but_never_stored(
-    make_client: Client, simulator: RunningSimulator, store_url: str
+    make_client: Client, simulator: RunningSimulator
 ) -> None:
     selection = {
         "selections": [
@@ -117,96 +219,76 @@ async def test_a_hostile_selector_is_answered_but_never_stored(
         ]
     }
     simulator.load({"models": {"selector": [{"content": json.dumps(selection)}]}})
-    client = await make_client(selector_config(simulator.route("selector", timeout_s=5)))
-    body = (await client.post("/v1/facts/select", json=_body())).json()
-    assert [a["evidence_ref"] for a in body["accepted"]] == ["diet-1"]
-    assert body["rejected"] == [
+    client = await make_client(_selector_on(simulator.route("selector", timeout_s=5)))
+    body = {"subject": "u-1001", "snapshot_id": SNAPSHOT}
+    answer = (await client.post("/v1/facts/select", json=body)).json()
+    assert [a["evidence_ref"] for a in answer["accepted"]] == ["diet-1"]
+    assert answer["rejected"] == [
         {"index": 0, "selection": selection["selections"][0], "reason": "extra_fields"}
     ]
-    stored = json.dumps(await observation_rows(store_url), default=str, ensure_ascii=False)
+    stored = json.dumps(await observation_rows(_store_url()), default=str, ensure_ascii=False)
     assert SMUGGLED not in stored
 
 
 async def test_selector_failures_map_to_upstream_statuses(
-    make_client: Client, simulator: RunningSimulator, store_url: str
+    make_client: Client, simulator: RunningSimulator
 ) -> None:
     simulator.load({"models": {"selector": [{"content": "not json at all"}]}})
-    client = await make_client(selector_config(simulator.route("selector", timeout_s=5)))
-    response = await client.post("/v1/facts/select", json=_body())
+    client = await make_client(_selector_on(simulator.route("selector", timeout_s=5)))
+    response = await client.post("/v1/facts/select", json={"subject": "u", "snapshot_id": SNAPSHOT})
     assert response.status_code == 502
     assert response.json()["status"] == "selector_malformed"
-    assert await observation_rows(store_url) == []
-
-
-@pytest.mark.parametrize(
-    ("changes", "error", "fragment"),
-    [
-        ({"catalog": {"snapshot_id": "s"}}, "CatalogError", "items"),
-        ({"catalog": None}, "CatalogError", "post the catalog"),
-        ({"snapshot_id": SNAPSHOT}, "CatalogError", "post the catalog"),
-        ({"kinds": None}, "ConfigError", "kinds are required"),
-        ({"kinds": {"x": {"sources": []}}}, "ConfigError", "kinds.x"),
-    ],
-)
-async def test_bad_inputs_are_422_naming_the_problem(
-    make_client: Client, changes: dict[str, Any], error: str, fragment: str
-) -> None:
-    client = await make_client()
-    response = await client.post("/v1/facts/select", json=_body(**changes))
-    assert response.status_code == 422
-    body = response.json()
-    assert body["error"] == error and any(fragment in p for p in body["problems"]), body
+    assert await observation_rows(_store_url()) == []
 
 
 async def test_malformed_requests_are_refused_by_the_schema(make_client: Client) -> None:
     client = await make_client()
-    assert (await client.post("/v1/facts/select", json=_body(label="x"))).status_code == 422
-    assert (await client.post("/v1/facts/select", json=_body(subject=""))).status_code == 422
-    assert (await client.post("/v1/facts/select", json=_body(locale="fr"))).status_code == 422
+    ok = {"subject": "u", "snapshot_id": SNAPSHOT}
+    for body in (
+        ok | {"label": "x"},
+        ok | {"subject": ""},
+        ok | {"locale": "fr"},
+        {"subject": "u"},
+        ok | {"snapshot_id": ""},
+    ):
+        assert (await client.post("/v1/facts/select", json=body)).status_code == 422, body
     assert (await client.get("/v1/facts/observations")).status_code == 422
     params = {"subject": "u", "limit": 0}
     assert (await client.get("/v1/facts/observations", params=params)).status_code == 422
 
 
-async def test_with_a_server_source_and_kinds_requests_name_a_snapshot(
-    make_client: Client,
-) -> None:
-    kinds = KindRegistry.from_file(KINDS_FILE)
-    client = await make_client(source=JsonFileCatalogSource(CATALOG_FILE), kinds=kinds)
-    ok = await client.post(
-        "/v1/facts/select", json={"subject": "u", "snapshot_id": SNAPSHOT, "locale": "en"}
-    )
-    assert ok.status_code == 200 and len(ok.json()["accepted"]) == 6
-    for body, fragment in [
-        ({"subject": "u", "snapshot_id": SNAPSHOT, "kinds": KINDS}, "configured by the server"),
-        ({"subject": "u", "catalog": example_document()}, "name a snapshot_id"),
-        ({"subject": "u", "snapshot_id": "other"}, "holds snapshot"),
-    ]:
-        refused = await client.post("/v1/facts/select", json=body)
-        assert refused.status_code == 422
-        assert any(fragment in p for p in refused.json()["problems"])
+async def test_the_openapi_body_is_what_the_handler_takes(make_client: Client) -> None:
+    client = await make_client()
+    document = (await client.get("/openapi.json")).json()
+    schema = document["components"]["schemas"]["SelectBody"]
+    assert schema["additionalProperties"] is False
+    assert set(schema["properties"]) == {"subject", "snapshot_id", "task", "locale", "explain"}
+    assert set(schema["required"]) == {"subject", "snapshot_id"}
 
 
-class _ChangingSource:
-    """The application's records change while the selector is thinking."""
+def test_key_b_cannot_read_key_a_observations(start_server: Callable[..., RunningServer]) -> None:
+    keyed = ServerConfig(api_keys_env="CLIENT_KEYS", admin_keys_env="ADMIN_KEYS")
+    server = start_server(_config(server=keyed), TWO_KEYS_ENV)
+    body = {"subject": "u-1001", "snapshot_id": SNAPSHOT}
+    params = {"subject": "u-1001"}
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        committed = client.post("/v1/facts/select", json=body, headers=bearer(KEY_A))
+        assert committed.status_code == 200, committed.text
+        of_a = client.get("/v1/facts/observations", params=params, headers=bearer(KEY_A))
+        of_b = client.get("/v1/facts/observations", params=params, headers=bearer(KEY_B))
+        of_admin = client.get("/v1/facts/observations", params=params, headers=bearer(ADMIN_KEY))
+        # Key B's own commit of the same records is its own, not "already recorded".
+        b_commit = client.post("/v1/facts/select", json=body, headers=bearer(KEY_B))
+        of_b_after = client.get("/v1/facts/observations", params=params, headers=bearer(KEY_B))
+        of_a_after = client.get("/v1/facts/observations", params=params, headers=bearer(KEY_A))
 
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def snapshot(self, snapshot_id: str) -> Catalog:
-        self.calls += 1
-        document = example_document()
-        if self.calls > 1:
-            document["items"][0]["value"] = {"activity": "健身", "frequency": "0"}
-        return catalog_from_mapping(document)
-
-
-async def test_records_changing_before_commit_are_409_with_nothing_stored(
-    make_client: Client, store_url: str
-) -> None:
-    source: CatalogSource = _ChangingSource()
-    client = await make_client(source=source, kinds=KindRegistry.from_file(KINDS_FILE))
-    response = await client.post("/v1/facts/select", json={"subject": "u", "snapshot_id": SNAPSHOT})
-    assert response.status_code == 409
-    assert response.json()["status"] == "catalog_changed"
-    assert await observation_rows(store_url) == []
+    accepted = {a["evidence_ref"] for a in committed.json()["accepted"]}
+    assert len(accepted) == 6
+    assert {r["evidence_ref"] for r in of_a.json()["observations"]} == accepted
+    assert of_b.status_code == 200 and of_b.json()["observations"] == []
+    assert {r["evidence_ref"] for r in of_admin.json()["observations"]} == accepted
+    assert {a["evidence_ref"] for a in b_commit.json()["accepted"]} == accepted
+    tenants_b = {r["tenant"] for r in of_b_after.json()["observations"]}
+    tenants_a = {r["tenant"] for r in of_a_after.json()["observations"]}
+    assert len(tenants_a) == len(tenants_b) == 1 and tenants_a != tenants_b
+    assert len(of_a_after.json()["observations"]) == 6

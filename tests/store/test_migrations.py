@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, inspect
+from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from foureyes.core.errors import StoreError
@@ -97,3 +98,30 @@ async def test_a_database_from_a_newer_foureyes_is_refused(
     with pytest.raises(StoreError, match="f00dfeed") as caught:
         await open_store(sqlite_url)
     assert caught.value.operation == "migrate"
+
+
+async def test_observations_written_before_0011_belong_to_the_local_tenant(
+    sqlite_path: Path, sqlite_url: str, open_store: OpenStore
+) -> None:
+    engine = create_engine(f"sqlite:///{sqlite_path}")
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "0008")
+        conn.execute(
+            text(
+                "INSERT INTO observations (id, commit_id, subject, snapshot_id, evidence_ref, "
+                "evidence_kind, evidence_sha256, kind, locale, label, description, "
+                "catalog_sha256, kinds_sha256, renderer_version, created_at) VALUES "
+                "('o1', 'c1', 'u', 's', 'r', 'k.x', :d, 'k', 'en', 'L', 'D', :d, :d, '1', "
+                "'2026-12-01 00:00:00')"
+            ),
+            {"d": "0" * 64},
+        )
+    engine.dispose()
+
+    store = await open_store(sqlite_url)
+    try:
+        [row] = await store.observations.for_subject("u", tenant="local")
+        assert await store.observations.for_subject("u", tenant="key:x") == []
+    finally:
+        await store.close()
+    assert (row.id, row.tenant) == ("o1", "local")

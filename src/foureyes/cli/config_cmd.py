@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load
+from foureyes.config import Config
 from foureyes.core.errors import ConfigError
 from foureyes.core.roles import Role
 from foureyes.llm.routes import known_kinds
@@ -20,8 +21,12 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     """Validate the config and print it as it takes effect, secrets masked.
 
     Fails (exit 1) on unknown keys, values out of range, roles naming missing routes,
-    unknown route kinds, or API-key variables that are not set. Key values are never
-    printed: only the variables' names and whether they are set.
+    unknown route kinds, API-key variables that are not set, an ``[evidence]`` kinds file
+    that is missing or malformed (a template without a slot), or a model Counselor whose
+    replies no second model reviews (the Supervisor on the offline route) unless
+    ``[gate] supervisor_unreviewed`` says so; then the output lists it under
+    ``unreviewed``. Key values are never printed: only the variables' names and whether
+    they are set.
     """
     cfg = load(config, as_json=as_json)
     kinds = known_kinds()
@@ -31,6 +36,8 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         if route.kind not in kinds
     ]
     problems += [f"environment variable {n} is not set" for n in cfg.missing_secrets(os.environ)]
+    problems += cfg.review_problems()
+    problems += _evidence_problems(cfg)
     if problems:
         fail(ConfigError(problems), as_json=as_json)
     secrets = sorted(
@@ -38,8 +45,12 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         | ({cfg.privacy.hmac_key_env} if cfg.privacy.hmac_key_env else set())
     )
     secret_status = {name: ("set" if os.environ.get(name) else "missing") for name in secrets}
+    # Past the problems, an unreviewed Counselor is one the config accepted explicitly.
+    unreviewed = [reason] if (reason := cfg.unreviewed_replies()) else []
     if as_json:
-        emit_json({"ok": True, "config": cfg.masked(), "secrets": secret_status})
+        emit_json(
+            {"ok": True, "config": cfg.masked(), "secrets": secret_status, "unreviewed": unreviewed}
+        )
         return
     table = Table(title="roles")
     table.add_column("role")
@@ -53,4 +64,20 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     console.print_json(data={k: v for k, v in cfg.masked().items()})
     for name, status in secret_status.items():
         console.print(f"secret variable {name}: {status}")
+    for problem in unreviewed:
+        console.print(f"[yellow]accepted by gate.supervisor_unreviewed:[/] {problem}")
     console.print("[green]config OK[/]")
+
+
+def _evidence_problems(cfg: Config) -> list[str]:
+    """What is wrong with the ``[evidence]`` kinds file, as ``serve`` would find it."""
+    if cfg.evidence.kinds_file is None:
+        return []
+    # Imported here so that checking a config without facts does not load the evidence code.
+    from foureyes.evidence import KindRegistry
+
+    try:
+        KindRegistry.from_file(cfg.evidence.kinds_file)
+    except ConfigError as exc:
+        return list(exc.problems)
+    return []

@@ -24,6 +24,7 @@ def serve(
     cfg = load(config, as_json=as_json)
     try:
         cfg.require_secrets(os.environ)
+        cfg.require_review()
         run(_preflight(cfg))
     except (ConfigError, StoreError) as exc:
         fail(exc, as_json=as_json)
@@ -50,12 +51,16 @@ def serve(
 
 
 async def _preflight(cfg: Config) -> None:
-    """Open the store and build the routes once, so start-up errors read as one clean line."""
+    """Open the store, build the routes and read the kinds once: start-up errors, one line."""
+    from foureyes.evidence import ConfiguredEvidence
     from foureyes.llm.routes import Routes
     from foureyes.server.auth import env_api_keys
     from foureyes.store import Store
 
     env_api_keys(cfg.server, os.environ)
+    evidence = ConfiguredEvidence.from_config(cfg.evidence)
+    if evidence is not None:
+        await evidence.aclose()
     routes = Routes.build(cfg, os.environ)
     await routes.aclose()
     store = await Store.open(cfg.store, cfg.privacy, os.environ)

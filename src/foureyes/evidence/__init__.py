@@ -51,7 +51,12 @@ from foureyes.evidence.selector import (
     failure_for,
     selection_request,
 )
-from foureyes.evidence.sources import ColumnMap, JsonFileCatalogSource, SqlCatalogSource
+from foureyes.evidence.sources import (
+    ColumnMap,
+    ConfiguredEvidence,
+    JsonFileCatalogSource,
+    SqlCatalogSource,
+)
 
 __all__ = [
     "Acceptance",
@@ -62,6 +67,7 @@ __all__ = [
     "ColumnMap",
     "CommitResult",
     "CommitStatus",
+    "ConfiguredEvidence",
     "DurableOwner",
     "EvidenceItem",
     "EvidenceSelector",

@@ -24,7 +24,12 @@ from foureyes.evidence.contract import Validation, check_selections
 from foureyes.evidence.kinds import KindRegistry
 from foureyes.evidence.render import RENDERER_VERSION, Observation
 from foureyes.evidence.selection import Rejection, RejectReason
-from foureyes.store.observations import NewObservation, ObservationBatch, SqlObservationLog
+from foureyes.store.observations import (
+    LOCAL_TENANT,
+    NewObservation,
+    ObservationBatch,
+    SqlObservationLog,
+)
 
 __all__ = ["Claim", "CommitResult", "CommitStatus", "DurableOwner"]
 
@@ -122,13 +127,20 @@ class DurableOwner:
         self.log = log
 
     async def commit(
-        self, subject: str, claim: Claim, *, trace_id: str | None = None
+        self,
+        subject: str,
+        claim: Claim,
+        *,
+        tenant: str = LOCAL_TENANT,
+        trace_id: str | None = None,
     ) -> CommitResult:
         """Persist the observations ``claim`` supports for ``subject``, or nothing.
 
         Args:
             subject: whom the observations are about (1 to 256 characters).
             claim: the caller's selections, snapshot, digest and optional rendering.
+            tenant: who commits (the server: the API key's tenant); rows are theirs, and
+                ``already_recorded`` counts only their own rows.
             trace_id: the traced run committing, stored with each row.
 
         Returns:
@@ -170,7 +182,7 @@ class DurableOwner:
                 catalog.sha256,
                 "the caller's rendering differs from the owner's",
             )
-        return await self._persist(subject, claim, catalog, validation, trace_id)
+        return await self._persist(subject, claim, catalog, validation, tenant, trace_id)
 
     async def _persist(
         self,
@@ -178,6 +190,7 @@ class DurableOwner:
         claim: Claim,
         catalog: Catalog,
         validation: Validation,
+        tenant: str,
         trace_id: str | None,
     ) -> CommitResult:
         persisted: tuple[Observation, ...] = ()
@@ -185,6 +198,7 @@ class DurableOwner:
         commit_id = None
         if validation.acceptances:
             batch = ObservationBatch(
+                tenant=tenant,
                 subject=subject,
                 snapshot_id=catalog.snapshot_id,
                 catalog_sha256=catalog.sha256,

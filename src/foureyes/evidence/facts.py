@@ -17,6 +17,7 @@ from foureyes.core.budget import CallBudget
 from foureyes.core.deadline import Deadline
 from foureyes.core.errors import StoreError
 from foureyes.core.locale import Locale
+from foureyes.core.tenancy import LOCAL_TENANT
 from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
 from foureyes.evidence.catalog import Catalog
 from foureyes.evidence.durable import CommitResult, CommitStatus, DurableOwner
@@ -43,6 +44,9 @@ class FactsRequest(BaseModel):
 
     subject: str = Field(min_length=1, max_length=256)
     """Whom the observations are about."""
+    tenant: str = Field(default=LOCAL_TENANT, min_length=1, max_length=128)
+    """Who asks: the observations are written as this tenant's (the server passes the
+    API key's tenant; a local caller the default)."""
     task: str = Field(default="", max_length=20_000)
     """What the selection serves (shown to the selector as data)."""
     locale: Locale = Locale.ZH_HANS
@@ -161,6 +165,7 @@ async def select_facts(
             input_text=request.task or None,
             meta={
                 "subject": request.subject,
+                "tenant": request.tenant,
                 "snapshot_id": catalog.snapshot_id,
                 "catalog_sha256": catalog.sha256,
                 "kinds_sha256": selector.kinds.sha256,
@@ -185,7 +190,9 @@ async def select_facts(
         },
     )
     try:
-        commit = await owner.commit(request.subject, selection.claim(), trace_id=trace_id)
+        commit = await owner.commit(
+            request.subject, selection.claim(), tenant=request.tenant, trace_id=trace_id
+        )
     except StoreError as exc:
         await recorder.event(EventKind.ERROR, "commit", {"error": exc.operation})
         await recorder.finish("failed", "store_error")

@@ -17,7 +17,9 @@ Slots: ``{value}`` is the record's value when it is a string, ``{source}`` and
 ``{observed_at}`` are the record's own fields, and any other name is a field of the
 record's value when the value is an object. ``{{`` and ``}}`` are literal braces. Format
 specs, conversions, positional slots and attribute or index access are refused when the
-kind is loaded, so a template can only ever restate a named field.
+kind is loaded, so a template can only ever restate a named field. A template without a
+slot is refused too: it would store the same prose as a durable observation whatever
+the cited record says.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ class Template:
 
         Raises:
             ValueError: naming what is wrong (unbalanced braces, a format spec, a
-                conversion, a positional slot, attribute or index access).
+                conversion, a positional slot, attribute or index access, no slot).
         """
         if not text.strip():
             raise ValueError("a template must not be empty")
@@ -100,6 +102,9 @@ class Template:
             if spec or conversion:
                 raise ValueError(f"template slot {{{name}}} must not have a format or conversion")
             parts.append((literal, name))
+        if all(slot is None for _, slot in parts):
+            # Invariant 8: text that cites no field of the record is prose, not evidence.
+            raise ValueError(f"template {text[:80]!r} has no {{slot}}: it must restate the record")
         return cls(text=text, parts=tuple(parts))
 
     @property

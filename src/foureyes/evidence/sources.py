@@ -2,7 +2,8 @@
 
 Both build a fresh :class:`~foureyes.evidence.catalog.Catalog` on every call, from the
 records as they are at that moment; the durable owner relies on that to notice records
-that changed between selection and commit.
+that changed between selection and commit. :class:`ConfiguredEvidence` builds one of them
+and the kinds from the ``[evidence]`` config: the server's only authority for facts.
 """
 
 from __future__ import annotations
@@ -15,18 +16,20 @@ from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import JSON, Text, column, select, table
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from foureyes.config import validation_problems
+from foureyes.config import ColumnMap, EvidenceConfig, validation_problems
+from foureyes.core.errors import ConfigError
 from foureyes.evidence.catalog import (
     Catalog,
     CatalogError,
     EvidenceItem,
     catalog_from_json,
 )
+from foureyes.evidence.kinds import KindRegistry
 
-__all__ = ["ColumnMap", "JsonFileCatalogSource", "SqlCatalogSource"]
+__all__ = ["ColumnMap", "ConfiguredEvidence", "JsonFileCatalogSource", "SqlCatalogSource"]
 
 _MAX_PROBLEMS = 10
 
@@ -68,38 +71,19 @@ class JsonFileCatalogSource:
             )
         return catalog
 
+    async def aclose(self) -> None:
+        """Nothing to release: the file is read afresh on every call."""
+
     def __repr__(self) -> str:
         return f"JsonFileCatalogSource({str(self.path)!r})"
-
-
-@dataclass(frozen=True, slots=True)
-class ColumnMap:
-    """Which column of the application's table holds each field of a record."""
-
-    snapshot_id: str = "snapshot_id"
-    """Column naming the snapshot a row belongs to; a catalog is the rows of one value."""
-    ref: str = "ref"
-    """Column holding the record's ref (unique within a snapshot)."""
-    kind: str = "kind"
-    """Column holding the source kind (``lifestyle.exercise``)."""
-    value: str = "value"
-    """Column holding the value."""
-    source: str = "source"
-    """Column holding where the record came from."""
-    admissible: str = "admissible"
-    """Boolean column (or integer 0/1) saying whether the record may be cited."""
-    observed_at: str = "observed_at"
-    """Column holding the observation time: a timestamp, a date or ISO 8601 text."""
-    json_value: bool = True
-    """Whether ``value`` holds JSON (a JSON string or object): a ``json``/``jsonb`` column
-    on PostgreSQL, a JSON text column on SQLite. ``False`` reads it as plain text."""
 
 
 class SqlCatalogSource:
     """Reads a catalog from a table of the application's own database (SQLAlchemy async).
 
     The rows whose ``columns.snapshot_id`` equals the requested snapshot are the catalog.
-    The engine belongs to the application, which opens and disposes of it.
+    An engine passed in belongs to the application, which opens and disposes of it; one
+    built by :meth:`from_url` belongs to the source and :meth:`aclose` disposes of it.
     """
 
     def __init__(
@@ -112,6 +96,7 @@ class SqlCatalogSource:
     ) -> None:
         """Read ``schema.table_name`` through ``engine`` with the column mapping ``columns``."""
         self.engine = engine
+        self._owns_engine = False
         self.columns = columns or ColumnMap()
         cols = self.columns
         names = (cols.ref, cols.kind, cols.value, cols.source, cols.admissible, cols.observed_at)
@@ -125,6 +110,33 @@ class SqlCatalogSource:
         )
         self._query = select(*(self._table.c[n] for n in names))
         self._where = self._table.c[cols.snapshot_id]
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        table_name: str,
+        *,
+        columns: ColumnMap | None = None,
+        schema: str | None = None,
+    ) -> SqlCatalogSource:
+        """A source over its own engine for ``url`` (it connects at the first read).
+
+        Raises:
+            ConfigError: the URL cannot be made into an engine.
+        """
+        try:
+            engine = create_async_engine(url, pool_pre_ping=True)
+        except (ArgumentError, ImportError, ValueError) as exc:
+            raise ConfigError([f"evidence.catalog_url cannot be used: {exc}"[:300]]) from None
+        source = cls(engine, table_name, columns=columns, schema=schema)
+        source._owns_engine = True
+        return source
+
+    async def aclose(self) -> None:
+        """Dispose of the engine when the source built it; the application's is left alone."""
+        if self._owns_engine:
+            await self.engine.dispose()
 
     async def snapshot(self, snapshot_id: str) -> Catalog:
         """The catalog of the rows of ``snapshot_id``, read in one query.
@@ -185,3 +197,47 @@ def _time_text(raw: Any) -> Any:
     if isinstance(raw, dt.date):  # datetime is a date too
         return raw.isoformat()
     return raw
+
+
+@dataclass(frozen=True, slots=True)
+class ConfiguredEvidence:
+    """The ``[evidence]`` config, built: the catalog source and kinds the server trusts.
+
+    Build it with :meth:`from_config` at start-up and close it at shutdown.
+    """
+
+    source: JsonFileCatalogSource | SqlCatalogSource
+    """Where the durable owner rebuilds every snapshot from."""
+    kinds: KindRegistry
+    """The observation kinds selections are judged and rendered with."""
+
+    @classmethod
+    def from_config(cls, evidence: EvidenceConfig) -> ConfiguredEvidence | None:
+        """The configured source and kinds; ``None`` when ``[evidence]`` names none.
+
+        The kinds file is read now; the catalog on every commit.
+
+        Raises:
+            ConfigError: the kinds file is missing, unreadable or malformed (a template
+                without a slot included, naming the kind), or the catalog URL is unusable.
+        """
+        if evidence.kinds_file is None:
+            return None
+        kinds = KindRegistry.from_file(evidence.kinds_file)
+        source: JsonFileCatalogSource | SqlCatalogSource
+        if evidence.catalog_file is not None:
+            source = JsonFileCatalogSource(evidence.catalog_file)
+        else:
+            # The config's validator pairs kinds_file with exactly one catalog source.
+            assert evidence.catalog_url is not None and evidence.catalog_table is not None
+            source = SqlCatalogSource.from_url(
+                evidence.catalog_url,
+                evidence.catalog_table,
+                columns=evidence.columns,
+                schema=evidence.catalog_schema,
+            )
+        return cls(source=source, kinds=kinds)
+
+    async def aclose(self) -> None:
+        """Release the source's engine, if it built one."""
+        await self.source.aclose()

@@ -2,9 +2,12 @@
 
 Registered with the offline engine when :mod:`foureyes.gate` is imported (and not
 before), it judges the candidate in ``request.subject`` by the built-in rules checked in
-code: it approves when none fires and otherwise rejects, naming each rule and span. It
-never claims more than that, and it names the digest of the text it actually judged,
-which the gate then compares with the candidate's.
+code: when one fires it rejects, naming each rule and span. Rules that find nothing are
+no review of a model's words, so it approves only text the offline Counselor itself can
+write (its templates' digests, :func:`foureyes.llm.offline.offline_counselor_digests`)
+and answers ``insufficient`` for anything else: a real Counselor behind an offline
+Supervisor falls back, never releases unreviewed model text. It names the digest of the
+text it actually judged, which the gate then compares with the candidate's.
 """
 
 from __future__ import annotations
@@ -17,18 +20,27 @@ from foureyes.core.errors import RouteBadResponse
 from foureyes.core.roles import Role
 from foureyes.gate.rules import RuleCatalogue, RuleContext
 from foureyes.gate.verdict import MAX_VIOLATIONS, VerdictDecision
-from foureyes.llm.offline import offline_responder
+from foureyes.llm.offline import offline_counselor_digests, offline_responder
 from foureyes.llm.provider import ChatRequest
 
-__all__ = ["offline_verdict"]
+__all__ = ["CANNOT_JUDGE", "offline_verdict"]
 
 _DEFAULT_MAX_CHARS = GateConfig().max_chars
 _NOTE = "offline rules-only review: {note}"
+CANNOT_JUDGE = (
+    "offline rules-only review cannot judge model text: it approves only the offline "
+    "Counselor's own templates; map [roles] supervisor to a second model"
+)
+"""The ``missing`` item of the offline Supervisor's ``insufficient`` verdict."""
 
 
 @offline_responder(Role.SUPERVISOR)
 def offline_verdict(request: ChatRequest) -> str:
-    """The verdict, as JSON, of the built-in rules on ``request.subject["candidate"]``.
+    """The verdict, as JSON, on ``request.subject["candidate"]``.
+
+    ``reject`` when a built-in rule fires; otherwise ``approve`` for a reply of the
+    offline Counselor's templates and ``insufficient`` (``missing``:
+    :data:`CANNOT_JUDGE`) for any other text.
 
     Reads ``candidate``, and ``region`` and ``max_chars`` when given, from the subject;
     ``candidate_sha256`` there is not trusted: the verdict names the digest of the text
@@ -47,13 +59,22 @@ def offline_verdict(request: ChatRequest) -> str:
         raise RouteBadResponse(OFFLINE_ROUTE, f"subject['max_chars'] is not a count: {raw_max!r}")
     context = RuleContext(max_chars=int(raw_max), region=subject.get("region") or None)
     findings = RuleCatalogue.builtin().check(candidate, context)
+    digest = sha256_hex(candidate)
+    if findings:
+        decision = VerdictDecision.REJECT
+    elif digest in offline_counselor_digests():
+        decision = VerdictDecision.APPROVE
+    else:
+        # Invariant 1: no verdict is no approval, and rules that found nothing are no
+        # verdict on a model's text; only a second model may approve it.
+        decision = VerdictDecision.INSUFFICIENT
     verdict = {
-        "candidate_sha256": sha256_hex(candidate),
-        "decision": (VerdictDecision.REJECT if findings else VerdictDecision.APPROVE).value,
+        "candidate_sha256": digest,
+        "decision": decision.value,
         "violations": [
             {"rule": f.rule, "span": list(f.span), "note": _NOTE.format(note=f.note)}
             for f in findings[:MAX_VIOLATIONS]
         ],
-        "missing": [],
+        "missing": [CANNOT_JUDGE] if decision is VerdictDecision.INSUFFICIENT else [],
     }
     return json.dumps(verdict, ensure_ascii=False)

@@ -34,6 +34,7 @@ __all__ = [
     "OFFLINE_MODEL",
     "OfflineProvider",
     "Responder",
+    "offline_counselor_digests",
     "offline_responder",
     "offline_roles",
     "unregister_offline_responder",
@@ -181,6 +182,27 @@ def _counselor_templates() -> _CounselorTemplates:
     return _CounselorTemplates.model_validate_json(data.read_text(encoding="utf-8"))
 
 
+def _counselor_text(templates: _CounselorTemplates, locale: Locale, reply: str) -> str:
+    # Chinese typography puts no space after the 【】 marker; English needs one.
+    separator = " " if locale is Locale.EN else ""
+    return f"{templates.marker[locale]}{separator}{reply}"
+
+
+@functools.cache
+def offline_counselor_digests() -> frozenset[str]:
+    """The SHA-256 of every reply the offline Counselor can write.
+
+    The set is finite (a marker and a template per locale), so the offline Supervisor can
+    tell its own Counselor's text from a model's: it approves only these digests.
+    """
+    templates = _counselor_templates()
+    return frozenset(
+        sha256_hex(_counselor_text(templates, locale, reply))
+        for locale in Locale
+        for reply in templates.replies[locale]
+    )
+
+
 def _last_user_text(request: ChatRequest) -> str:
     for message in reversed(request.messages):
         if message.role == "user" and message.text:
@@ -202,6 +224,4 @@ def _counselor_reply(request: ChatRequest) -> str:
     templates = _counselor_templates()
     replies = templates.replies[locale]
     reply = replies[int(sha256_hex(message)[:16], 16) % len(replies)]
-    # Chinese typography puts no space after the 【】 marker; English needs one.
-    separator = " " if locale is Locale.EN else ""
-    return f"{templates.marker[locale]}{separator}{reply}"
+    return _counselor_text(templates, locale, reply)

@@ -33,6 +33,7 @@ from foureyes.core.budget import utc_day
 from foureyes.core.errors import StoreError
 from foureyes.core.roles import Role
 from foureyes.core.trace import EventKind, TraceEvent
+from foureyes.evidence import ConfiguredEvidence
 from foureyes.llm.calls import ModelCaller, route_limit
 from foureyes.llm.routes import Routes
 from foureyes.pipeline import SupportPipeline
@@ -87,14 +88,19 @@ class Service:
     """The support-message pipeline (triage and the gate) behind the gateway."""
     reviewer: Reviewer
     """The masked reviewer behind ``POST /v1/review``."""
+    evidence: ConfiguredEvidence | None
+    """The catalog source and kinds of ``[evidence]`` behind ``/v1/facts``; ``None``
+    when the config has none (the facts endpoints then select nothing)."""
 
 
 def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
     """Build the app; providers and the store are opened when it starts, closed when it stops.
 
     Raises (at start-up, from the lifespan):
-        ConfigError: a route cannot be built, a secret variable is not set, or a key
-            variable is unset or holds a malformed key.
+        ConfigError: a route cannot be built, a secret variable is not set, a key
+            variable is unset or holds a malformed key, no second model reviews a
+            model Counselor's replies (:meth:`Config.require_review`), or the
+            ``[evidence]`` kinds file is missing or malformed.
         StoreError: the store cannot be opened, migrated, or record the env keys.
     """
     metrics = Metrics()
@@ -103,6 +109,10 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         config.require_secrets(environ)
+        config.require_review()
+        # Read before anything opens: a bad kinds file (a template without a slot, say)
+        # stops the start like any config error. Its engine, if any, connects on first use.
+        evidence = ConfiguredEvidence.from_config(config.evidence)
         env_keys = env_api_keys(config.server, environ)
         routes = Routes.build(config, environ)
         try:
@@ -144,6 +154,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             metrics=metrics,
             pipeline=pipeline,
             reviewer=reviewer,
+            evidence=evidence,
         )
         try:
             yield
@@ -151,6 +162,8 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             await pipeline.aclose()
             await routes.aclose()
             await store.close()
+            if evidence is not None:
+                await evidence.aclose()
 
     app = FastAPI(title="foureyes", version=__version__, lifespan=lifespan)
     install_error_handlers(app)
@@ -164,9 +177,8 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
     app.include_router(api_router())
     app.include_router(evals_router())
     client_only = [Depends(require_scope(KeyScope.CLIENT))]
-    app.include_router(
-        facts_router(lambda request: request.app.state.service), dependencies=client_only
-    )
+    # The facts handlers take the principal themselves: observations are scoped to it.
+    app.include_router(facts_router(lambda request: request.app.state.service))
     app.include_router(
         review_router(lambda request: request.app.state.service.reviewer),
         dependencies=client_only,

@@ -2,9 +2,11 @@
 
 This module only stores and reads rows; deciding what may become an observation is the
 durable owner's job (:class:`foureyes.evidence.DurableOwner`), which hands over text it
-rendered itself. One record is observed at most once per subject and snapshot: the table's
-unique key makes a retried commit a no-op, reported per record, even when two instances
-commit the same selection at once.
+rendered itself. Every row belongs to a *tenant* (the server writes ``key:<id>`` of the
+API key that committed it, a local caller :data:`LOCAL_TENANT`) and reads name the tenant
+they may see. One record is observed at most once per tenant, subject and snapshot: the
+table's unique key makes a retried commit a no-op, reported per record, even when two
+instances commit the same selection at once.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from typing import Any
 from sqlalchemy import select
 
 from foureyes.core.errors import UsageError
+from foureyes.core.tenancy import LOCAL_TENANT
 from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database
 from foureyes.store.tables import observations
 from foureyes.store.traces import new_trace_id
 
 __all__ = [
+    "LOCAL_TENANT",
     "NewObservation",
     "ObservationBatch",
     "RecordedBatch",
@@ -31,13 +35,15 @@ __all__ = [
 ]
 
 _MAX_LIST = 1000
-_UNIQUE = ("subject", "snapshot_id", "evidence_ref")
+_UNIQUE = ("tenant", "subject", "snapshot_id", "evidence_ref")
 
 
 @dataclass(frozen=True, slots=True)
 class ObservationBatch:
     """What every observation of one commit shares."""
 
+    tenant: str
+    """Who committed them; only that tenant (and a read of every tenant) sees them."""
     subject: str
     """Whom the observations are about."""
     snapshot_id: str
@@ -90,6 +96,7 @@ class StoredObservation:
 
     id: str
     commit_id: str
+    tenant: str
     subject: str
     snapshot_id: str
     evidence_ref: str
@@ -110,6 +117,7 @@ class StoredObservation:
         return {
             "id": self.id,
             "commit_id": self.commit_id,
+            "tenant": self.tenant,
             "subject": self.subject,
             "snapshot_id": self.snapshot_id,
             "evidence_ref": self.evidence_ref,
@@ -163,6 +171,7 @@ class SqlObservationLog:
                     # Sorts by commit, then by position within it.
                     "id": f"{commit_id[:24]}{seq:08x}",
                     "commit_id": commit_id,
+                    "tenant": batch.tenant,
                     "subject": batch.subject,
                     "snapshot_id": batch.snapshot_id,
                     "evidence_ref": row.evidence_ref,
@@ -185,8 +194,16 @@ class SqlObservationLog:
             commit_id=commit_id, inserted=tuple(inserted), already_recorded=tuple(skipped)
         )
 
-    async def for_subject(self, subject: str, *, limit: int = 100) -> list[StoredObservation]:
+    async def for_subject(
+        self, subject: str, *, tenant: str | None, limit: int = 100
+    ) -> list[StoredObservation]:
         """The subject's most recent observations (at most ``limit``), oldest first.
+
+        Args:
+            subject: whom the observations are about.
+            tenant: whose rows to read; ``None`` reads every tenant's (the admin scope).
+                There is no default: a caller must say whose data it may see.
+            limit: at most this many rows (1 to 1000).
 
         Raises:
             StoreError: the store could not be read.
@@ -194,15 +211,11 @@ class SqlObservationLog:
         """
         if not 1 <= limit <= _MAX_LIST:
             raise UsageError(f"limit must be between 1 and {_MAX_LIST}, got {limit}")
+        query = select(observations).where(observations.c.subject == subject)
+        if tenant is not None:
+            query = query.where(observations.c.tenant == tenant)
         async with self._db.read("list_observations") as conn:
-            rows = (
-                await conn.execute(
-                    select(observations)
-                    .where(observations.c.subject == subject)
-                    .order_by(observations.c.id.desc())
-                    .limit(limit)
-                )
-            ).all()
+            rows = (await conn.execute(query.order_by(observations.c.id.desc()).limit(limit))).all()
         return [_stored(row) for row in reversed(rows)]
 
     async def for_commit(self, commit_id: str) -> list[StoredObservation]:
@@ -226,6 +239,7 @@ def _stored(row: Any) -> StoredObservation:
     return StoredObservation(
         id=row.id,
         commit_id=row.commit_id,
+        tenant=row.tenant,
         subject=row.subject,
         snapshot_id=row.snapshot_id,
         evidence_ref=row.evidence_ref,

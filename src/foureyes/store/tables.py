@@ -285,6 +285,9 @@ observations = Table(
     metadata,
     Column("id", String(32), primary_key=True),
     Column("commit_id", String(32), nullable=False, index=True),
+    # Who committed it (``key:<id>`` of an API key, ``local`` without one): reads are
+    # scoped to it, so one key never sees another key's subjects.
+    Column("tenant", String(128), nullable=False),
     Column("subject", String(256), nullable=False),
     Column("snapshot_id", String(256), nullable=False),
     Column("evidence_ref", String(256), nullable=False),
@@ -301,8 +304,9 @@ observations = Table(
     Column("renderer_version", String(32), nullable=False),
     Column("trace_id", String(32), ForeignKey("trace_runs.trace_id"), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
-    # One observation per record of a snapshot and subject, so a retried commit is a no-op.
-    UniqueConstraint("subject", "snapshot_id", "evidence_ref"),
+    # One observation per record of a snapshot, subject and tenant, so a retried commit is
+    # a no-op, and one tenant's rows never block or reveal another's.
+    UniqueConstraint("tenant", "subject", "snapshot_id", "evidence_ref"),
     Index(None, "subject", "created_at"),
 )
 """Durable facts: one row per accepted selection, its text rendered by code from evidence."""
