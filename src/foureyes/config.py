@@ -312,9 +312,16 @@ class PrivacyConfig(_Section):
     """``[privacy]``: what of the user's text is kept."""
 
     store_raw_text: bool = False
-    """Keep raw user text in traces; otherwise only an HMAC of it."""
+    """Keep raw user text in traces; otherwise only an HMAC of it. Model-written text
+    that may restate the user's words (a verdict's notes and missing items, open
+    unknowns) follows the same setting."""
     retention_days: int = Field(default=30, ge=1, le=3650)
-    """How long raw text is kept when it is kept at all."""
+    """How long raw text (and that model-written text) is kept when it is kept at all;
+    past it the text reads as absent, and the purge erases it."""
+    purge_interval_s: float = Field(default=3600.0, ge=0, le=7 * 86400)
+    """Seconds between purges of expired text while ``foureyes serve`` runs (the first
+    one at start-up); 0 disables the schedule (``foureyes store purge`` still purges).
+    Several instances on one PostgreSQL may all purge: they skip each other's rows."""
     hmac_key_env: str | None = Field(default=None, pattern=_ENV_NAME.pattern)
     """Variable holding the HMAC key; unset: a random key kept in the store is used."""
 

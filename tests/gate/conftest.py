@@ -31,9 +31,18 @@ def scripted_config(*, route_timeout_s: float = 5, **gate: Any) -> Config:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
+def privacy() -> PrivacyConfig:
+    """Model-written text kept, so open unknowns reach later prompts by their words.
+
+    A test parametrizes ``privacy`` to see the gate under another setting.
+    """
+    return PrivacyConfig(store_raw_text=True)
+
+
+@pytest.fixture
+async def store(tmp_path: Path, privacy: PrivacyConfig) -> AsyncIterator[Store]:
     opened = await Store.open(
-        StoreConfig(url=f"sqlite+aiosqlite:///{tmp_path / 'gate.db'}"), PrivacyConfig(), {}
+        StoreConfig(url=f"sqlite+aiosqlite:///{tmp_path / 'gate.db'}"), privacy, {}
     )
     yield opened
     await opened.close()

@@ -236,3 +236,39 @@ async def test_a_real_counselor_behind_an_unmapped_supervisor_falls_back_insuffi
     assert attempt["review"]["offline"] is True
     assert attempt["review"]["verdict"]["decision"] == "insufficient"
     assert attempt["review"]["verdict"]["missing"] == [CANNOT_JUDGE]
+
+
+async def test_open_unknowns_reach_the_counselor_and_its_revision_over_http(
+    simulator: RunningSimulator, sim_runner: Any, store: Store
+) -> None:
+    alone = "whether the user is alone tonight"
+    simulator.load(
+        scenario(
+            [
+                {"content": DRAFT, "times": 2},
+                {"content": "Is anyone with you tonight?", "times": 1},
+            ],
+            [
+                {"content": supervisor_says("insufficient", missing=[alone]), "times": 1},
+                {"content": REJECT, "times": 1},
+                {"content": supervisor_says(), "times": 1},
+            ],
+        )
+    )
+    runner = sim_runner(max_revisions=1)
+    first = await runner.reply(ReplyRequest(message=MESSAGE, conversation_id="c1"))
+    assert first.reason is ReasonCode.INSUFFICIENT
+
+    second = await runner.reply(ReplyRequest(message="I don't know", conversation_id="c1"))
+
+    assert second.decision is Outcome.RELEASED
+    drafts = [
+        r["messages"][-1]["content"] for r in simulator.requests() if r["model"] == "counselor-sim"
+    ]
+    block = f"<<<DATA open_unknown>>>\n{alone}\n<<<END DATA>>>"
+    assert [block in prompt for prompt in drafts] == [False, True, True]
+    assert "Your previous draft was not approved" in drafts[2]
+    # The approval was shown the unknown and did not list it again: it is resolved.
+    assert await store.unknowns.open("c1", limit=10) == ()
+    [entry] = await store.unknowns.entries("c1", include_resolved=True)
+    assert entry.resolved_by == f"verdict:{second.trace_id}"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from foureyes.config import Config, RolesConfig, RouteConfig
+from foureyes.config import Config, PrivacyConfig, RolesConfig, RouteConfig
 from foureyes.core.digest import sha256_hex
 from foureyes.core.errors import (
     ConfigError,
@@ -35,6 +35,7 @@ from foureyes.gate import (
     Turn,
     fallback_text,
 )
+from foureyes.gate._prompts import UNKEPT_UNKNOWN
 from foureyes.gate.release import PART_SEPARATOR
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.prompting import DATA_RULE
@@ -427,6 +428,103 @@ async def test_unknowns_are_carried_into_the_next_review_whatever_the_summary_sa
     assert first_record["context"]["unknowns_added"] == [
         "whether the user has someone with them tonight"
     ]
+
+
+ALONE = "whether the user has someone with them tonight"
+
+
+async def open_texts(store: Store, conversation: str) -> list[str | None]:
+    return [u.text for u in await store.unknowns.open(conversation, limit=10)]
+
+
+@pytest.mark.parametrize(
+    ("later", "still_open"),
+    [
+        # A verdict that judged the draft without listing the unknown resolves it ...
+        pytest.param([approve()], [], id="approve"),
+        pytest.param([reject(), approve()], [], id="reject-then-approve"),
+        # ... one that lists it again keeps it open, whatever its decision ...
+        pytest.param([verdict("approve", missing=[ALONE.upper()])], [ALONE], id="listed"),
+        pytest.param([insufficient("her age")], ["her age", ALONE], id="insufficient"),
+        # ... and no verdict at all (a malformed one, a wrong digest) resolves nothing.
+        pytest.param(["not json", "still not json"], [ALONE], id="malformed"),
+        pytest.param([approve(digest="0" * 64)], [ALONE], id="wrong-digest"),
+    ],
+)
+async def test_a_later_verdict_that_no_longer_lists_an_unknown_resolves_it(
+    make_runner: MakeRunner,
+    scripted: ScriptedProvider,
+    store: Store,
+    later: list[Any],
+    still_open: list[str],
+) -> None:
+    runner = make_runner(max_revisions=1)
+    scripted.enqueue(Role.COUNSELOR, DRAFT, DRAFT, "Tell me more about tonight?")
+    scripted.enqueue(Role.SUPERVISOR, insufficient(ALONE), *later)
+    await runner.reply(HELLO.model_copy(update={"conversation_id": "c1"}))
+
+    second = await runner.reply(ReplyRequest(message="thanks", conversation_id="c1"))
+
+    assert sorted(t or "" for t in await open_texts(store, "c1")) == sorted(still_open)
+    record = await decision_of(store, second)
+    resolved = 0 if still_open else 1
+    assert record["context"]["unknowns_resolved"] == resolved
+    if resolved:
+        [entry] = await store.unknowns.entries("c1", include_resolved=True)
+        assert entry.resolved_by == f"verdict:{second.trace_id}"
+
+
+async def test_a_rule_hit_resolves_no_unknown(
+    make_runner: MakeRunner, scripted: ScriptedProvider, store: Store
+) -> None:
+    runner = make_runner(max_revisions=0)
+    scripted.enqueue(Role.COUNSELOR, DRAFT, "")  # the empty draft breaks empty_text
+    scripted.enqueue(Role.SUPERVISOR, insufficient(ALONE))
+    await runner.reply(HELLO.model_copy(update={"conversation_id": "c1"}))
+
+    second = await runner.reply(ReplyRequest(message="thanks", conversation_id="c1"))
+
+    assert second.reason is ReasonCode.RULE_VIOLATION
+    assert await open_texts(store, "c1") == [ALONE]
+
+
+async def test_the_counselor_and_its_revision_are_shown_the_open_unknowns(
+    make_runner: MakeRunner, scripted: ScriptedProvider
+) -> None:
+    runner = make_runner(max_revisions=1)
+    scripted.enqueue(Role.COUNSELOR, DRAFT, DRAFT, DRAFT)
+    scripted.enqueue(Role.SUPERVISOR, insufficient(ALONE), reject(), approve())
+    await runner.reply(HELLO.model_copy(update={"conversation_id": "c1"}))
+
+    await runner.reply(ReplyRequest(message="thanks", conversation_id="c1"))
+
+    block = f"<<<DATA open_unknown>>>\n{ALONE}\n<<<END DATA>>>"
+    first, draft, revision = (c.messages[-1].content or "" for c in scripted.calls(Role.COUNSELOR))
+    assert "open_unknown" not in first
+    assert block in draft
+    assert block in revision and "Your previous draft was not approved" in revision
+
+
+@pytest.mark.parametrize("privacy", [PrivacyConfig()])
+async def test_without_raw_text_prompts_still_learn_that_something_is_unknown(
+    make_runner: MakeRunner, scripted: ScriptedProvider, store: Store
+) -> None:
+    runner = make_runner(max_revisions=0)
+    scripted.enqueue(Role.COUNSELOR, DRAFT, DRAFT)
+    scripted.enqueue(Role.SUPERVISOR, insufficient(ALONE), approve())
+    first = await runner.reply(HELLO.model_copy(update={"conversation_id": "c1"}))
+
+    await runner.reply(ReplyRequest(message="thanks", conversation_id="c1"))
+
+    draft = scripted.calls(Role.COUNSELOR)[1].messages[-1].content or ""
+    review = scripted.calls(Role.SUPERVISOR)[1].messages[-1].content or ""
+    for prompt in (draft, review):
+        assert UNKEPT_UNKNOWN in prompt and ALONE not in prompt
+    record = await decision_of(store, first)
+    assert record["context"]["unknowns_added"] == [None]
+    assert record["attempts"][0]["review"]["verdict"]["missing"] == [None]
+    # The approval that was shown it (without its words) still resolves it.
+    assert await store.unknowns.open("c1", limit=10) == ()
 
 
 async def test_unknowns_of_one_conversation_stay_in_it(

@@ -21,6 +21,7 @@ from foureyes.core.roles import Role
 from foureyes.core.tenancy import LOCAL_TENANT, scoped_conversation
 from foureyes.core.trace import EventKind, TraceEvent, TraceRecord
 from foureyes.gate import Outcome, Turn, fallback_text
+from foureyes.gate._prompts import UNKEPT_UNKNOWN
 from foureyes.gate.release import PART_SEPARATOR
 from foureyes.llm.provider import ChatRequest
 from foureyes.llm.routes import Routes
@@ -267,7 +268,9 @@ async def test_open_unknowns_carry_over_within_a_named_conversation(
     assert first.reason is ReasonCode.INSUFFICIENT
     assert second.reason is ReasonCode.APPROVED
     review = scripted.calls(Role.SUPERVISOR)[1].messages[-1].text
-    assert "whether the user is safe tonight" in review
+    # The store keeps no model-written text by default (privacy.store_raw_text): the
+    # review learns that something is unknown, not the words that might quote the user.
+    assert UNKEPT_UNKNOWN in review and "whether the user is safe tonight" not in review
 
 
 @pytest.fixture

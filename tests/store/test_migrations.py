@@ -105,7 +105,7 @@ async def test_observations_written_before_0011_belong_to_the_local_tenant(
 ) -> None:
     engine = create_engine(f"sqlite:///{sqlite_path}")
     with engine.begin() as conn:
-        command.upgrade(alembic_config(conn), "0008")
+        command.upgrade(alembic_config(conn), "0010")
         conn.execute(
             text(
                 "INSERT INTO observations (id, commit_id, subject, snapshot_id, evidence_ref, "

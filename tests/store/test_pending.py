@@ -115,7 +115,8 @@ async def test_unknowns_raised_by_a_reserved_run_write_the_header_first(
 
     await store.unknowns.add("c1", ["which medication?"], trace_id=trace_id)
 
-    assert await store.unknowns.open("c1", limit=5) == ("which medication?",)
+    [kept] = await store.unknowns.open("c1", limit=5)
+    assert kept.raised_by == trace_id
     assert await store.traces.get(trace_id) is not None
 
 

@@ -8,12 +8,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from foureyes.config import PrivacyConfig
 from foureyes.core.digest import text_fingerprint
 from foureyes.core.errors import ConfigError, StoreError, UsageError
-from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
-from foureyes.store import SqlTraceWriter, new_trace_id
+from foureyes.core.trace import EventKind, PrivateText, TraceEvent, TraceWriter
+from foureyes.store import SqlTraceWriter, Store, new_trace_id
 from tests.helpers.clock import ManualClock
 from tests.store._support import OpenStore
 
@@ -158,13 +160,116 @@ async def test_purge_expired_erases_only_expired_raw_text(
     purged = await store.traces.purge_expired(clock.now + dt.timedelta(hours=13))
     again = await store.traces.purge_expired(clock.now + dt.timedelta(hours=13))
 
-    assert (purged, again) == (1, 0)
+    assert (purged.inputs, purged.total, again.total) == (1, 1, 0)
     with sqlite3.connect(sqlite_path) as conn:
         rows = dict(conn.execute("SELECT trace_id, input_text FROM trace_runs").fetchall())
     conn.close()
     assert rows == {old: None, recent: "still fresh"}
     record = await store.traces.get(old)
     assert record is not None and record.run.input_fingerprint == store.traces.fingerprint(MESSAGE)
+
+
+NOTE = "she said she kept the pills from last spring"
+
+
+async def _rows(url: str, query: str) -> list[tuple[object, ...]]:
+    """What the database itself holds, read past the store."""
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:
+            return [tuple(row) for row in (await conn.execute(text(query))).all()]
+    finally:
+        await engine.dispose()
+
+
+async def _run_with_model_text(store: Store, conversation: str) -> str:
+    """A run with raw input, a decision event holding private text, and an open unknown."""
+    trace_id = await store.traces.start_run(
+        "gate_reply", conversation_id=conversation, input_text=MESSAGE
+    )
+    data = {"missing": [PrivateText(NOTE)], "violations": [{"note": PrivateText(NOTE)}], "n": 1}
+    await store.traces.append(trace_id, _event(EventKind.DECISION, "gate", **data))
+    await store.unknowns.add(conversation, [NOTE], trace_id=trace_id)
+    return trace_id
+
+
+async def test_model_written_text_follows_retention_and_the_purge_erases_it(
+    open_store: OpenStore, store_url: str, clock: ManualClock
+) -> None:
+    privacy = PrivacyConfig(store_raw_text=True, retention_days=1)
+    store = await open_store(store_url, privacy=privacy, clock=clock)
+    trace_id = await _run_with_model_text(store, "c1")
+
+    record = await store.traces.get(trace_id)
+    assert record is not None
+    assert record.events[0].data == {"missing": [NOTE], "violations": [{"note": NOTE}], "n": 1}
+    assert [u.text for u in await store.unknowns.open("c1", limit=5)] == [NOTE]
+
+    clock.advance(days=1)
+    # Past its retention the text reads as None before any purge ...
+    record = await store.traces.get(trace_id)
+    assert record is not None
+    assert record.events[0].data == {"missing": [None], "violations": [{"note": None}], "n": 1}
+    assert [u.text for u in await store.unknowns.open("c1", limit=5)] == [None]
+    assert len(await _rows(store_url, "SELECT text FROM trace_texts")) == 1
+
+    # ... and the purge erases it from the database; the unknown stays open by its HMAC.
+    purged = await store.traces.purge_expired()
+    again = await store.traces.purge_expired()
+
+    assert (purged.inputs, purged.texts, purged.unknowns, again.total) == (1, 1, 1, 0)
+    assert await _rows(store_url, "SELECT text FROM trace_texts") == []
+    assert await _rows(store_url, "SELECT input_text FROM trace_runs") == [(None,)]
+    assert await _rows(store_url, "SELECT text, resolved_at FROM gate_open_unknowns") == [
+        (None, None)
+    ]
+    await store.unknowns.add("c1", [NOTE.upper()], trace_id=trace_id)
+    assert len(await store.unknowns.entries("c1", include_resolved=True)) == 1
+
+
+async def test_without_raw_text_model_written_text_is_never_stored(
+    open_store: OpenStore, sqlite_url: str, sqlite_path: Path
+) -> None:
+    store = await open_store(sqlite_url)
+    trace_id = await _run_with_model_text(store, "c1")
+
+    record = await store.traces.get(trace_id)
+    assert record is not None
+    assert record.events[0].data == {"missing": [None], "violations": [{"note": None}], "n": 1}
+    assert [u.text for u in await store.unknowns.open("c1", limit=5)] == [None]
+    await store.close()
+    assert NOTE.encode() not in _db_bytes(sqlite_path)
+    # In its place the event holds the text's HMAC, as it holds the input's.
+    assert store.traces.fingerprint(NOTE).encode() in _db_bytes(sqlite_path)
+
+
+async def test_purges_run_in_bounded_batches_and_two_stores_count_each_row_once(
+    open_store: OpenStore, store_url: str, clock: ManualClock
+) -> None:
+    privacy = PrivacyConfig(store_raw_text=True, retention_days=1)
+    first = await open_store(store_url, privacy=privacy, clock=clock)
+    second = await open_store(store_url, privacy=privacy, clock=clock)
+    for n in range(10):
+        await _run_with_model_text(first, f"c{n}")
+    later = clock.now + dt.timedelta(days=1)
+
+    alone = await first.traces.purge_expired(later - dt.timedelta(hours=1), batch_size=4)
+    both = await asyncio.gather(
+        first.traces.purge_expired(later, batch_size=4),
+        second.traces.purge_expired(later, batch_size=4),
+    )
+
+    assert alone.total == 0
+    assert sum(c.inputs for c in both) == sum(c.texts for c in both) == 10
+    assert sum(c.unknowns for c in both) == 10
+    # 4 + 4 + 2 rows of each kind: no transaction erased more than a batch.
+    assert all(c.batches >= 1 for c in both) and sum(c.batches for c in both) >= 3
+    assert await _rows(store_url, "SELECT text FROM trace_texts") == []
+    assert await _rows(
+        store_url, "SELECT count(*) FROM gate_open_unknowns WHERE text IS NOT NULL"
+    ) == [(0,)]
+    with pytest.raises(UsageError):
+        await first.traces.purge_expired(batch_size=0)
 
 
 async def test_purge_refuses_a_naive_time(open_store: OpenStore, sqlite_url: str) -> None:

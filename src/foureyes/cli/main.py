@@ -16,6 +16,7 @@ from foureyes.cli import (
     risk_cmd,
     serve_cmd,
     simulate_cmd,
+    store_cmd,
     trace_cmd,
 )
 
@@ -36,6 +37,7 @@ app.command("review")(review_cmd.review)
 app.add_typer(facts_cmd.app, name="facts")
 app.add_typer(keys_cmd.app, name="keys")
 app.add_typer(trace_cmd.app, name="trace")
+app.add_typer(store_cmd.app, name="store")
 app.add_typer(eval_cmd.app, name="eval")
 
 

@@ -9,7 +9,7 @@ and if no candidate went out, why not. ``--json`` prints the whole record.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -155,6 +155,11 @@ def _print_decision(data: Mapping[str, Any], fingerprint: str | None) -> None:
     _print_basis(data, fingerprint)
 
 
+def _texts(texts: Sequence[str | None]) -> str:
+    """Model-written texts, each one not kept (privacy, retention) shown as such."""
+    return "; ".join("(text not kept)" if text is None else text for text in texts)
+
+
 def _print_basis(data: Mapping[str, Any], fingerprint: str | None) -> None:
     out = _out
     context = data["context"]
@@ -170,9 +175,11 @@ def _print_basis(data: Mapping[str, Any], fingerprint: str | None) -> None:
     )
     sources = ", ".join(f"{s['id']} ({s['origin']})" for s in context["sources"]) or "none"
     out(f"  sources: {sources}", markup=False)
-    out(f"  open unknowns: {'; '.join(context['open_unknowns']) or 'none'}", markup=False)
+    out(f"  open unknowns: {_texts(context['open_unknowns']) or 'none'}", markup=False)
     if context["unknowns_added"]:
-        out(f"  unknowns kept open: {'; '.join(context['unknowns_added'])}", markup=False)
+        out(f"  unknowns kept open: {_texts(context['unknowns_added'])}", markup=False)
+    if context.get("unknowns_resolved"):
+        out(f"  unknowns resolved by the verdict: {context['unknowns_resolved']}", markup=False)
     out(
         f"  Counselor summary shown: {'yes' if context['counselor_summary'] else 'no'}",
         markup=False,

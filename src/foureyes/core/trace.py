@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-__all__ = ["EventKind", "TraceEvent", "TraceRecord", "TraceRun", "TraceWriter"]
+__all__ = ["EventKind", "PrivateText", "TraceEvent", "TraceRecord", "TraceRun", "TraceWriter"]
 
 
 class EventKind(StrEnum):
@@ -33,6 +33,22 @@ class EventKind(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class PrivateText:
+    """Model-written text in an event's data that may restate the user's words.
+
+    A verdict's notes and missing items, open unknowns: the trace writer treats such text
+    like the raw input (DESIGN invariant 10). It stores the HMAC of the text in its place,
+    and the text itself only when ``privacy.store_raw_text`` is on, until
+    ``retention_days`` have passed; read back, the value is the text while it is kept and
+    ``None`` otherwise. It is not JSON by itself: only a writer that knows the privacy
+    settings can store an event holding one.
+    """
+
+    text: str
+    """The text."""
+
+
+@dataclass(frozen=True, slots=True)
 class TraceEvent:
     """One entry in a run's trace. ``data`` must be JSON-serialisable."""
 
@@ -41,7 +57,10 @@ class TraceEvent:
     stage: str
     """The pipeline stage that wrote it (``draft``, ``review``, ``gate``, ``l1``, ...)."""
     data: Mapping[str, Any] = field(default_factory=dict)
-    """Event payload (digests, codes, timings); never raw user text unless configured."""
+    """Event payload (digests, codes, timings); never raw user text unless configured.
+
+    Model-written text that may restate the user's words goes in as :class:`PrivateText`.
+    """
     at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     """When it happened, timezone-aware UTC."""
 

@@ -28,7 +28,7 @@ from foureyes.gate.release import (
     compose_release,
     deliver,
 )
-from foureyes.gate.request import OpenUnknowns, ReplyRequest
+from foureyes.gate.request import KeptUnknown, OpenUnknowns, ReplyRequest
 from foureyes.gate.review_input import ReviewInput, Source, Turn, assemble_review_input
 from foureyes.gate.rules import BUILTIN_RULES, Rule, RuleCatalogue, RuleContext, RuleFinding
 from foureyes.gate.runner import RUN_KIND, GateRunner, PendingReply
@@ -54,6 +54,7 @@ __all__ = [
     "FallbackFamily",
     "GateOutcome",
     "GateRunner",
+    "KeptUnknown",
     "MAX_MISSING",
     "MAX_VIOLATIONS",
     "OpenUnknowns",

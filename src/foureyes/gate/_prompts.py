@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from importlib import resources
 from string import Template
 
 from foureyes.core.locale import Locale
 from foureyes.gate.rules import RuleCatalogue
+from foureyes.llm.prompting import data_block
 
-__all__ = ["LANGUAGE_NAMES", "rules_list", "template"]
+__all__ = ["LANGUAGE_NAMES", "NONE", "UNKEPT_UNKNOWN", "rules_list", "template", "unknowns_list"]
+
+NONE = "(none)"
+"""What a prompt section with nothing in it says."""
+
+UNKEPT_UNKNOWN = (
+    "- (an earlier review could not judge something in this conversation; its wording is not kept)"
+)
+"""How a prompt shows an open unknown whose text the store does not keep."""
 
 LANGUAGE_NAMES = {
     Locale.EN: "English",
@@ -29,3 +39,11 @@ def template(name: str) -> Template:
 def rules_list(catalogue: RuleCatalogue) -> str:
     """The catalogue as prompt lines: ``- id: description`` (English descriptions)."""
     return "\n".join(f"- {rule.id}: {rule.description[Locale.EN]}" for rule in catalogue.rules)
+
+
+def unknowns_list(unknowns: Sequence[str | None]) -> str:
+    """Open unknowns as prompt lines: each text as data, each unkept one as a code line."""
+    return (
+        "\n".join(UNKEPT_UNKNOWN if u is None else data_block("open_unknown", u) for u in unknowns)
+        or NONE
+    )

@@ -24,16 +24,17 @@ from foureyes.core.locale import Locale
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.reasons import ReasonCode
 from foureyes.core.roles import Role
+from foureyes.core.trace import PrivateText
 from foureyes.gate._meter import Meter
 from foureyes.gate.counselor import Revision, counselor_request, draft_reply
 from foureyes.gate.failures import Stage, reason_for
 from foureyes.gate.gate import Decision, decide
 from foureyes.gate.outcome import Attempt
-from foureyes.gate.request import OpenUnknowns, ReplyRequest
+from foureyes.gate.request import KeptUnknown, OpenUnknowns, ReplyRequest
 from foureyes.gate.review_input import assemble_review_input
 from foureyes.gate.rules import RuleCatalogue, RuleContext
 from foureyes.gate.supervisor import Review, review_candidate
-from foureyes.gate.verdict import Verdict
+from foureyes.gate.verdict import Verdict, VerdictDecision
 from foureyes.llm import telemetry
 from foureyes.llm.calls import CallScope, ModelCaller
 from foureyes.risk.resources import ResourceRegistry
@@ -43,6 +44,10 @@ __all__ = ["Run", "usable_verdict"]
 _MAX_ERROR = 500
 # A revision needs a draft and a review; with fewer calls left it cannot be judged.
 _CALLS_PER_ATTEMPT = 2
+
+
+def _private(text: str | None) -> PrivateText | None:
+    return None if text is None else PrivateText(text)
 
 
 def _error_text(error: FoureyesError) -> str:
@@ -97,10 +102,11 @@ class Run:
             Deadline.after(gate.deadline_s, clock=clock), CallBudget(gate.max_calls), trace_id
         )
         self.meter = Meter(caller, self.scope)
-        self.open_unknowns: tuple[str, ...] = ()
+        self.open_unknowns: tuple[KeptUnknown, ...] = ()
+        """The conversation's open unknowns, read once for the whole run."""
         self.speculation: dict[str, Any] | None = None
         """What became of a speculative first draft, for the record (``None``: none)."""
-        self._unknowns_read: asyncio.Future[tuple[str, ...]] | None = None
+        self._unknowns_read: asyncio.Future[Sequence[KeptUnknown]] | None = None
         self._first: asyncio.Task[_Drafted] | None = None
         self.rules = RuleContext(max_chars=gate.max_chars, region=region, registry=registry)
 
@@ -175,7 +181,6 @@ class Run:
     def _start_unknowns_read(self) -> None:
         conversation = self.request.conversation_id
         if self.unknowns is not None and conversation is not None:
-            # Read while the Counselor drafts: only the review needs them.
             self._unknowns_read = asyncio.ensure_future(
                 self.unknowns.open(conversation, limit=self.gate.max_open_unknowns)
             )
@@ -231,6 +236,9 @@ class Run:
 
     async def _draft(self, n: int, revision: Revision | None) -> _Drafted:
         """The draft phase of attempt ``n``: needs no policy, so it may run speculatively."""
+        # The Counselor is shown what earlier reviews could not judge, so the reply can
+        # ask rather than guess; a store that cannot be read fails the run (not a reason).
+        await self._finish_unknowns_read()
         try:
             request = counselor_request(
                 self.request.message,
@@ -240,6 +248,7 @@ class Run:
                 max_chars=self.gate.max_chars,
                 history_turns=self.gate.counselor_turns,
                 revision=revision,
+                open_unknowns=self.unknown_texts,
             )
             candidate = await draft_reply(self.meter.call(Stage.DRAFT), request)
         except FoureyesError as exc:
@@ -274,10 +283,15 @@ class Run:
         return isinstance(error, RouteTimeout) and error.timeout_s < route.timeout_s
 
     async def _finish_unknowns_read(self) -> None:
-        """Take the open unknowns read during the first draft (once)."""
+        """Take the open unknowns read since the run began (once)."""
         if self._unknowns_read is not None:
             read, self._unknowns_read = self._unknowns_read, None
-            self.open_unknowns = await read
+            self.open_unknowns = tuple(await read)
+
+    @property
+    def unknown_texts(self) -> tuple[str | None, ...]:
+        """The open unknowns as prompts show them (``None``: its text is not kept)."""
+        return tuple(unknown.text for unknown in self.open_unknowns)
 
     async def _review(
         self, candidate: Proposal[str]
@@ -288,7 +302,7 @@ class Run:
             history=self.request.history,
             candidate=candidate,
             sources=self.request.sources,
-            open_unknowns=self.open_unknowns,
+            open_unknowns=self.unknown_texts,
             counselor_summary=self.request.counselor_summary,
             history_turns=self.gate.history_turns,
         )
@@ -324,23 +338,48 @@ class Run:
         reason = problem.reason
         return review, reason if reason.is_review_failure else None, problem.detail
 
-    async def keep_unknowns(self, decision: Decision, last: Attempt | None) -> tuple[str, ...]:
-        """Keep an ``insufficient`` verdict's missing items open on the conversation."""
-        conversation = self.request.conversation_id
-        if (
-            decision.reason is not ReasonCode.INSUFFICIENT
-            or last is None
-            or last.review is None
-            or self.unknowns is None
-            or conversation is None
-        ):
-            return ()
-        missing = last.review.verdict.missing
-        await self.unknowns.add(conversation, missing, trace_id=self.trace_id)
-        return missing
+    async def settle_unknowns(
+        self, decision: Decision, last: Attempt | None
+    ) -> tuple[tuple[str, ...], int]:
+        """Keep or resolve the conversation's open unknowns by the last verdict.
 
-    def context(self, added: tuple[str, ...], stale: Sequence[Any]) -> dict[str, Any]:
-        """What the review was based on, for the decision record."""
+        An ``insufficient`` decision keeps the verdict's missing items open. A verdict that
+        met its contract for the last draft and judged it (approve or reject) resolves
+        every open unknown this run was shown that its ``missing`` does not list again
+        (compared with whitespace collapsed and case folded); unknowns raised meanwhile by
+        another run, or beyond ``gate.max_open_unknowns``, were not shown and stay open.
+        No verdict (a rule hit, a failed or malformed review) resolves nothing.
+
+        Returns:
+            The missing items kept open, and how many unknowns were resolved.
+        """
+        conversation = self.request.conversation_id
+        review = last.review if last is not None else None
+        if self.unknowns is None or conversation is None or review is None:
+            return (), 0
+        if decision.reason is ReasonCode.INSUFFICIENT:
+            raised = review.verdict.missing
+            await self.unknowns.settle(conversation, trace_id=self.trace_id, raised=raised)
+            return raised, 0
+        judged = review.verdict.decision in (VerdictDecision.APPROVE, VerdictDecision.REJECT)
+        if review.problem is not None or not judged or not self.open_unknowns:
+            return (), 0
+        resolved = await self.unknowns.settle(
+            conversation,
+            trace_id=self.trace_id,
+            shown=[unknown.id for unknown in self.open_unknowns],
+            listed=review.verdict.missing,
+        )
+        return (), resolved
+
+    def context(
+        self, added: tuple[str, ...], resolved: int, stale: Sequence[Any]
+    ) -> dict[str, Any]:
+        """What the review was based on, for the decision record.
+
+        Unknowns are model-written: the record holds them as private text (``None`` for
+        one whose text the store does not keep).
+        """
         history = self.request.history
         shown = min(len(history), self.gate.history_turns)
         return {
@@ -350,8 +389,9 @@ class Run:
                 {"id": s.id, "origin": s.origin, "sha256": sha256_hex(s.text)}
                 for s in self.request.sources
             ],
-            "open_unknowns": list(self.open_unknowns),
-            "unknowns_added": list(added),
+            "open_unknowns": [_private(text) for text in self.unknown_texts],
+            "unknowns_added": [PrivateText(text) for text in added],
+            "unknowns_resolved": resolved,
             "counselor_summary": self.request.counselor_summary is not None,
             "rules": sorted(self.catalogue.ids),
             "stale_resources": [entry.id for entry in stale],

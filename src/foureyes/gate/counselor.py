@@ -3,7 +3,9 @@
 The Counselor has no path to the user: what it writes becomes a text
 :class:`~foureyes.core.digest.Proposal` bound to the SHA-256 of its exact text, and only
 the gate decides what happens to it. The user's words, earlier turns and, on a revision,
-the rejected draft and the reviewer's notes go into the prompt as data (invariant 7).
+the rejected draft and the reviewer's notes go into the prompt as data (invariant 7), and
+so do the conversation's open unknowns, so a draft (and each revision) knows what an
+earlier review could not judge yet.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from foureyes.core.digest import Proposal
 from foureyes.core.locale import Locale
 from foureyes.core.roles import Role
-from foureyes.gate._prompts import LANGUAGE_NAMES, rules_list, template
+from foureyes.gate._prompts import LANGUAGE_NAMES, NONE, rules_list, template, unknowns_list
 from foureyes.gate.review_input import Turn
 from foureyes.gate.rules import RuleCatalogue
 from foureyes.llm.prompting import DATA_RULE, data_block
@@ -48,9 +50,11 @@ def counselor_request(
     max_chars: int,
     history_turns: int,
     revision: Revision | None = None,
+    open_unknowns: Sequence[str | None] = (),
 ) -> ChatRequest:
     """The drafting request for the user's current ``message``.
 
+    ``open_unknowns`` are the conversation's (``None`` for one whose text is not kept).
     Its ``subject`` carries the user's words bare for the offline Counselor.
     """
     earlier = tuple(history[-history_turns:]) if history_turns else ()
@@ -67,13 +71,12 @@ def counselor_request(
             broken="\n".join(
                 f"- {rule.id}: {rule.description[Locale.EN]}" for rule in described if rule
             ),
-            notes="\n".join(data_block("reviewer_note", note) for note in revision.notes)
-            or "(none)",
+            notes="\n".join(data_block("reviewer_note", note) for note in revision.notes) or NONE,
             previous=data_block("previous_draft", revision.previous),
         )
     user = template("counselor_user").substitute(
-        earlier="\n".join(data_block("earlier_turn", t.text, role=t.role) for t in earlier)
-        or "(none)",
+        earlier="\n".join(data_block("earlier_turn", t.text, role=t.role) for t in earlier) or NONE,
+        unknowns=unknowns_list(open_unknowns),
         message=data_block("user_message", message),
         revision=revision_text,
     )

@@ -4,7 +4,9 @@
 reason, the digests, the delivered text, the trace id, the verdict, the rules fired,
 timings and calls per role. :func:`decision_record` is the same run as the JSON the trace
 keeps, written before the reply is handed over; ``foureyes trace show`` reads it back.
-Neither holds a rejected candidate's text: only its digest and length.
+Neither holds a rejected candidate's text: only its digest and length. The record holds a
+verdict's notes and missing items and the open unknowns as
+:class:`~foureyes.core.trace.PrivateText`, which the trace writer keeps like raw input.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from foureyes.core.locale import Locale
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.reasons import ReasonCode
 from foureyes.core.roles import Role
+from foureyes.core.trace import PrivateText
 from foureyes.gate.fallback import family_of
 from foureyes.gate.gate import Outcome
 from foureyes.gate.release import PartKind, Release
@@ -67,7 +70,7 @@ class Attempt:
             problem = self.review.problem
             review = {
                 "verdict_sha256": self.review.verdict_sha256,
-                "verdict": self.review.verdict.model_dump(mode="json"),
+                "verdict": _verdict_json(self.review.verdict),
                 "route": self.review.route,
                 "offline": self.review.offline,
                 "calls": self.review.attempts,
@@ -86,6 +89,20 @@ class Attempt:
             "error": self.error,
             "reason": self.reason.value,
         }
+
+
+def _verdict_json(verdict: Verdict) -> dict[str, Any]:
+    """The verdict as recorded, its model-written notes and missing items as private text.
+
+    They may restate the user's words, so they are kept only as configured.
+    """
+    document = verdict.model_dump(mode="json")
+    document["violations"] = [
+        {**violation, "note": PrivateText(violation["note"])}
+        for violation in document["violations"]
+    ]
+    document["missing"] = [PrivateText(item) for item in document["missing"]]
+    return document
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,18 +11,47 @@ from foureyes.core.locale import Locale
 from foureyes.core.policy import GenerationPolicy
 from foureyes.gate.review_input import Source, Turn
 
-__all__ = ["OpenUnknowns", "ReplyRequest"]
+__all__ = ["KeptUnknown", "OpenUnknowns", "ReplyRequest"]
+
+
+class KeptUnknown(Protocol):
+    """One open unknown as the store gives it back."""
+
+    @property
+    def id(self) -> str:
+        """Its id in the store."""
+        ...
+
+    @property
+    def text(self) -> str | None:
+        """What a Supervisor said it lacked; ``None`` when the store keeps no text for it.
+
+        No text is kept with ``privacy.store_raw_text`` off, or past its retention.
+        """
+        ...
 
 
 class OpenUnknowns(Protocol):
     """Where a conversation's open unknowns are kept (``foureyes.store`` has one)."""
 
-    async def open(self, conversation_id: str, *, limit: int) -> tuple[str, ...]:
+    async def open(self, conversation_id: str, *, limit: int) -> Sequence[KeptUnknown]:
         """The open unknowns of a conversation, most recent first, at most ``limit``."""
         ...
 
-    async def add(self, conversation_id: str, texts: Sequence[str], *, trace_id: str) -> None:
-        """Record unknowns raised by the run ``trace_id``; known ones stay open as they are."""
+    async def settle(
+        self,
+        conversation_id: str,
+        *,
+        trace_id: str,
+        raised: Sequence[str] = (),
+        shown: Sequence[str] = (),
+        listed: Sequence[str] = (),
+    ) -> int:
+        """Record what run ``trace_id``'s verdict said, in one write; how many it resolved.
+
+        ``raised`` texts are kept open (known ones stay open as they are); each unknown
+        of ``shown`` (ids) is resolved unless ``listed`` (texts) names it again.
+        """
         ...
 
 

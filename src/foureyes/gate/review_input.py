@@ -64,8 +64,9 @@ class ReviewInput:
     """Its SHA-256, which the verdict must name."""
     sources: tuple[Source, ...]
     """Material the reply may rely on."""
-    open_unknowns: tuple[str, ...]
-    """What earlier reviews said they could not judge, still open."""
+    open_unknowns: tuple[str | None, ...]
+    """What earlier reviews said they could not judge, still open (``None``: one whose
+    text the store does not keep)."""
     counselor_summary: str | None
     """The Counselor's summary of the conversation, shown as the Counselor's, unconfirmed."""
 
@@ -76,7 +77,7 @@ def assemble_review_input(
     history: Sequence[Turn],
     candidate: Proposal[str],
     sources: Sequence[Source],
-    open_unknowns: Sequence[str],
+    open_unknowns: Sequence[str | None],
     counselor_summary: str | None,
     history_turns: int,
 ) -> ReviewInput:

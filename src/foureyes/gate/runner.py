@@ -11,7 +11,8 @@
    ``gate.max_calls``;
 5. :func:`~foureyes.gate.gate.decide` decides; the gate mints the
    :class:`~foureyes.gate.release.Release`; an ``insufficient`` verdict's missing items
-   are kept on the conversation as open unknowns;
+   are kept on the conversation as open unknowns, and a verdict that judged the draft
+   resolves the open unknowns it was shown and did not list again;
 6. the decision record is appended to the trace (write-ahead, invariant 10), and only
    then is the release delivered and the outcome returned.
 
@@ -242,11 +243,11 @@ class PendingReply:
             region=run.region,
             registry=runner._registry,
         )
-        added = await run.keep_unknowns(release.decision, last)
+        added, resolved = await run.settle_unknowns(release.decision, last)
         record = decision_record(
             release=release,
             attempts=attempts,
-            context=run.context(added, runner.stale_resources),
+            context=run.context(added, resolved, runner.stale_resources),
             usage=run.meter.usage(),
             timings=run.meter.timings(time.perf_counter() - run.started),
             limits=run.limits(),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from foureyes.core.roles import Role
-from foureyes.gate._prompts import rules_list, template
+from foureyes.gate._prompts import NONE, rules_list, template, unknowns_list
 from foureyes.gate.review_input import ReviewInput
 from foureyes.gate.rules import RuleCatalogue
 from foureyes.gate.verdict import Verdict, VerdictProblem, check_verdict, verdict_sha256
@@ -20,8 +20,6 @@ from foureyes.llm.provider import ChatMessage, ChatRequest
 from foureyes.llm.structured import ChatCall, StructuredFailure, complete_structured
 
 __all__ = ["Review", "review_candidate", "supervisor_request"]
-
-_NONE = "(none)"
 
 
 def supervisor_request(
@@ -42,13 +40,13 @@ def supervisor_request(
         shown=len(review.earlier),
         omitted=review.omitted_turns,
         earlier="\n".join(data_block("earlier_turn", t.text, role=t.role) for t in review.earlier)
-        or _NONE,
+        or NONE,
         sources="\n".join(
             data_block("source", s.text, id=s.id, origin=s.origin) for s in review.sources
         )
-        or _NONE,
-        unknowns="\n".join(data_block("open_unknown", u) for u in review.open_unknowns) or _NONE,
-        summary=_NONE
+        or NONE,
+        unknowns=unknowns_list(review.open_unknowns),
+        summary=NONE
         if summary is None
         else data_block("counselor_summary", summary, author="counselor", status="unconfirmed"),
         candidate_chars=len(review.candidate),

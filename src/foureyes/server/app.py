@@ -7,7 +7,8 @@ unreachable store stops the server before it accepts a request.
 
 Endpoints and who may call them: ``/healthz`` is open (liveness, readiness and the auth
 mode; it reveals no data); ``/v1/models``, ``/v1/chat/completions`` (the gateway),
-``/v1/assess``, ``/v1/review`` and ``/v1/facts/*`` need a ``client`` key; ``/metrics``,
+``/v1/assess``, ``/v1/review``, ``/v1/facts/*`` and ``/v1/conversations/*/unknowns``
+need a ``client`` key; ``/metrics``,
 ``/v1/traces`` and ``/v1/keys`` need an ``admin`` key (a Prometheus scrape job sends one
 as a bearer token).
 In the ``open_loopback`` mode local callers need no key (see :mod:`foureyes.server.auth`).
@@ -19,6 +20,7 @@ dependencies (key, rate limit, scope) → the handler.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -58,7 +60,9 @@ from foureyes.server.facts_api import facts_router
 from foureyes.server.gateway import GATEWAY_MODEL, gateway_router
 from foureyes.server.limits import BodyGuardMiddleware, RateLimiter, add_cors
 from foureyes.server.metrics import METRICS_CONTENT_TYPE, Metrics, MetricsMiddleware
+from foureyes.server.purge import purge_on_schedule
 from foureyes.server.review_api import review_router
+from foureyes.server.unknowns_api import unknowns_router
 from foureyes.store import Store
 from foureyes.store.api_keys import EnvKeySync, KeyScope
 
@@ -145,6 +149,10 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             config.review,
             policy=PublicationPolicy(config.review.publish),
         )
+        interval = config.privacy.purge_interval_s
+        purging = (
+            asyncio.create_task(purge_on_schedule(store.traces, interval)) if interval else None
+        )
         app.state.service = Service(
             config=config,
             routes=routes,
@@ -159,6 +167,9 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
         try:
             yield
         finally:
+            if purging is not None:
+                purging.cancel()
+                await asyncio.gather(purging, return_exceptions=True)
             await pipeline.aclose()
             await routes.aclose()
             await store.close()
@@ -176,6 +187,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
     app.include_router(gateway_router())
     app.include_router(api_router())
     app.include_router(evals_router())
+    app.include_router(unknowns_router())
     client_only = [Depends(require_scope(KeyScope.CLIENT))]
     # The facts handlers take the principal themselves: observations are scoped to it.
     app.include_router(facts_router(lambda request: request.app.state.service))

@@ -28,7 +28,7 @@ from foureyes.store.observations import (
     SqlObservationLog,
     StoredObservation,
 )
-from foureyes.store.traces import SqlTraceWriter, new_trace_id
+from foureyes.store.traces import PurgeCounts, SqlTraceWriter, new_trace_id
 from foureyes.store.unknowns import OpenUnknown, SqlOpenUnknowns
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "OpenUnknown",
     "OptIn",
     "PendingAttempt",
+    "PurgeCounts",
     "RecordedBatch",
     "SqlAlertRecords",
     "SqlApiKeys",

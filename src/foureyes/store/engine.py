@@ -40,7 +40,13 @@ class Store:
         self._db = db
         self._traces = traces
         self._ledger = SqlSpendLedger(db, clock=clock)
-        self._unknowns = SqlOpenUnknowns(db, clock=clock, pending=traces.pending)
+        self._unknowns = SqlOpenUnknowns(
+            db,
+            privacy=traces.privacy,
+            fingerprint=traces.fingerprint,
+            clock=clock,
+            pending=traces.pending,
+        )
         self._assessments = SqlAssessmentLog(
             db, fingerprint=traces.fingerprint, pending=traces.pending
         )

@@ -48,6 +48,7 @@ __all__ = [
     "store_secrets",
     "trace_events",
     "trace_runs",
+    "trace_texts",
 ]
 
 metadata = MetaData(
@@ -139,6 +140,19 @@ trace_events = Table(
     Column("data", _JSON, nullable=False),
 )
 """A run's events, numbered from 1 in append order; never updated or deleted."""
+
+trace_texts = Table(
+    "trace_texts",
+    metadata,
+    Column("trace_id", String(32), ForeignKey("trace_runs.trace_id"), primary_key=True),
+    # The HMAC an event holds in place of the text (``{"private_text": <hmac>}``).
+    Column("fingerprint", String(64), primary_key=True),
+    Column("text", Text, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False, index=True),
+)
+"""Model-written text of a run's events that may restate the user's words (verdict notes,
+missing items, open unknowns), kept apart from the append-only events so that it can be
+purged when its retention ends; written only when ``privacy.store_raw_text`` is on."""
 
 spend_days = Table(
     "spend_days",
@@ -319,9 +333,14 @@ gate_open_unknowns = Table(
     metadata,
     Column("id", String(32), primary_key=True),
     Column("conversation_id", String(256), nullable=False),
-    # SHA-256 of the text with whitespace collapsed and case folded: one row per unknown.
+    # The HMAC-SHA256 (the store's fingerprint key) of the text with whitespace collapsed
+    # and case folded: one row per unknown. Rows raised before revision 0010 hold the
+    # plain SHA-256 instead.
     Column("text_sha256", String(64), nullable=False),
-    Column("text", Text, nullable=False),
+    # Model-written, it may restate the user's words: kept only when
+    # privacy.store_raw_text is on, until text_expires_at (then purged).
+    Column("text", Text, nullable=True),
+    Column("text_expires_at", UTCDateTime, nullable=True, index=True),
     Column("raised_by", String(32), ForeignKey("trace_runs.trace_id"), nullable=False),
     Column("raised_at", UTCDateTime, nullable=False),
     Column("resolved_at", UTCDateTime, nullable=True),

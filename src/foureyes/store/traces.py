@@ -5,22 +5,40 @@ from __future__ import annotations
 import datetime as dt
 import json
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Integer, and_, bindparam, select, update
+from sqlalchemy import (
+    Connection,
+    Integer,
+    Select,
+    and_,
+    bindparam,
+    delete,
+    select,
+    tuple_,
+    update,
+)
 
 from foureyes.config import PrivacyConfig
 from foureyes.core.digest import text_fingerprint
 from foureyes.core.errors import StoreError, UsageError
-from foureyes.core.trace import EventKind, TraceEvent, TraceRecord, TraceRun
+from foureyes.core.trace import EventKind, PrivateText, TraceEvent, TraceRecord, TraceRun
 from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database
 from foureyes.store._pending import PendingRuns
-from foureyes.store.tables import trace_events, trace_runs
+from foureyes.store.tables import gate_open_unknowns, trace_events, trace_runs, trace_texts
 from foureyes.store.trace_list import MAX_LIST, RunFilter, RunSummary, list_query
+from foureyes.store.unknowns import expired_unknown_text
 
-__all__ = ["SqlTraceWriter", "new_trace_id"]
+__all__ = ["PRIVATE_TEXT_KEY", "PurgeCounts", "SqlTraceWriter", "new_trace_id"]
+
+PRIVATE_TEXT_KEY = "private_text"
+"""An event stores ``{"private_text": <hmac>}`` where its data held a :class:`PrivateText`."""
+
+PURGE_BATCH = 500
+"""Rows one purge transaction changes at most, per kind of text."""
 
 # The hot statements are built once: building and keying a statement per call costs more
 # Python than executing a cached one with fresh parameters.
@@ -45,6 +63,35 @@ _INSERT_RUN = trace_runs.insert()
 _INSERT_EVENT = trace_events.insert()
 
 
+@dataclass(frozen=True, slots=True)
+class PurgeCounts:
+    """What one :meth:`SqlTraceWriter.purge_expired` erased."""
+
+    inputs: int
+    """Runs whose raw input text was erased."""
+    texts: int
+    """Model-written event texts (verdict notes, missing items, open unknowns) erased."""
+    unknowns: int
+    """Open unknowns whose text was erased (their HMAC stays)."""
+    batches: int
+    """Transactions it took."""
+
+    @property
+    def total(self) -> int:
+        """Everything erased."""
+        return self.inputs + self.texts + self.unknowns
+
+    def as_json(self) -> dict[str, int]:
+        """The counts as JSON."""
+        return {
+            "inputs": self.inputs,
+            "texts": self.texts,
+            "unknowns": self.unknowns,
+            "batches": self.batches,
+            "total": self.total,
+        }
+
+
 def new_trace_id(now: dt.datetime) -> str:
     """A fresh trace id: 32 hex characters that sort by start time.
 
@@ -65,6 +112,9 @@ class SqlTraceWriter:
 
     Input text is fingerprinted with an HMAC (DESIGN invariant 10); the raw text itself is
     kept only when ``privacy.store_raw_text`` is on, until ``retention_days`` have passed.
+    Model-written text an event holds as :class:`~foureyes.core.trace.PrivateText` is
+    treated the same way: the event keeps its HMAC, the text goes to ``trace_texts`` (only
+    when kept) with the same expiry, and :meth:`purge_expired` erases both.
     Get one from :attr:`foureyes.store.Store.traces`.
     """
 
@@ -81,6 +131,13 @@ class SqlTraceWriter:
         self._hmac_key = hmac_key
         self._clock = clock
         self._pending = PendingRuns(db)
+        # A run holding the same text twice keeps it once.
+        self._insert_text = db.insert_ignoring_conflict_of(trace_texts, ["trace_id", "fingerprint"])
+
+    @property
+    def privacy(self) -> PrivacyConfig:
+        """What of the user's text is kept, and for how long."""
+        return self._privacy
 
     def fingerprint(self, text: str) -> str:
         """The HMAC this store records for ``text``, for matching a message to its traces."""
@@ -179,7 +236,7 @@ class SqlTraceWriter:
             UsageError: the event's kind is not an :class:`EventKind`, its time is naive, or
                 its data is not JSON-serialisable.
         """
-        await self._append_rows("append", trace_id, [_event_row(event)], {})
+        await self._append_rows("append", trace_id, [event], {})
 
     async def append_many(
         self,
@@ -202,26 +259,29 @@ class SqlTraceWriter:
         """
         if outcome is None and reason is not None:
             raise UsageError("a reason is recorded only when the run is finished with an outcome")
-        rows = [_event_row(event) for event in events]
-        if not rows and outcome is None:
+        if not events and outcome is None:
             return
         finish = (
             {} if outcome is None else {"now": self._now(), "outcome": outcome, "reason": reason}
         )
-        await self._append_rows("append_many", trace_id, rows, finish)
+        await self._append_rows("append_many", trace_id, events, finish)
 
     async def _append_rows(
         self,
         operation: str,
         trace_id: str,
-        rows: Sequence[dict[str, Any]],
+        events: Sequence[TraceEvent],
         finish: dict[str, Any],
     ) -> None:
-        """Number ``rows`` after the run's last event and insert them, in one transaction.
+        """Number ``events`` after the run's last event and insert them, in one transaction.
 
         With ``finish`` (``now``, ``outcome``, ``reason``) the statement that takes the
-        numbers also closes the run.
+        numbers also closes the run. The private texts they hold are inserted in the same
+        transaction when they are kept.
         """
+        texts: dict[str, str] = {}
+        rows = [self._event_row(event, texts) for event in events]
+        kept = self._kept_texts(trace_id, texts)
         params: dict[str, Any] = {"run": trace_id, "count": len(rows), **finish}
         statement = _TAKE_SEQ_AND_FINISH if finish else _TAKE_SEQ
 
@@ -235,8 +295,45 @@ class SqlTraceWriter:
                     _INSERT_EVENT,
                     [{"trace_id": trace_id, "seq": first + n, **row} for n, row in enumerate(rows)],
                 )
+            if kept:
+                conn.execute(self._insert_text, kept)
 
         await self._pending.run(operation, trace_id, work)
+
+    def _event_row(self, event: TraceEvent, texts: dict[str, str]) -> dict[str, Any]:
+        """The columns of one event, checked (see :meth:`append`).
+
+        Each :class:`PrivateText` in its data is replaced by ``{"private_text": <hmac>}``
+        and its text added to ``texts`` under that HMAC.
+        """
+        try:
+            kind = EventKind(event.kind)
+        except ValueError:
+            raise UsageError(f"unknown trace event kind {event.kind!r}") from None
+        return {
+            "kind": kind.value,
+            "stage": event.stage,
+            "at": require_utc(event.at, "event.at"),
+            "data": _json_document(event.data, "event data", private=self._hide(texts)),
+        }
+
+    def _hide(self, texts: dict[str, str]) -> _Hide:
+        def hide(value: PrivateText) -> dict[str, str]:
+            fingerprint = self.fingerprint(value.text)
+            texts[fingerprint] = value.text
+            return {PRIVATE_TEXT_KEY: fingerprint}
+
+        return hide
+
+    def _kept_texts(self, trace_id: str, texts: Mapping[str, str]) -> list[dict[str, Any]]:
+        """The ``trace_texts`` rows of ``texts``: none unless raw text is kept."""
+        if not texts or not self._privacy.store_raw_text:
+            return []
+        expires = self._now() + dt.timedelta(days=self._privacy.retention_days)
+        return [
+            {"trace_id": trace_id, "fingerprint": fp, "text": text, "expires_at": expires}
+            for fp, text in texts.items()
+        ]
 
     async def finish_run(self, trace_id: str, *, outcome: str, reason: str | None) -> None:
         """Close the run with its final outcome; no event can be appended afterwards.
@@ -250,7 +347,9 @@ class SqlTraceWriter:
     async def get(self, trace_id: str) -> TraceRecord | None:
         """Read a run back with its events in append order, or ``None`` if it is unknown.
 
-        Raw input past its expiry reads as ``None`` even before :meth:`purge_expired` ran.
+        Raw input past its expiry reads as ``None`` even before :meth:`purge_expired` ran,
+        and so does each private text of an event (``{"private_text": <hmac>}`` in the
+        store) that is not kept or past its expiry; a kept one reads as its text.
 
         Raises:
             StoreError: the store could not be read, or holds an event kind this version
@@ -270,6 +369,12 @@ class SqlTraceWriter:
                     .order_by(trace_events.c.seq)
                 )
             ).all()
+            texts = await conn.execute(
+                select(trace_texts.c.fingerprint, trace_texts.c.text).where(
+                    trace_texts.c.trace_id == trace_id, trace_texts.c.expires_at > now
+                )
+            )
+            kept = {fingerprint: text for fingerprint, text in texts}
         expires = run.input_text_expires_at
         header = TraceRun(
             trace_id=run.trace_id,
@@ -283,7 +388,7 @@ class SqlTraceWriter:
             input_text=run.input_text if expires is None or expires > now else None,
             meta=run.meta,
         )
-        return TraceRecord(run=header, events=tuple(_event(trace_id, row) for row in rows))
+        return TraceRecord(run=header, events=tuple(_event(trace_id, row, kept) for row in rows))
 
     async def list_runs(
         self, where: RunFilter | None = None, *, limit: int = 100
@@ -320,50 +425,122 @@ class SqlTraceWriter:
             for row in rows
         ]
 
-    async def purge_expired(self, now: dt.datetime | None = None) -> int:
-        """Erase raw input whose retention has run out, and return how many runs lost it.
+    async def purge_expired(
+        self, now: dt.datetime | None = None, *, batch_size: int = PURGE_BATCH
+    ) -> PurgeCounts:
+        """Erase the text whose retention has run out; how much was erased.
 
-        Fingerprints stay, so purged runs still match their messages.
+        Raw input of runs, the private texts of events (``trace_texts``) and the text of
+        open unknowns, each when its expiry is at or before ``now``. Open unknowns recorded
+        before expiries were kept (revision 0010) are judged by the privacy settings in
+        force. HMACs stay, so purged runs still match their messages and purged unknowns
+        still match a verdict that lists them again.
+
+        Work goes in transactions of at most ``batch_size`` rows per kind, until a batch
+        finds nothing left: everything written later expires after ``now`` (retention is
+        at least a day), so the loop ends. Stores sharing one PostgreSQL database may
+        purge at the same time: rows another purge holds are skipped (``SKIP LOCKED``) and
+        each row is counted by the purge that erased it. Running it again finds nothing.
 
         Raises:
-            StoreError: the write failed; nothing is erased then.
-            UsageError: ``now`` is naive.
+            StoreError: a write failed; the batches committed before it stay erased.
+            UsageError: ``now`` is naive, or ``batch_size`` is below 1.
         """
+        if batch_size < 1:
+            raise UsageError(f"batch_size must be at least 1, got {batch_size}")
         cutoff = self._now() if now is None else require_utc(now, "now")
-        async with self._db.write("purge_expired") as conn:
-            result = await conn.execute(
-                update(trace_runs)
-                .where(trace_runs.c.input_text_expires_at <= cutoff)
-                .values(input_text=None, input_text_expires_at=None)
+        inputs = texts = unknowns = batches = 0
+        while True:
+            counts = await self._db.run_write(
+                "purge_expired", lambda conn: _purge_batch(conn, cutoff, batch_size, self._privacy)
             )
-        return result.rowcount
+            batches += 1
+            inputs, texts, unknowns = inputs + counts[0], texts + counts[1], unknowns + counts[2]
+            if max(counts) < batch_size:
+                return PurgeCounts(inputs=inputs, texts=texts, unknowns=unknowns, batches=batches)
 
     def _now(self) -> dt.datetime:
         return require_utc(self._clock(), "the store clock")
 
 
-def _event_row(event: TraceEvent) -> dict[str, Any]:
-    """The columns of one event, checked (see :meth:`SqlTraceWriter.append`)."""
-    try:
-        kind = EventKind(event.kind)
-    except ValueError:
-        raise UsageError(f"unknown trace event kind {event.kind!r}") from None
-    return {
-        "kind": kind.value,
-        "stage": event.stage,
-        "at": require_utc(event.at, "event.at"),
-        "data": _json_document(event.data, "event data"),
-    }
+_Hide = Callable[[PrivateText], dict[str, str]]
 
 
-def _json_document(value: Mapping[str, Any], what: str) -> dict[str, Any]:
+def _json_document(
+    value: Mapping[str, Any], what: str, *, private: _Hide | None = None
+) -> dict[str, Any]:
+    """``value`` checked to be JSON; with ``private``, each PrivateText replaced by it."""
     document = dict(value)
+    replaced = False
+
+    def default(item: object) -> Any:
+        nonlocal replaced
+        if private is not None and isinstance(item, PrivateText):
+            replaced = True
+            return private(item)
+        raise TypeError(f"Object of type {type(item).__name__} is not JSON serializable")
+
     try:
         # NaN and infinities are not JSON, and PostgreSQL's jsonb refuses them.
-        json.dumps(document, allow_nan=False)
+        dumped = json.dumps(document, allow_nan=False, default=default)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{what} is not JSON-serialisable: {exc}") from None
-    return document
+    # Only data that held private text pays for the copy without it.
+    return json.loads(dumped) if replaced else document
+
+
+def _reveal(value: Any, kept: Mapping[str, str]) -> Any:
+    """``value`` with each ``{"private_text": <hmac>}`` read as its kept text, or ``None``."""
+    if isinstance(value, dict):
+        if len(value) == 1 and PRIVATE_TEXT_KEY in value:
+            return kept.get(value[PRIVATE_TEXT_KEY])
+        return {key: _reveal(item, kept) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_reveal(item, kept) for item in value]
+    return value
+
+
+def _purge_batch(
+    conn: Connection, cutoff: dt.datetime, limit: int, privacy: PrivacyConfig
+) -> tuple[int, int, int]:
+    """One purge transaction: at most ``limit`` rows of each kind; the rows erased."""
+    runs = trace_runs.c
+    expired_input = runs.input_text_expires_at <= cutoff
+    inputs = conn.execute(
+        update(trace_runs)
+        # The condition is repeated outside the batch's select: a row another purge erased
+        # meanwhile no longer meets it, so it is neither changed nor counted twice.
+        .where(
+            expired_input,
+            runs.trace_id.in_(_batch(select(runs.trace_id).where(expired_input), limit)),
+        )
+        .values(input_text=None, input_text_expires_at=None)
+    ).rowcount
+    texts_c = trace_texts.c
+    expired_text = texts_c.expires_at <= cutoff
+    texts = conn.execute(
+        delete(trace_texts).where(
+            tuple_(texts_c.trace_id, texts_c.fingerprint).in_(
+                _batch(select(texts_c.trace_id, texts_c.fingerprint).where(expired_text), limit)
+            )
+        )
+    ).rowcount
+    unknowns_c = gate_open_unknowns.c
+    expired_unknown = expired_unknown_text(cutoff, privacy)
+    unknowns = conn.execute(
+        update(gate_open_unknowns)
+        .where(
+            expired_unknown,
+            unknowns_c.id.in_(_batch(select(unknowns_c.id).where(expired_unknown), limit)),
+        )
+        .values(text=None, text_expires_at=None)
+    ).rowcount
+    return inputs, texts, unknowns
+
+
+def _batch(query: Select[Any], limit: int) -> Select[Any]:
+    # Rows a concurrent purge has locked are its to erase (PostgreSQL; SQLite has one writer).
+    return query.limit(limit).with_for_update(skip_locked=True)
 
 
 def _closed_run_error(conn: Connection, operation: str, trace_id: str) -> StoreError:
@@ -375,9 +552,9 @@ def _closed_run_error(conn: Connection, operation: str, trace_id: str) -> StoreE
     return StoreError(operation, f"trace {trace_id!r} is finished; its record is closed")
 
 
-def _event(trace_id: str, row: Any) -> TraceEvent:
+def _event(trace_id: str, row: Any, kept: Mapping[str, str]) -> TraceEvent:
     try:
         kind = EventKind(row.kind)
     except ValueError:
         raise StoreError("get", f"trace {trace_id!r} has unknown event kind {row.kind!r}") from None
-    return TraceEvent(kind=kind, stage=row.stage, data=row.data, at=row.at)
+    return TraceEvent(kind=kind, stage=row.stage, data=_reveal(row.data, kept), at=row.at)

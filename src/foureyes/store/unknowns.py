@@ -1,42 +1,68 @@
 """Open unknowns of a conversation: what a Supervisor said it could not judge.
 
 When a verdict is ``insufficient``, the gate keeps its missing items here, and every later
-review of the conversation is shown them until someone resolves them explicitly. Nothing
-the gate or a model writes later (a Counselor summary included) can close one: only
-:meth:`SqlOpenUnknowns.resolve` does, with a note of who resolved it.
+review and draft of the conversation is shown them until they are resolved: by a later
+verdict that judged the reply (approve or reject) without listing them again
+(:meth:`SqlOpenUnknowns.settle`), or explicitly (:meth:`SqlOpenUnknowns.resolve`,
+:meth:`SqlOpenUnknowns.resolve_id`), with a note of who or what resolved it. Nothing else
+the gate or a model writes (a Counselor summary included) can close one.
+
+The text of an unknown is model-written and may restate the user's words, so it follows
+``[privacy]`` like raw input: kept only when ``store_raw_text`` is on, until
+``retention_days`` have passed (then it reads as ``None`` and the purge erases it). The
+unknown itself stays, identified by the HMAC of its text, so a verdict listing it again
+still matches it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, func, or_, select, update
 
-from foureyes.core.digest import sha256_hex
+from foureyes.config import PrivacyConfig
 from foureyes.core.errors import UsageError
 from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database
 from foureyes.store._pending import PendingRuns
 from foureyes.store.tables import gate_open_unknowns
 
-__all__ = ["OpenUnknown", "SqlOpenUnknowns", "unknown_key"]
+__all__ = ["OpenUnknown", "SqlOpenUnknowns", "expired_unknown_text", "normalise_unknown"]
 
 _t = gate_open_unknowns.c
 # Built once: the open unknowns of a conversation, newest first.
 _OPEN = (
-    select(_t.text)
+    select(gate_open_unknowns)
     .where(_t.conversation_id == bindparam("conversation"), _t.resolved_at.is_(None))
     .order_by(_t.raised_at.desc(), _t.id)
     .limit(bindparam("limit"))
 )
 
 
-def unknown_key(text: str) -> str:
-    """The identity of an unknown: SHA-256 of its text, whitespace collapsed, case folded."""
-    return sha256_hex(" ".join(text.split()).casefold())
+def normalise_unknown(text: str) -> str:
+    """An unknown's text as compared: whitespace collapsed, case folded."""
+    return " ".join(text.split()).casefold()
+
+
+def expired_unknown_text(now: dt.datetime, privacy: PrivacyConfig) -> ColumnElement[bool]:
+    """Whether an unknown's text is past its retention at ``now`` (and still stored).
+
+    A row with an expiry is judged by it. A row recorded before expiries were kept
+    (revision 0010) has text and no expiry: under ``store_raw_text`` off its text is
+    expired at once, otherwise ``retention_days`` after it was raised.
+    """
+    legacy_cutoff = now - dt.timedelta(days=privacy.retention_days if privacy.store_raw_text else 0)
+    return and_(
+        _t.text.is_not(None),
+        or_(
+            _t.text_expires_at <= now,
+            and_(_t.text_expires_at.is_(None), _t.raised_at <= legacy_cutoff),
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +73,9 @@ class OpenUnknown:
     """Row id."""
     conversation_id: str
     """The conversation it belongs to."""
-    text: str
-    """What the Supervisor said it lacked (model-written)."""
+    text: str | None
+    """What the Supervisor said it lacked (model-written); ``None`` when the text is not
+    kept (``privacy.store_raw_text`` off) or its retention has run out."""
     raised_by: str
     """Trace id of the run whose verdict raised it (last raised, if raised again)."""
     raised_at: dt.datetime
@@ -56,33 +83,58 @@ class OpenUnknown:
     resolved_at: dt.datetime | None
     """When it was resolved; ``None`` while open."""
     resolved_by: str | None
-    """Who or what resolved it."""
+    """Who or what resolved it (``verdict:<trace id>`` for a later verdict)."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The unknown as JSON."""
+        return {
+            "id": self.id,
+            "conversation_id": self.conversation_id,
+            "text": self.text,
+            "raised_by": self.raised_by,
+            "raised_at": self.raised_at.isoformat(),
+            "resolved_at": None if self.resolved_at is None else self.resolved_at.isoformat(),
+            "resolved_by": self.resolved_by,
+        }
 
 
 class SqlOpenUnknowns:
     """Open unknowns in the store's ``gate_open_unknowns`` table.
 
     Satisfies :class:`foureyes.gate.OpenUnknowns`. An unknown raised again while open
-    stays as it is; raised again after being resolved, it opens again.
+    stays as it is but for its text, stored again with a fresh expiry; raised again after
+    being resolved, it opens again.
     """
 
     def __init__(
-        self, db: Database, *, clock: WallClock = utc_now, pending: PendingRuns | None = None
+        self,
+        db: Database,
+        *,
+        privacy: PrivacyConfig,
+        fingerprint: Callable[[str], str],
+        clock: WallClock = utc_now,
+        pending: PendingRuns | None = None,
     ) -> None:
-        """Use ``db`` and ``clock``.
+        """Use ``db`` and ``clock``; keep texts as ``privacy`` says, keyed by ``fingerprint``.
 
         With ``pending`` (the trace writer's reserved runs), unknowns raised by a reserved
         run write the run's header in the same transaction.
         """
         self._db = db
+        self._privacy = privacy
+        self._fingerprint = fingerprint
         self._clock = clock
         self._pending = pending if pending is not None else PendingRuns(db)
         self._insert = db.insert_ignoring_conflict_of(
             gate_open_unknowns, ["conversation_id", "text_sha256"]
         )
 
-    async def open(self, conversation_id: str, *, limit: int) -> tuple[str, ...]:
-        """The open unknowns' texts, most recently raised first, at most ``limit``.
+    def key(self, text: str) -> str:
+        """The identity of an unknown: the HMAC of its :func:`normalise_unknown` text."""
+        return self._fingerprint(normalise_unknown(text))
+
+    async def open(self, conversation_id: str, *, limit: int) -> tuple[OpenUnknown, ...]:
+        """The open unknowns, most recently raised first, at most ``limit``.
 
         Raises:
             StoreError: the store could not be read.
@@ -90,9 +142,11 @@ class SqlOpenUnknowns:
         if limit <= 0:
             return ()
         params = {"conversation": conversation_id, "limit": limit}
-        return await self._db.run_read(
-            "open_unknowns", lambda conn: tuple(conn.execute(_OPEN, params).scalars())
+        now = self._now()
+        rows = await self._db.run_read(
+            "open_unknowns", lambda conn: conn.execute(_OPEN, params).all()
         )
+        return tuple(self._entry(row, now) for row in rows)
 
     async def add(self, conversation_id: str, texts: Sequence[str], *, trace_id: str) -> None:
         """Record unknowns raised by run ``trace_id``, in one transaction.
@@ -102,38 +156,86 @@ class SqlOpenUnknowns:
                 is recorded then.
             UsageError: a text is empty.
         """
-        now = require_utc(self._clock(), "the store clock")
-        cleaned = [" ".join(text.split()) for text in texts]
+        await self.settle(conversation_id, trace_id=trace_id, raised=texts)
+
+    async def settle(
+        self,
+        conversation_id: str,
+        *,
+        trace_id: str,
+        raised: Sequence[str] = (),
+        shown: Sequence[str] = (),
+        listed: Sequence[str] = (),
+    ) -> int:
+        """Record what run ``trace_id``'s verdict said about the unknowns, in one transaction.
+
+        Args:
+            conversation_id: the conversation.
+            trace_id: the run whose verdict it was.
+            raised: texts it could not judge without (kept open, see :meth:`add`).
+            shown: ids of the open unknowns it was shown and judged the reply despite;
+                each is resolved by ``verdict:<trace_id>`` unless ``listed`` names it.
+            listed: texts it still lists (compared by :meth:`key`).
+
+        Returns:
+            How many unknowns it resolved.
+
+        Raises:
+            StoreError: the write failed (for example, ``trace_id`` is no run); nothing
+                is recorded then.
+            UsageError: a raised text is empty.
+        """
+        now = self._now()
+        cleaned = [" ".join(text.split()) for text in raised]
         if any(not text for text in cleaned):
             raise UsageError("an open unknown needs text")
-        if not cleaned:
-            return
+        if not cleaned and not shown:
+            return 0
+        keep = self._privacy.store_raw_text
+        expires = now + dt.timedelta(days=self._privacy.retention_days) if keep else None
+        raised_rows: dict[str, str] = {}
+        for text in cleaned:
+            raised_rows.setdefault(self.key(text), text)
+        still_listed = [self.key(text) for text in listed]
 
-        def work(conn: Connection) -> None:
-            for text in dict.fromkeys(cleaned):
-                key = unknown_key(text)
+        def work(conn: Connection) -> int:
+            for key, text in raised_rows.items():
+                kept = {"text": text if keep else None, "text_expires_at": expires}
                 conn.execute(
                     self._insert,
                     {
                         "id": uuid.uuid4().hex,
                         "conversation_id": conversation_id,
                         "text_sha256": key,
-                        "text": text,
                         "raised_by": trace_id,
                         "raised_at": now,
+                        **kept,
                     },
                 )
+                # Raised again, its text is kept again (or dropped) by the settings in
+                # force, its first wording kept, its retention counted from this raise.
+                known = and_(_t.conversation_id == conversation_id, _t.text_sha256 == key)
+                again = {**kept, "text": func.coalesce(_t.text, text)} if keep else kept
+                conn.execute(update(gate_open_unknowns).where(known).values(**again))
                 conn.execute(
                     update(gate_open_unknowns)
-                    .where(
-                        _t.conversation_id == conversation_id,
-                        _t.text_sha256 == key,
-                        _t.resolved_at.is_not(None),
-                    )
+                    .where(known, _t.resolved_at.is_not(None))
                     .values(raised_by=trace_id, raised_at=now, resolved_at=None, resolved_by=None)
                 )
+            if not shown:
+                return 0
+            return conn.execute(
+                update(gate_open_unknowns)
+                .where(
+                    _t.conversation_id == conversation_id,
+                    _t.id.in_(list(shown)),
+                    _t.text_sha256.not_in(still_listed),
+                    _t.resolved_at.is_(None),
+                )
+                .values(resolved_at=now, resolved_by=f"verdict:{trace_id}")
+            ).rowcount
 
-        await self._pending.run("add_unknowns", trace_id, work)
+        return await self._pending.run("settle_unknowns", trace_id, work)
 
     async def resolve(self, conversation_id: str, texts: Sequence[str], *, resolved_by: str) -> int:
         """Close the open unknowns with these texts; returns how many were closed.
@@ -142,18 +244,28 @@ class SqlOpenUnknowns:
             StoreError: the write failed; nothing is closed then.
             UsageError: ``resolved_by`` is empty.
         """
+        keys = [self.key(text) for text in texts]
+        return await self._resolve(conversation_id, _t.text_sha256.in_(keys), resolved_by)
+
+    async def resolve_id(self, conversation_id: str, unknown_id: str, *, resolved_by: str) -> bool:
+        """Close the open unknown ``unknown_id`` of the conversation; whether it was open.
+
+        Raises:
+            StoreError: the write failed; nothing is closed then.
+            UsageError: ``resolved_by`` is empty.
+        """
+        return await self._resolve(conversation_id, _t.id == unknown_id, resolved_by) == 1
+
+    async def _resolve(
+        self, conversation_id: str, which: ColumnElement[bool], resolved_by: str
+    ) -> int:
         if not resolved_by.strip():
             raise UsageError("resolving an unknown needs a note of who resolved it")
-        now = require_utc(self._clock(), "the store clock")
-        keys = [unknown_key(text) for text in texts]
+        now = self._now()
         async with self._db.write("resolve_unknowns") as conn:
             result = await conn.execute(
                 update(gate_open_unknowns)
-                .where(
-                    _t.conversation_id == conversation_id,
-                    _t.text_sha256.in_(keys),
-                    _t.resolved_at.is_(None),
-                )
+                .where(_t.conversation_id == conversation_id, which, _t.resolved_at.is_(None))
                 .values(resolved_at=now, resolved_by=resolved_by)
             )
         return result.rowcount
@@ -169,17 +281,28 @@ class SqlOpenUnknowns:
         query = select(gate_open_unknowns).where(_t.conversation_id == conversation_id)
         if not include_resolved:
             query = query.where(_t.resolved_at.is_(None))
+        now = self._now()
         async with self._db.read("list_unknowns") as conn:
             rows = (await conn.execute(query.order_by(_t.raised_at.desc(), _t.id))).all()
-        return tuple(
-            OpenUnknown(
-                id=row.id,
-                conversation_id=row.conversation_id,
-                text=row.text,
-                raised_by=row.raised_by,
-                raised_at=row.raised_at,
-                resolved_at=row.resolved_at,
-                resolved_by=row.resolved_by,
-            )
-            for row in rows
+        return tuple(self._entry(row, now) for row in rows)
+
+    def _entry(self, row: Any, now: dt.datetime) -> OpenUnknown:
+        return OpenUnknown(
+            id=row.id,
+            conversation_id=row.conversation_id,
+            text=None if self._text_expired(row, now) else row.text,
+            raised_by=row.raised_by,
+            raised_at=row.raised_at,
+            resolved_at=row.resolved_at,
+            resolved_by=row.resolved_by,
         )
+
+    def _text_expired(self, row: Any, now: dt.datetime) -> bool:
+        """:func:`expired_unknown_text` for a row read (the purge may not have run yet)."""
+        if row.text_expires_at is not None:
+            return bool(row.text_expires_at <= now)
+        days = self._privacy.retention_days if self._privacy.store_raw_text else 0
+        return bool(row.raised_at <= now - dt.timedelta(days=days))
+
+    def _now(self) -> dt.datetime:
+        return require_utc(self._clock(), "the store clock")

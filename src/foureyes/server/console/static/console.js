@@ -298,11 +298,13 @@
     return section(trail, t("risk.heading"), body);
   }
 
-  /** A rule broken, with its description; ``byModel`` quotes a note a model wrote. */
+  /** A rule broken, with its description; ``byModel`` quotes a note a model wrote
+   * (``null`` when the store keeps no such text: privacy settings or retention). */
   function ruleItem(rule, note, byModel) {
     const description = has(config.rules, rule) ? config.rules[rule] : null;
     return h("li", { dataset: { rule } }, h("code", {}, rule),
       description ? h("span", { class: "note" }, ` — ${description}`) : null,
+      byModel && note === null ? h("span", { class: "note" }, ` ${t("review.model_text_not_kept")}`) : null,
       note && byModel ? h("span", { class: "model-note" }, ` “${note}”`) : null,
       note && !byModel ? h("span", { class: "finding-note" }, ` (${note})`) : null);
   }
@@ -332,7 +334,7 @@
       }
       if (verdict.missing && verdict.missing.length) {
         parts.push(h("p", { class: "label" }, t("review.missing")),
-          h("ul", { class: "missing" }, verdict.missing.map((m) => h("li", {}, m))));
+          h("ul", { class: "missing" }, verdict.missing.map((m) => h("li", {}, m === null ? t("review.model_text_not_kept") : m))));
       }
       if (review.problem) {
         parts.push(h("p", { class: "problem" }, `${t("review.problem")}: `, reasonCode(review.problem.reason),

@@ -5,7 +5,7 @@ the open-loopback caller read them). One record is observed once per tenant, sub
 and snapshot, so one key's commits never report, or block, another key's records.
 
 Revision ID: 0011
-Revises: 0008
+Revises: 0010
 Create Date: 2026-12-10
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0011"
-down_revision = "0008"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
