@@ -318,6 +318,50 @@ async def test_an_unconfirmed_triage_never_reaches_the_alert_service(
     assert not (tmp_path / "outbox.jsonl").exists()
 
 
+async def test_a_confirmed_crisis_the_store_could_not_record_is_prohibited_and_alerts_no_one(
+    make_pipeline: MakePipeline,
+    scripted: ScriptedProvider,
+    alerts: GuardianAlerts,
+    store: Store,
+    tmp_path: Path,
+) -> None:
+    await alerts.opt_in("c1")
+    contact = await alerts.add_contact("c1", "guardian@example.org", Locale.EN)
+    await alerts.verify_contact(contact.id)
+    with sqlite3.connect(tmp_path / "pipeline.db") as conn:
+        conn.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON risk_assessments "
+            "BEGIN SELECT RAISE(ABORT, 'disk hiccup'); END"
+        )
+    conn.close()
+    scripted.enqueue(L1, assessment("critical", 0.97)).enqueue(L2, assessment("critical", 0.93))
+    scripted.enqueue(Role.COUNSELOR, DRAFT).enqueue(Role.SUPERVISOR, approve())
+    pipeline = make_pipeline(alerts=alerts)
+
+    outcome = await pipeline.handle(SupportMessage(text=CRISIS, conversation_id="c1"))
+    await pipeline.aclose()
+
+    # Towards more restriction: the reply is the code-rendered crisis reply, as confirmed.
+    assert (outcome.decision, outcome.reason) == (
+        Outcome.FALLBACK,
+        ReasonCode.GENERATION_PROHIBITED,
+    )
+    crisis_reply = fallback_text(ReasonCode.GENERATION_PROHIBITED, Locale.EN)
+    assert outcome.text == with_resources(crisis_reply) and DRAFT not in outcome.text
+    assert outcome.policy.policy is GenerationPolicy.PROHIBITED
+    assert scripted.calls(Role.SUPERVISOR) == []
+    # Towards no alert: an outcome that is not on record confirms nothing.
+    assert outcome.triage.status is RiskStatus.UNKNOWN and not outcome.triage.confirmed
+    assert [r.value for r in outcome.triage.reasons] == ["store_failed"]
+    assert outcome.alert is None and not (tmp_path / "outbox.jsonl").exists()
+    assert await store.alerts.decisions("c1") == []
+    assert await store.assessments.for_conversation("c1") == []
+    delivery = data_of(await record_of(store, outcome), EventKind.DELIVERY, "pipeline")
+    assert delivery["policy"]["applied"] == "prohibited"
+    risk = {"status": "unknown", "level": None, "confirmed": False, "tier": "L2"}
+    assert delivery["risk"] == risk
+
+
 async def test_without_an_alert_service_a_confirmed_crisis_records_alerts_as_disabled(
     make_pipeline: MakePipeline, scripted: ScriptedProvider
 ) -> None:

@@ -15,8 +15,11 @@
 Every failure degrades to ``unknown`` or to "not confirmed", never towards alerting
 (DESIGN.md 4, invariants 4 and 5). Every triage, dropped and failed ones included, is
 recorded in the store with the HMAC of its text and its reasons. A store that cannot be
-written makes the triage ``unknown`` (``store_failed``): an outcome that was not recorded
-is not acted on.
+written makes the triage ``unknown`` and unconfirmed (``store_failed``): an outcome that
+was not recorded alerts no one. The reply still gets the policy the triage computed (at
+least ``restricted``): degradation goes towards fewer alerts and towards more restriction,
+never the other way (:meth:`TriageResult.unrecorded
+<foureyes.risk.result.TriageResult.unrecorded>`).
 """
 
 from __future__ import annotations
@@ -189,7 +192,7 @@ class Triage:
             await self._event(trace_id, "l0", l0_summary(l0, with_terms=False))
             if l0.escalate:
                 await self._escalate(request, run, trace_id)
-            result = self._result(request, l0, locale, run, trace_id, started, None)
+            result = self._result(request, l0, locale, run, trace_id, started)
             row = _row(result, at=self._clock())
             if self._hold_quiet and not own_run and trace_id is not None and not l0.escalate:
                 assessment_id = self._log.hold(row, text=request.text)
@@ -202,10 +205,10 @@ class Triage:
                 await self._trace.finish_run(trace_id, outcome=result.status.value, reason=reason)
             return result
         except StoreError as exc:
-            # Invariant 4: an outcome that could not be recorded is not acted on.
+            # Invariants 4 and 5: an outcome that could not be recorded confirms nothing
+            # (no alert), yet restricts the reply at least as much as it computed.
             _log.warning("triage of trace %s could not be recorded: %s", trace_id, exc)
-            run.reasons.append(SuppressReason.STORE_FAILED)
-            return self._result(request, l0, locale, run, trace_id, started, exc)
+            return self._result(request, l0, locale, run, trace_id, started).unrecorded()
 
     async def _escalate(self, request: TriageRequest, run: _Run, trace_id: str | None) -> None:
         risk = self.config.risk
@@ -329,11 +332,10 @@ class Triage:
         run: _Run,
         trace_id: str | None,
         started: float,
-        store_error: StoreError | None,
     ) -> TriageResult:
         confirmation: Confirmation | None = None
         level: RiskLevel | None
-        if store_error is not None or (l0.escalate and run.l1 is None):
+        if l0.escalate and run.l1 is None:
             status, level = RiskStatus.UNKNOWN, None
         elif run.l1 is None:
             status, level = RiskStatus.OK, RiskLevel.LOW
