@@ -183,9 +183,10 @@ class GateConfig(_Section):
     rule_patterns: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     """Regular expressions per extra rule id; a candidate matching one breaks the rule."""
     speculative_draft: bool = True
-    """Start the Counselor's first draft while triage runs, so a reply takes about
-    max(triage, draft) + review rather than their sum. A draft written before triage
-    prohibited generation is discarded unread; off: draft only after triage."""
+    """Start the Counselor's first draft before triage finishes when the keyword gate (L0)
+    did not escalate the message; an escalated message is drafted only once triage has set
+    its policy. A draft written before a prohibition is discarded unread; off: draft only
+    after triage."""
 
     @model_validator(mode="after")
     def _rules_complete(self) -> GateConfig:

@@ -75,6 +75,20 @@ async def test_calm_text_stops_at_l0_without_a_model_call(
     assert row.text_fingerprint == store.traces.fingerprint(CALM)
 
 
+async def test_screening_runs_l0_alone_and_finishing_it_is_the_triage(
+    make_triage: MakeTriage, provider: ScriptedProvider, store: Store
+) -> None:
+    triage = make_triage()
+    screening = triage.screen(request())
+    assert screening.escalates and screening.l0.escalate
+    assert provider.requests == [] and await rows(store) == []
+    provider.enqueue(L1, answer("high", 0.9)).enqueue(L2, answer("high", 0.9))
+    result = await triage.finish(screening)
+    assert result.l0 is screening.l0 and result.level is RiskLevel.HIGH
+    assert len(provider.requests) == 2 and len(await rows(store)) == 1
+    assert not triage.screen(request(CALM)).escalates
+
+
 @pytest.mark.parametrize("text", [CRISIS, CRISIS_ZH])
 async def test_l1_low_stops_before_l2(
     text: str, make_triage: MakeTriage, provider: ScriptedProvider

@@ -60,7 +60,7 @@ from foureyes.risk.trend import Trend, compute_trend
 from foureyes.store._clock import WallClock, utc_now
 from foureyes.store.assessments import NewAssessment, SqlAssessmentLog
 
-__all__ = ["FAILURE_REASONS", "Triage", "TriageRequest", "l1_limit_key"]
+__all__ = ["FAILURE_REASONS", "Screening", "Triage", "TriageRequest", "l1_limit_key"]
 
 _log = logging.getLogger(__name__)
 
@@ -109,6 +109,30 @@ class TriageRequest:
     trace_id: str | None = None
     """A run already open to record in (the pipeline's); ``None``: the triage opens and
     closes a ``risk_triage`` run of its own."""
+
+
+@dataclass(frozen=True, slots=True)
+class Screening:
+    """A message the keyword gate has screened, its triage not finished yet.
+
+    From :meth:`Triage.screen`; finish it with :meth:`Triage.finish`. L0's verdict is
+    known microseconds after the message arrives, so a caller can act on it (the support
+    pipeline drafts speculatively only when L0 did not escalate) before L1 and L2 run.
+    """
+
+    request: TriageRequest
+    """The message screened."""
+    l0: L0Result
+    """The keyword gate's result for ``request.text``."""
+    locale: Locale
+    """The message's language."""
+    started: float
+    """When the triage started (``time.monotonic()``), for its latency."""
+
+    @property
+    def escalates(self) -> bool:
+        """Whether L0 escalated: L1 (and perhaps L2) will assess the message."""
+        return self.l0.escalate
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,12 +195,30 @@ class Triage:
     async def assess(self, request: TriageRequest) -> TriageResult:
         """Triage one message. Never raises for expected failures: they are reasons.
 
+        The same as :meth:`finish` of :meth:`screen`.
+
         Raises:
             UsageError: a programming error (e.g. a naive clock).
         """
+        return await self.finish(self.screen(request))
+
+    def screen(self, request: TriageRequest) -> Screening:
+        """Run the keyword gate (L0) on ``request``: microseconds, no I/O, nothing recorded."""
         started = time.monotonic()
-        l0 = self._gate.scan(request.text)
-        locale = detect_locale(request.text)
+        return Screening(
+            request, self._gate.scan(request.text), detect_locale(request.text), started
+        )
+
+    async def finish(self, screening: Screening) -> TriageResult:
+        """Finish the triage L0 screened: L1 and L2 if it escalated; record the outcome.
+
+        Never raises for expected failures: they are reasons.
+
+        Raises:
+            UsageError: a programming error (e.g. a naive clock).
+        """
+        request, l0, locale = screening.request, screening.l0, screening.locale
+        started = screening.started
         run = _Run()
         trace_id = request.trace_id
         own_run = trace_id is None and self._trace is not None
