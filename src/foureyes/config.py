@@ -110,6 +110,10 @@ class RouteConfig(_Section):
     """USD per million prompt tokens."""
     price_out: float | None = Field(default=None, ge=0)
     """USD per million completion tokens."""
+    images: bool | None = None
+    """Whether the route's model accepts image inputs: ``true``, ``false`` (text only), or
+    unset when unknown. A masked review whose projection holds images is skipped unless
+    the reviewer's route says ``true``."""
     transport: Literal["aiohttp", "httpx", "lean"] = "aiohttp"
     """How an ``openai`` route talks HTTP: ``aiohttp`` or ``httpx``, the official ``openai``
     SDK over that library (aiohttp measured faster); ``lean``, foureyes' own minimal client
