@@ -36,6 +36,7 @@ from foureyes.risk.notifiers import FileNotifier
 from foureyes.risk.resources import render_resources
 from foureyes.store import Store
 from tests.helpers.scripted import Reply, ScriptedProvider, approve, insufficient
+from tests.helpers.stores import refuse_assessment_writes
 from tests.pipeline._support import assessment
 from tests.pipeline.conftest import MakePipeline, scripted_config
 
@@ -270,19 +271,25 @@ def alerts(store: Store, tmp_path: Path) -> GuardianAlerts:
     return GuardianAlerts(config, store.alerts, FileNotifier(outbox))
 
 
-async def test_a_confirmed_crisis_is_considered_for_a_guardian_alert(
-    make_pipeline: MakePipeline,
-    scripted: ScriptedProvider,
-    alerts: GuardianAlerts,
-    store: Store,
-    tmp_path: Path,
-) -> None:
+@pytest.fixture
+async def guardian(alerts: GuardianAlerts) -> GuardianAlerts:
+    """The alert service with conversation c1 opted in and a verified guardian contact."""
     await alerts.opt_in("c1")
     contact = await alerts.add_contact("c1", "guardian@example.org", Locale.EN)
     await alerts.verify_contact(contact.id)
+    return alerts
+
+
+async def test_a_confirmed_crisis_is_considered_for_a_guardian_alert(
+    make_pipeline: MakePipeline,
+    scripted: ScriptedProvider,
+    guardian: GuardianAlerts,
+    store: Store,
+    tmp_path: Path,
+) -> None:
     scripted.enqueue(L1, assessment("critical", 0.97)).enqueue(L2, assessment("critical", 0.93))
     scripted.enqueue(Role.COUNSELOR, DRAFT)
-    pipeline = make_pipeline(alerts=alerts)
+    pipeline = make_pipeline(alerts=guardian)
 
     outcome = await pipeline.handle(SupportMessage(text=CRISIS, conversation_id="c1"))
     await pipeline.aclose()
@@ -295,17 +302,14 @@ async def test_a_confirmed_crisis_is_considered_for_a_guardian_alert(
 async def test_an_unconfirmed_triage_never_reaches_the_alert_service(
     make_pipeline: MakePipeline,
     scripted: ScriptedProvider,
-    alerts: GuardianAlerts,
+    guardian: GuardianAlerts,
     store: Store,
     tmp_path: Path,
 ) -> None:
-    await alerts.opt_in("c1")
-    contact = await alerts.add_contact("c1", "guardian@example.org", Locale.EN)
-    await alerts.verify_contact(contact.id)
     # L2 lacks confidence: one model's word never alerts (invariant 5).
     scripted.enqueue(L1, assessment("critical", 0.97)).enqueue(L2, assessment("critical", 0.6))
     scripted.enqueue(Role.COUNSELOR, DRAFT).enqueue(Role.SUPERVISOR, approve())
-    pipeline = make_pipeline(alerts=alerts)
+    pipeline = make_pipeline(alerts=guardian)
 
     outcome = await pipeline.handle(SupportMessage(text=CRISIS, conversation_id="c1"))
     await pipeline.aclose()
@@ -317,22 +321,14 @@ async def test_an_unconfirmed_triage_never_reaches_the_alert_service(
 async def test_a_confirmed_crisis_the_store_could_not_record_is_prohibited_and_alerts_no_one(
     make_pipeline: MakePipeline,
     scripted: ScriptedProvider,
-    alerts: GuardianAlerts,
+    guardian: GuardianAlerts,
     store: Store,
     tmp_path: Path,
 ) -> None:
-    await alerts.opt_in("c1")
-    contact = await alerts.add_contact("c1", "guardian@example.org", Locale.EN)
-    await alerts.verify_contact(contact.id)
-    with sqlite3.connect(tmp_path / "pipeline.db") as conn:
-        conn.execute(
-            "CREATE TRIGGER refuse BEFORE INSERT ON risk_assessments "
-            "BEGIN SELECT RAISE(ABORT, 'disk hiccup'); END"
-        )
-    conn.close()
+    refuse_assessment_writes(tmp_path / "pipeline.db")
     scripted.enqueue(L1, assessment("critical", 0.97)).enqueue(L2, assessment("critical", 0.93))
     scripted.enqueue(Role.COUNSELOR, DRAFT).enqueue(Role.SUPERVISOR, approve())
-    pipeline = make_pipeline(alerts=alerts)
+    pipeline = make_pipeline(alerts=guardian)
 
     outcome = await pipeline.handle(SupportMessage(text=CRISIS, conversation_id="c1"))
     await pipeline.aclose()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import sqlite3
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -41,6 +40,7 @@ from foureyes.store import Store
 from tests.helpers.answers import answer
 from tests.helpers.clock import ManualClock
 from tests.helpers.scripted import Script
+from tests.helpers.stores import refuse_assessment_writes
 from tests.risk._support import (
     ScriptedProvider,
     scripted_config,
@@ -431,21 +431,11 @@ async def test_raw_text_is_kept_in_the_trace_when_configured(
         await keeping.close()
 
 
-def refuse_assessment_writes(store_url: str) -> None:
-    """Make every write of a triage record fail, while reads (the trend) still work."""
-    with sqlite3.connect(store_url.removeprefix("sqlite+aiosqlite:///")) as conn:
-        conn.execute(
-            "CREATE TRIGGER refuse BEFORE INSERT ON risk_assessments "
-            "BEGIN SELECT RAISE(ABORT, 'disk hiccup'); END"
-        )
-    conn.close()
-
-
 async def test_an_unrecordable_confirmed_crisis_confirms_nothing_and_stays_prohibited(
     make_triage: MakeTriage, provider: ScriptedProvider, store_url: str
 ) -> None:
     triage = make_triage()
-    refuse_assessment_writes(store_url)
+    refuse_assessment_writes(store_url.removeprefix("sqlite+aiosqlite:///"))
     provider.enqueue(L1, answer("critical", 0.99))
     provider.enqueue(L2, answer("critical", 0.99))
     result = await triage.assess(request())
@@ -463,7 +453,7 @@ async def refusing_store(tmp_path: Path) -> AsyncIterator[Store]:
     """A second store whose triage records cannot be written."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'refusing.db'}"
     opened = await Store.open(StoreConfig(url=url), PrivacyConfig(), {})
-    refuse_assessment_writes(url)
+    refuse_assessment_writes(tmp_path / "refusing.db")
     yield opened
     await opened.close()
 
