@@ -119,6 +119,10 @@ class RouteConfig(_Section):
     """USD per million prompt tokens."""
     price_out: float | None = Field(default=None, ge=0)
     """USD per million completion tokens."""
+    images: bool | None = None
+    """Whether the route's model accepts image inputs: ``true``, ``false`` (text only), or
+    unset when unknown. A masked review whose projection holds images is skipped unless
+    the reviewer's route says ``true``."""
     transport: Literal["aiohttp", "httpx", "lean"] = "aiohttp"
     """How an ``openai`` route talks HTTP: ``aiohttp`` or ``httpx``, the official ``openai``
     SDK over that library (aiohttp measured faster); ``lean``, foureyes' own minimal client
@@ -192,9 +196,10 @@ class GateConfig(_Section):
     rule_patterns: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     """Regular expressions per extra rule id; a candidate matching one breaks the rule."""
     speculative_draft: bool = True
-    """Start the Counselor's first draft while triage runs, so a reply takes about
-    max(triage, draft) + review rather than their sum. A draft written before triage
-    prohibited generation is discarded unread; off: draft only after triage."""
+    """Start the Counselor's first draft before triage finishes when the keyword gate (L0)
+    did not escalate the message; an escalated message is drafted only once triage has set
+    its policy. A draft written before a prohibition is discarded unread; off: draft only
+    after triage."""
     supervisor_unreviewed: bool = False
     """No second model reviews these replies. ``true`` lets ``serve`` start with a model
     Counselor and the offline (rules-only) Supervisor; without it ``config check`` and

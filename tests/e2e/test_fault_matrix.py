@@ -41,6 +41,7 @@ from foureyes.core.deadline import Deadline
 from foureyes.core.locale import Locale
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.roles import Role
+from foureyes.core.tenancy import LOCAL_TENANT
 from foureyes.core.trace import EventKind
 from foureyes.evidence import (
     DurableOwner,
@@ -445,7 +446,7 @@ async def _selector(world: World, transport: str, case: str) -> Seen:
         owner=world.owner,
         traces=world.store.traces,
     )
-    committed = await world.store.observations.for_subject(case)
+    committed = await world.store.observations.for_subject(case, tenant=LOCAL_TENANT)
     assert bool(committed) == outcome.ok
     detail = ""
     if isinstance(outcome.selection, SelectorFailed):

@@ -139,8 +139,9 @@ def test_a_confirmed_crisis_gets_the_crisis_reply_and_its_risk(
     assert block["policy"] == "prohibited"
     crisis = fallback_text(ReasonCode.GENERATION_PROHIBITED, Locale.EN)
     assert reply.choices[0].message.content == resources(crisis)
-    reviewed = [r for r in simulator.requests() if r["model"] == "supervisor-sim"]
-    assert reviewed == []  # the speculative draft was discarded, never reviewed
+    asked = {r["model"] for r in simulator.requests()}
+    # L0 escalated the message: no draft was asked for before triage prohibited one.
+    assert "counselor-sim" not in asked and "supervisor-sim" not in asked
 
 
 def test_a_strong_term_keeps_resources_when_l1_obeys_an_injection(

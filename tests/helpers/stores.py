@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
+
+__all__ = ["refuse_assessment_writes", "sqlite_path", "sqlite_url", "store_url"]
 
 
 @pytest.fixture
@@ -25,3 +28,16 @@ def store_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
     if request.param == "sqlite":
         return sqlite_url
     return str(request.getfixturevalue("postgres_url"))
+
+
+def refuse_assessment_writes(path: Path | str) -> None:
+    """Make every write of a triage record to the SQLite file ``path`` fail.
+
+    As a store hiccup would: reads (the trend) still work.
+    """
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON risk_assessments "
+            "BEGIN SELECT RAISE(ABORT, 'disk hiccup'); END"
+        )
+    conn.close()

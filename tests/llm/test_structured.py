@@ -95,6 +95,30 @@ def test_tolerated_wrappers(text: str) -> None:
     assert parse_structured(text, Verdict) == EXPECTED
 
 
+@pytest.mark.parametrize(
+    ("text", "whole"),
+    [
+        pytest.param(VALID, True, id="bare"),
+        pytest.param(f"  \n\t{VALID}\n\n", True, id="whitespace"),
+        pytest.param(f"```json\n{VALID}\n```", True, id="code-fence"),
+        pytest.param(f"```\n{VALID}\n```", True, id="fence-without-language"),
+        pytest.param(f"Here is my verdict:\n{VALID}", False, id="prose-before"),
+        pytest.param(f"{VALID}\nHope this helps!", False, id="prose-after"),
+        pytest.param(f"Sure.\n```json\n{VALID}\n```", False, id="fence-in-prose"),
+        pytest.param(f"```verdict below\n{VALID}\n```", False, id="prose-as-fence-info"),
+        pytest.param(f"{VALID}\n{verdict_json(decision='reject')}", False, id="second-object"),
+    ],
+)
+def test_a_whole_answer_is_the_object_alone(text: str, whole: bool) -> None:
+    assert parse_structured(text, Verdict) == EXPECTED  # the first object, in any case
+    if whole:
+        assert parse_structured(text, Verdict, whole=True) == EXPECTED
+    else:
+        with pytest.raises(ContractError) as caught:
+            parse_structured(text, Verdict, whole=True)
+        assert caught.value.reason == ParseFailure.EXTRA_TEXT
+
+
 def test_nested_objects_and_braces_inside_strings() -> None:
     text = verdict_json(
         violations=[{"rule": "{R1}", "span": [0, 1], "note": 'says "}{" and {"a": 1}'}],
@@ -222,6 +246,7 @@ def test_parse_failure_values_are_pinned() -> None:
         "enum_invalid",
         "extra_fields",
         "schema_invalid",
+        "extra_text",
     ]
 
 
@@ -574,7 +599,8 @@ ONE_BAD_ANSWER_PER_REASON: dict[ParseFailure, str | tuple[str, str | None]] = {
 }
 
 
-@pytest.mark.parametrize("reason", list(ParseFailure))
+# extra_text comes only from parse_structured(whole=True), which no retried call uses.
+@pytest.mark.parametrize("reason", [r for r in ParseFailure if r is not ParseFailure.EXTRA_TEXT])
 async def test_every_failure_gets_a_retry_note(reason: ParseFailure) -> None:
     bad = ONE_BAD_ANSWER_PER_REASON[reason]
     call = ScriptedCall(bad, bad)

@@ -39,7 +39,7 @@ async def test_the_view_lifts_triage_gate_and_delivery_out_of_the_events(
     assert gate["attempts"][0]["review"]["verdict"]["decision"] == "approve"
     delivery = view["summary"]["delivery"]
     assert delivery["schema"] == DELIVERY_SCHEMA
-    assert [c["stage"] for c in delivery["calls"]] == ["draft", "l1", "l2", "review"]
+    assert [c["stage"] for c in delivery["calls"]] == ["l1", "l2", "draft", "review"]
     assert all(c["start_ms"] >= 0 and c["duration_ms"] >= 0 for c in delivery["calls"])
     assert DRAFT not in str(view)  # texts are digests in the record
 

@@ -123,10 +123,45 @@ def test_size_counts_the_rendering_not_the_answer_layout() -> None:
     assert isinstance(check(pretty), ReviewPacket)
 
 
-def test_json_inside_prose_or_a_code_fence_is_read_by_the_one_parser() -> None:
+@pytest.mark.parametrize(
+    "layout",
+    ["{}", "  {}\n", "```json\n{}\n```", "```\n{}\n```", " ```JSON\n  {}  \n``` \n"],
+    ids=["bare", "whitespace", "json-fence", "plain-fence", "fence-and-whitespace"],
+)
+def test_whitespace_and_one_code_fence_are_allowed(layout: str) -> None:
     body = json.dumps(update("a"))
-    assert isinstance(check(f"```json\n{body}\n```"), ReviewPacket)
-    assert isinstance(check(f"Here it is: {body} (end)"), ReviewPacket)
+    assert check(layout.replace("{}", body)) == check(body)
+    assert isinstance(check(body), ReviewPacket)
+
+
+NO_UPDATE = json.dumps({"role": PACKET_ROLE, "status": "no_update"})
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"Here it is: {json.dumps(update('a'))}",
+        f"{json.dumps(update('a'))} (end)",
+        f"{NO_UPDATE}\n{json.dumps(update('the tests were never run'))}",
+        f"{json.dumps(update('a'))} {NO_UPDATE}",
+        f"Sure.\n```json\n{NO_UPDATE}\n```",
+        f"```json\n{NO_UPDATE}\n```\nDone.",
+        f"```here is my review\n{NO_UPDATE}\n```",
+        f"```json\n{NO_UPDATE}\n{NO_UPDATE}\n```",
+    ],
+    ids=[
+        "prose-before",
+        "prose-after",
+        "no-update-then-update",
+        "update-then-no-update",
+        "prose-before-fence",
+        "prose-after-fence",
+        "prose-as-fence-info",
+        "two-objects-in-a-fence",
+    ],
+)
+def test_anything_besides_the_one_object_is_malformed(answer: str) -> None:
+    assert check(answer) is PacketRejection.EXTRA_TEXT
 
 
 def test_rendering_is_one_deterministic_line_bound_to_its_digest() -> None:
@@ -203,3 +238,79 @@ def test_accepted_exactly_when_every_rule_holds(data: dict[str, Any], max_chars:
     assert result.ok == satisfies_contract(data, max_chars)
     if result.packet is not None:
         assert result.packet.as_json() == data  # whole, never a subset of the items
+
+
+# Contents with a letter or digit in any locale, and no invisible characters, so that
+# every generated packet is valid whatever the content check counts as blank.
+contents = st.text(alphabet="abcXYZ 019,.!中文字", min_size=1, max_size=30).filter(
+    lambda c: any(ch.isalnum() for ch in c)
+)
+valid_packets = st.one_of(
+    st.just({"role": PACKET_ROLE, "status": "no_update"}),
+    st.builds(
+        lambda entries: {"role": PACKET_ROLE, "status": "update", "items": entries},
+        st.lists(
+            st.builds(
+                item, contents, st.sampled_from(KINDS[:-1]), st.sampled_from(CERTAINTIES[:-1])
+            ),
+            min_size=1,
+            max_size=4,
+            unique_by=lambda e: e["content"].strip().casefold(),
+        ),
+    ),
+)
+blank = st.text(alphabet=" \t\r\n", max_size=4)
+fences = st.sampled_from(
+    [("", ""), ("```json\n", "\n```"), ("```\n", "```"), ("```JSON\n", "\n```")]
+)
+# Anything but whitespace, without a backtick (prose around the answer must not form a fence).
+prose = st.text(st.characters(exclude_characters="`"), min_size=1, max_size=20).filter(str.strip)
+
+
+def layout(data: dict[str, Any], indent: int | None) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=indent)
+
+
+@settings(max_examples=200)
+@given(valid_packets, st.sampled_from([None, 2]), fences, blank, blank, blank, blank)
+def test_any_valid_packet_in_whitespace_and_a_fence_is_accepted(
+    data: dict[str, Any],
+    indent: int | None,
+    fence: tuple[str, str],
+    before: str,
+    inside_before: str,
+    inside_after: str,
+    after: str,
+) -> None:
+    opening, closing = fence
+    text = before + opening + inside_before + layout(data, indent) + inside_after + closing + after
+    packet = check(text)
+    assert isinstance(packet, ReviewPacket) and packet.as_json() == data
+
+
+@settings(max_examples=200)
+@given(valid_packets, st.sampled_from([None, 2]), fences, prose, st.booleans())
+def test_any_text_besides_the_packet_makes_it_malformed(
+    data: dict[str, Any], indent: int | None, fence: tuple[str, str], extra: str, first: bool
+) -> None:
+    opening, closing = fence
+    wrapped = opening + layout(data, indent) + closing
+    text = extra + wrapped if first else wrapped + extra
+    assert not isinstance(check(text), ReviewPacket)
+    if not set(extra) & set('{}[]"') and fence == ("", ""):
+        assert check(text) is PacketRejection.EXTRA_TEXT
+
+
+@settings(max_examples=200)
+@given(
+    valid_packets,
+    st.one_of(valid_packets, st.dictionaries(st.text(max_size=5), st.integers(), max_size=3)),
+    fences,
+    blank,
+)
+def test_a_second_object_makes_the_packet_malformed(
+    data: dict[str, Any], second: dict[str, Any], fence: tuple[str, str], between: str
+) -> None:
+    opening, closing = fence
+    text = opening + layout(data, None) + between + json.dumps(second) + closing
+    assert check(text) is PacketRejection.EXTRA_TEXT

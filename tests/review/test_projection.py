@@ -55,7 +55,7 @@ def _project(
 
 
 def _skip(
-    session: Session, window: str, mask: Mask = Mask.NONE, **limits: int
+    session: Session, window: str, mask: Mask = Mask.NONE, **limits: int | bool | None
 ) -> ProjectionSkipped:
     result = project(session, Window.parse(window), mask, **(LIMITS | limits))
     assert isinstance(result, ProjectionSkipped), result
@@ -371,8 +371,8 @@ def _with_images(n: int) -> Session:
     )
 
 
-def test_images_are_counted_and_sent_as_image_blocks() -> None:
-    projection = _project(_with_images(2), "recent:1")
+def test_images_are_counted_and_sent_as_image_blocks_to_a_route_that_takes_them() -> None:
+    projection = _project(_with_images(2), "recent:1", images=True)
     parts = projection.snapshot.content
     assert isinstance(parts, tuple)
     assert [p.url for p in parts if isinstance(p, ImagePart)][:2] == [
@@ -382,27 +382,39 @@ def test_images_are_counted_and_sent_as_image_blocks() -> None:
     assert projection.meta.images == 4
     assert all(isinstance(p, TextPart | ImagePart) for p in parts)
     # action-only hides the assistant's own image, not the user's or the tool's.
-    assert _project(_with_images(2), "recent:1", Mask.ACTION_ONLY).meta.images == 3
+    assert _project(_with_images(2), "recent:1", Mask.ACTION_ONLY, images=True).meta.images == 3
 
 
 def test_over_max_images_is_skipped() -> None:
-    assert _skip(_with_images(2), "recent:1", max_images=3).reason is SkipReason.OVER_IMAGES
+    skipped = _skip(_with_images(2), "recent:1", max_images=3, images=True)
+    assert skipped.reason is SkipReason.OVER_IMAGES
     assert isinstance(
         project(
-            _with_images(2), Window.recent(1), Mask.NONE, max_snapshot_chars=10**6, max_images=4
+            _with_images(2),
+            Window.recent(1),
+            Mask.NONE,
+            max_snapshot_chars=10**6,
+            max_images=4,
+            images=True,
         ),
         Projection,
     )
 
 
-def test_a_route_without_images_gets_labelled_text_references() -> None:
-    projection = _project(_with_images(1), "recent:1", send_images=False)
-    parts = projection.snapshot.content
-    assert isinstance(parts, tuple) and len(parts) == 1 and isinstance(parts[0], TextPart)
-    text = projection.snapshot_text
-    assert "https://img/0.png" in text and "this route takes no images" in text
-    assert "base64" not in text and "inline image/png, sha256 " in text
-    assert projection.meta.images == 3  # still counted, still capped by max_images
+@pytest.mark.parametrize(
+    ("images", "reason"),
+    [(False, SkipReason.IMAGES_UNSUPPORTED), (None, SkipReason.IMAGES_UNKNOWN)],
+    ids=["text-only-route", "unknown-route"],
+)
+def test_images_for_a_route_not_known_to_take_them_are_a_skip_with_their_count(
+    images: bool | None, reason: SkipReason
+) -> None:
+    skipped = _skip(_with_images(1), "recent:1", images=images)
+    assert skipped.reason is reason
+    assert skipped.meta.images == 3
+    assert skipped.meta == _project(_with_images(1), "recent:1", images=True).meta
+    # A session without images is projected whatever the route says.
+    assert _project(_three_turns(), "recent:2", images=images).meta.images == 0
 
 
 def test_images_in_the_prefix_count_and_follow_the_route() -> None:
@@ -416,12 +428,11 @@ def test_images_in_the_prefix_count_and_follow_the_route() -> None:
         .step(TextBlock(text="ok"))
         .session()
     )
-    projection = _project(session, "recent:1")
+    projection = _project(session, "recent:1", images=True)
     assert projection.meta.images == 1 and len(projection.prefix) == 2
     assert projection.prefix[0].content == (TextPart(text="see"), ImagePart(url=image.ref))
-    as_text = _project(session, "recent:1", send_images=False)
-    assert as_text.prefix[0].content == "see\n[image: https://img/0.png]"
-    assert as_text.meta.images == 1
+    skipped = _skip(session, "recent:1", images=False)
+    assert skipped.reason is SkipReason.IMAGES_UNSUPPORTED and skipped.meta.images == 1
 
 
 def test_an_unbalanced_prefix_is_skipped_because_the_api_would_refuse_it() -> None:

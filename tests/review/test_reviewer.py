@@ -18,6 +18,7 @@ from foureyes.review.runner import ReviewReason, ReviewRunner
 from foureyes.review.session import (
     AssistantMessage,
     EndReason,
+    ImageBlock,
     MessageSource,
     ReasoningBlock,
     Session,
@@ -132,6 +133,54 @@ async def test_a_projection_too_large_is_skipped_before_any_call(
         "over_chars",
     )
     assert review.as_json()["skipped"] == "over_chars"
+
+
+SCREENSHOT = "https://example.org/failing-test.png"
+WITH_IMAGE = Session(
+    events=(
+        TurnStart(turn_id="t1"),
+        UserMessage(
+            content="Why does this page render blank?", images=(ImageBlock(ref=SCREENSHOT),)
+        ),
+        *tool_turn()[2:],
+    ),  # type: ignore[arg-type]
+    system=("You are a coding agent.",),
+)
+
+
+@pytest.mark.parametrize(
+    ("images", "skip"),
+    [(None, SkipReason.IMAGES_UNKNOWN), (False, SkipReason.IMAGES_UNSUPPORTED), (True, None)],
+    ids=["support-unknown", "text-only", "takes-images"],
+)
+async def test_images_go_only_to_a_route_that_says_it_takes_them(
+    simulator: RunningSimulator, tmp_path: Path, images: bool | None, skip: SkipReason | None
+) -> None:
+    simulator.load(scenario({"content": UPDATE}))
+    config = Config(
+        routes={"sim": simulator.route("sim-reviewer", timeout_s=5, images=images)},
+        roles={"reviewer": "sim"},  # type: ignore[arg-type]
+    )
+    async with opened_store(tmp_path) as store, open_caller(config, store) as caller:
+        review = await reviewer_for(caller).review(
+            WITH_IMAGE, window=Window.current_turn(), mask=Mask.REASONING_ONLY
+        )
+        record = await store.traces.get(review.trace_id or "")
+    assert record is not None
+    if skip is None:
+        assert review.accepted and review.skipped is None
+        (sent,) = simulator.requests()
+        parts = [
+            p for m in sent["messages"] if isinstance(m["content"], list) for p in m["content"]
+        ]
+        assert {"type": "image_url", "image_url": {"url": SCREENSHOT}} in parts
+        return
+    # Skipped before any call, with the image count: never sent blind, never as a placeholder.
+    assert review.skipped is not None and review.skipped.reason is skip
+    assert review.skipped.meta.images == 1 and review.outcome is None
+    assert simulator.requests() == []
+    assert (record.run.outcome, record.run.reason) == ("skipped", skip.value)
+    assert review.as_json()["skipped"] == skip.value
 
 
 async def test_checkpoint_runs_once_per_turn(simulator: RunningSimulator) -> None:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
+import secrets
 import time
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from foureyes.config import PrivacyConfig, StoreConfig
 from foureyes.core.errors import (
@@ -36,7 +40,8 @@ from foureyes.risk.triage import FAILURE_REASONS, Triage, TriageRequest
 from foureyes.store import Store
 from tests.helpers.answers import answer
 from tests.helpers.clock import ManualClock
-from tests.helpers.scripted import Reply
+from tests.helpers.scripted import Reply, Script
+from tests.helpers.stores import refuse_assessment_writes
 from tests.risk._support import (
     ScriptedProvider,
     scripted_config,
@@ -74,6 +79,20 @@ async def test_calm_text_stops_at_l0_without_a_model_call(
     [row] = await rows(store)
     assert row.status == "ok" and row.level == "low" and row.tier == "L0"
     assert row.text_fingerprint == store.traces.fingerprint(CALM)
+
+
+async def test_screening_runs_l0_alone_and_finishing_it_is_the_triage(
+    make_triage: MakeTriage, provider: ScriptedProvider, store: Store
+) -> None:
+    triage = make_triage()
+    screening = triage.screen(request())
+    assert screening.escalates and screening.l0.escalate
+    assert provider.requests == [] and await rows(store) == []
+    provider.enqueue(L1, answer("high", 0.9)).enqueue(L2, answer("high", 0.9))
+    result = await triage.finish(screening)
+    assert result.l0 is screening.l0 and result.level is RiskLevel.HIGH
+    assert len(provider.requests) == 2 and len(await rows(store)) == 1
+    assert not triage.screen(request(CALM)).escalates
 
 
 @pytest.mark.parametrize("text", [CRISIS, CRISIS_ZH])
@@ -485,19 +504,87 @@ async def test_raw_text_is_kept_in_the_trace_when_configured(
         await keeping.close()
 
 
-async def test_an_unrecordable_triage_is_unknown_even_when_confirmed(
+async def test_an_unrecordable_confirmed_crisis_confirms_nothing_and_stays_prohibited(
     make_triage: MakeTriage, provider: ScriptedProvider, store_url: str
 ) -> None:
     triage = make_triage()
-    with sqlite3.connect(store_url.removeprefix("sqlite+aiosqlite:///")) as conn:
-        conn.execute("DROP TABLE risk_assessments")
-    conn.close()
+    refuse_assessment_writes(store_url.removeprefix("sqlite+aiosqlite:///"))
     provider.enqueue(L1, answer("critical", 0.99))
     provider.enqueue(L2, answer("critical", 0.99))
     result = await triage.assess(request())
-    assert result.status is RiskStatus.UNKNOWN and not result.confirmed
-    assert result.reasons[-1] is SuppressReason.STORE_FAILED
-    assert result.policy is GenerationPolicy.RESTRICTED and result.assessment_id is None
+    # Towards no alert: unknown, not confirmed, not on record.
+    assert result.status is RiskStatus.UNKNOWN and result.level is None
+    assert not result.confirmed and result.assessment_id is None
+    assert result.reasons == (SuppressReason.STORE_FAILED,)
+    # Towards more restriction: what L1 and L2 computed still holds for the reply.
+    assert result.policy is GenerationPolicy.PROHIBITED
+    assert result.l1 is not None and result.l2 is not None
+
+
+@pytest.fixture
+async def refusing_store(tmp_path: Path) -> AsyncIterator[Store]:
+    """A second store whose triage records cannot be written."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'refusing.db'}"
+    opened = await Store.open(StoreConfig(url=url), PrivacyConfig(), {})
+    refuse_assessment_writes(tmp_path / "refusing.db")
+    yield opened
+    await opened.close()
+
+
+RESTRICTION = [GenerationPolicy.NORMAL, GenerationPolicy.RESTRICTED, GenerationPolicy.PROHIBITED]
+"""Policies from the least to the most restrictive (the test's own order)."""
+
+CONFIDENT_CRITICAL = answer("critical", 0.99)
+
+risk_answer = st.one_of(
+    st.just(CONFIDENT_CRITICAL),
+    st.builds(
+        answer,
+        st.sampled_from(["low", "medium", "high", "critical"]),
+        st.sampled_from([0.4, 0.85, 0.99]),
+        flags=st.sampled_from([(), (), ("fiction",)]),
+    ),
+    st.sampled_from([RouteTimeout("scripted", 5), RouteHTTPError("scripted", 500), "no JSON"]),
+)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    text=st.sampled_from([CRISIS, CRISIS_ZH, CALM]),
+    l1=st.lists(risk_answer, min_size=2, max_size=2),
+    l2=st.lists(risk_answer, min_size=2, max_size=2),
+)
+@example(text=CRISIS, l1=[CONFIDENT_CRITICAL] * 2, l2=[CONFIDENT_CRITICAL] * 2)
+async def test_a_store_failure_never_lowers_the_policy_the_triage_computed(
+    store: Store,
+    refusing_store: Store,
+    clock: ManualClock,
+    gate: L0Gate,
+    text: str,
+    l1: list[Script],
+    l2: list[Script],
+) -> None:
+    conversation = f"c-{secrets.token_hex(8)}"
+    results = []
+    for target in (store, refusing_store):
+        provider = scripted_provider()
+        provider.enqueue(L1, *l1).enqueue(L2, *l2)
+        config = scripted_config()
+        caller = ModelCaller(
+            scripted_routes(config, provider), ledger=target.ledger, trace=target.traces
+        )
+        triage = Triage(config, caller, target.assessments, gate, clock=clock)
+        results.append(await triage.assess(request(text, conversation)))
+    computed, unrecorded = results
+    assert SuppressReason.STORE_FAILED not in computed.reasons
+    assert RESTRICTION.index(unrecorded.policy) >= RESTRICTION.index(computed.policy)
+    assert unrecorded.policy is not GenerationPolicy.NORMAL
+    assert unrecorded.status is RiskStatus.UNKNOWN and not unrecorded.confirmed
+    assert unrecorded.reasons == (*computed.reasons, SuppressReason.STORE_FAILED)
 
 
 def test_every_failure_class_has_a_distinct_reason_per_tier() -> None:

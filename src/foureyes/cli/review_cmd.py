@@ -15,6 +15,7 @@ from rich.table import Table
 from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load, run
 from foureyes.config import Config
 from foureyes.core.errors import ConfigError, StoreError
+from foureyes.core.roles import Role
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.routes import Routes
 from foureyes.review.importers import SessionFormat, load_session
@@ -150,7 +151,8 @@ def _print_projection(
     *,
     as_json: bool,
 ) -> None:
-    projection = project_session(session, window, mask, cfg.review)
+    _, route = cfg.route_for(Role.REVIEWER)
+    projection = project_session(session, window, mask, cfg.review, images=route.images)
     if as_json:
         emit_json({"ok": True, "session": facts, **projection_json(projection)})
         return

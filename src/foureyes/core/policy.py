@@ -21,3 +21,15 @@ class GenerationPolicy(StrEnum):
     def allows_generation(self) -> bool:
         """Whether a Counselor draft may be released at all under this policy."""
         return self is not GenerationPolicy.PROHIBITED
+
+    @property
+    def restriction(self) -> int:
+        """How much the policy restricts the reply: 0 for normal, 2 for prohibited."""
+        return _RESTRICTION[self]
+
+    def stricter(self, other: GenerationPolicy) -> GenerationPolicy:
+        """The more restrictive of this policy and ``other``."""
+        return other if other.restriction > self.restriction else self
+
+
+_RESTRICTION = {policy: rank for rank, policy in enumerate(GenerationPolicy)}

@@ -85,6 +85,10 @@ class ParseFailure(StrEnum):
     SCHEMA_INVALID = "schema_invalid"
     """The object breaks the schema otherwise: a missing field, a wrong type, a number out
     of a range that is not declared clampable, a failed model check."""
+    EXTRA_TEXT = "extra_text"
+    """Where the whole answer must be the object (``parse_structured(..., whole=True)``):
+    something besides whitespace and one code fence surrounds it, such as prose or a
+    second JSON value."""
 
 
 _RETRY_PROBLEMS = {
@@ -155,11 +159,15 @@ class Clamped:
         return float(min(max(value, self.lo), self.hi))
 
 
+_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*)```", re.DOTALL | re.IGNORECASE)
+"""One Markdown code fence around a whole answer: ```` ``` ```` or ```` ```json ````, a line
+break, the body, the closing ```` ``` ````."""
+
+
 def _unfenced(text: str) -> str:
     """``text`` without one surrounding Markdown code fence, if it has one."""
-    if text.startswith("```") and text.endswith("```") and "\n" in text:
-        return text[text.index("\n") + 1 : -3].strip()
-    return text
+    fenced = _FENCE.fullmatch(text)
+    return fenced.group(1).strip() if fenced else text
 
 
 def _whole_value(text: str) -> tuple[bool, Any]:
@@ -204,6 +212,21 @@ def _first_object(text: str, schema: str) -> str:
     raise ContractError(schema, ParseFailure.INVALID_JSON, first_error)
 
 
+def _only_object(text: str, schema: str) -> str:
+    """The source text of ``text`` when it is one JSON object, in at most one code fence.
+
+    Raises:
+        ContractError: as :func:`_first_object`, or ``extra_text`` when anything but
+            whitespace surrounds the object (prose, a second value).
+    """
+    body = _unfenced(text.strip())
+    source = _first_object(body, schema)
+    if source != body:
+        detail = f"{len(body) - len(source)} characters besides the object"
+        raise ContractError(schema, ParseFailure.EXTRA_TEXT, detail)
+    return source
+
+
 def _failure_of(err: ValidationError) -> ParseFailure:
     types = {e["type"] for e in err.errors()}
     if "json_invalid" in types:
@@ -245,11 +268,14 @@ def _closed_json_schema(schema: type[BaseModel]) -> dict[str, Any]:
     return json_schema
 
 
-def parse_structured(text: str, schema: type[M]) -> M:
+def parse_structured(text: str, schema: type[M], *, whole: bool = False) -> M:
     """Parse a model's answer into ``schema``, strictly.
 
     The first complete JSON object in ``text`` is taken; prose before and after it, a
-    Markdown code fence around it and any later objects are ignored. It is validated in
+    Markdown code fence around it and any later objects are ignored. With ``whole`` the
+    answer must be that object and nothing else: whitespace and one code fence
+    (```` ``` ```` or ```` ```json ````) around it are allowed, and any other text or a
+    second value is ``extra_text``. It is validated in
     strict mode: no string-to-number or number-to-bool coercion, enum values only from
     their whitelist, no extra keys, every required field present. Numbers are clamped
     only in fields annotated with :class:`Clamped`.
@@ -258,6 +284,7 @@ def parse_structured(text: str, schema: type[M]) -> M:
         text: the model's visible answer.
         schema: a pydantic model whose ``model_config`` (and every nested model's) sets
             ``extra="forbid"``.
+        whole: whether the whole answer must be the one object.
 
     Returns:
         The validated instance.
@@ -268,7 +295,8 @@ def parse_structured(text: str, schema: type[M]) -> M:
         UsageError: ``schema`` allows extra keys somewhere.
     """
     _closed_json_schema(schema)
-    source = _first_object(text, schema.__name__)
+    find = _only_object if whole else _first_object
+    source = find(text, schema.__name__)
     try:
         return schema.model_validate_json(source, strict=True)
     except ValidationError as exc:

@@ -199,7 +199,8 @@ class SupportOutcome:
     timings: PipelineTimings
     """Where the time went."""
     speculative: bool
-    """Whether the first draft was written while triage ran."""
+    """Whether the first draft started before triage finished (``gate.speculative_draft``
+    on and L0 did not escalate the message)."""
 
     @property
     def prompt_tokens(self) -> int:

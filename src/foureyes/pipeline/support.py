@@ -2,8 +2,8 @@
 
 ::
 
-    start the run ─▶ triage: L0 at once; L1/L2 when L0 escalates ─▶ policy (+ floor)
-          └──────▶ Counselor's first draft (speculative) ─────────────────┤
+    start the run ─▶ L0 at once ─▶ L1/L2 when L0 escalates ─▶ policy (+ floor)
+                        └─ not escalated: Counselor's first draft (speculative) ─┤
                                                                           ▼
                           gate: review, revise, decide (a prohibition discards the draft)
                                                                           ▼
@@ -13,10 +13,11 @@
                                                                           ▼
                                                               the reply may leave
 
-With ``gate.speculative_draft`` (the default) the Counselor drafts while triage runs, so
-a reply takes about max(triage, draft) + review rather than their sum; the draft does
-not depend on the policy, only what is done with it does, and a draft written before
-triage prohibited generation is cancelled or dropped unread (invariant 2).
+With ``gate.speculative_draft`` (the default) the Counselor's first draft starts at once
+when the keyword gate (L0, microseconds) did not escalate the message; the draft does not
+depend on the policy, only what is done with it does. A message L0 escalated is drafted
+only once triage has set its policy, so a crisis that triage prohibits never reaches the
+Counselor's endpoint (invariant 2).
 
 The whole run is recorded in one trace whose events are held in memory and committed in
 one transaction before :meth:`SupportPipeline.handle` returns (invariant 10). A store
@@ -199,7 +200,7 @@ class SupportPipeline:
         trace_id: str,
         started: float,
         started_wall: dt.datetime,
-        speculative: bool,
+        speculate_allowed: bool,
     ) -> SupportOutcome:
         conversation = message.conversation_id or new_conversation_id()
         request = ReplyRequest(
@@ -213,20 +214,24 @@ class SupportPipeline:
             region=message.region,
             locale=message.locale,
         )
+        screening = self.triage.screen(
+            TriageRequest(
+                text=message.text,
+                conversation_id=conversation,
+                tenant=message.tenant,
+                history=[RiskTurn(t.role, t.text) for t in message.history],
+                purpose=message.purpose,
+                trace_id=trace_id,
+            )
+        )
+        # A message L0 escalated goes to no Counselor before triage has set its policy:
+        # it may be a crisis whose generation triage prohibits (invariant 2).
+        speculate = speculate_allowed and not screening.escalates
         pending: PendingReply | None = None
-        if speculative:
+        if speculate:
             pending = self.gate.begin(request, trace_id=trace_id, speculate=True)
         try:
-            triage = await self.triage.assess(
-                TriageRequest(
-                    text=message.text,
-                    conversation_id=conversation,
-                    tenant=message.tenant,
-                    history=[RiskTurn(t.role, t.text) for t in message.history],
-                    purpose=message.purpose,
-                    trace_id=trace_id,
-                )
-            )
+            triage = await self.triage.finish(screening)
         except BaseException:
             if pending is not None:
                 await pending.discard()
@@ -259,7 +264,7 @@ class SupportPipeline:
             timings=PipelineTimings.of(
                 total_ms=total_ms, triage_ms=triage_ms, gate_ms=gate.timings.total_ms, calls=calls
             ),
-            speculative=speculative,
+            speculative=speculate,
         )
 
     def _consider_alert(self, triage: TriageResult) -> asyncio.Task[AlertOutcome] | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from foureyes.core.digest import sha256_hex
 from foureyes.llm.provider import ChatMessage, ImagePart, TextPart
 from foureyes.llm.provider import ToolCall as WireToolCall
 from foureyes.review._events import (
@@ -18,25 +17,14 @@ from foureyes.review._events import (
 )
 from foureyes.review.session import Session
 
-__all__ = ["NativePrefix", "NativeRendering", "image_reference", "native_rendering"]
-
-
-def image_reference(ref: str) -> str:
-    """A short text reference to an image: its URL, or its media type and digest if inline."""
-    if ref.startswith("data:"):
-        media = ref[5:].split(",", 1)[0].split(";", 1)[0] or "image"
-        return f"inline {media}, sha256 {sha256_hex(ref)[:16]}"
-    return ref
+__all__ = ["NativePrefix", "NativeRendering", "native_rendering"]
 
 
 def _native_content(
-    text: str | None, images: tuple[ImageBlock, ...], send_images: bool
+    text: str | None, images: tuple[ImageBlock, ...]
 ) -> str | tuple[TextPart | ImagePart, ...] | None:
     if not images:
         return text
-    if not send_images:
-        refs = "\n".join(f"[image: {image_reference(i.ref)}]" for i in images)
-        return refs if text is None else f"{text}\n{refs}"
     head = () if text is None else (TextPart(text=text),)
     return (*head, *(ImagePart(url=i.ref) for i in images))
 
@@ -53,11 +41,9 @@ class NativePrefix:
     """Whether every tool call is answered and every result matches a call."""
 
 
-def native_rendering(session: Session, send_images: bool) -> NativeRendering:
-    """The session's native rendering, computed once per session and image mode."""
-    return session.memo(
-        ("native_rendering", send_images), lambda s: NativeRendering(s.events, send_images)
-    )
+def native_rendering(session: Session) -> NativeRendering:
+    """The session's native rendering, computed once per session."""
+    return session.memo(("native_rendering",), lambda s: NativeRendering(s.events))
 
 
 class NativeRendering:
@@ -68,10 +54,9 @@ class NativeRendering:
     message of its own step, and no turn starts inside a step.
     """
 
-    def __init__(self, events: tuple[Event, ...], send_images: bool) -> None:
+    def __init__(self, events: tuple[Event, ...]) -> None:
         self.messages: list[ChatMessage] = []
         self.images = 0
-        self._send_images = send_images
         self._marks: dict[int, NativePrefix | tuple[int, int, bool]] = {}
         open_calls: Counter[str] = Counter()
         open_total = 0
@@ -134,7 +119,7 @@ class NativeRendering:
         self, text: str | None, images: tuple[ImageBlock, ...]
     ) -> str | tuple[TextPart | ImagePart, ...] | None:
         self.images += len(images)
-        return _native_content(text, images, self._send_images)
+        return _native_content(text, images)
 
     def _assistant(self, event: AssistantMessage) -> ChatMessage:
         texts: list[str] = []

@@ -5,7 +5,6 @@ from __future__ import annotations
 from foureyes.llm.prompting import DATA_RULE, data_block
 from foureyes.llm.provider import ImagePart, TextPart
 from foureyes.review._events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
-from foureyes.review._native import image_reference
 from foureyes.review.session import Session, Step, Turn
 
 __all__ = ["Snapshot"]
@@ -25,10 +24,8 @@ class Snapshot:
     (reasoning blocks the mask dropped), ``steps`` and ``turns`` (ids of turns shown).
     """
 
-    def __init__(
-        self, session: Session, cut: int, *, reasoning: bool, text: bool, send_images: bool
-    ) -> None:
-        self.session, self.send_images = session, send_images
+    def __init__(self, session: Session, cut: int, *, reasoning: bool, text: bool) -> None:
+        self.session = session
         self.show_reasoning, self.show_text = reasoning, text
         self.parts: list[TextPart | ImagePart] = []
         self._buffer: list[str] = []
@@ -126,13 +123,9 @@ class Snapshot:
 
     def _image(self, ref: str, where: str) -> None:
         self.images += 1
-        if self.send_images:
-            self._text(f"Image, {where}:\n")
-            self._flush()
-            self.parts.append(ImagePart(url=ref))
-        else:
-            reference = data_block("image_reference", image_reference(ref))
-            self._text(f"Image, {where} (not shown; this route takes no images):\n{reference}\n")
+        self._text(f"Image, {where}:\n")
+        self._flush()
+        self.parts.append(ImagePart(url=ref))
 
     def _text(self, text: str) -> None:
         self._buffer.append(text)

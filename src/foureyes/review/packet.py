@@ -7,9 +7,13 @@ one bad item rejects the whole answer (DESIGN.md 4, invariants 3 and 4).
 
 The rules, checked in this order:
 
-1. the answer holds a JSON object, parsed by the one structured-output parser
-   (:func:`foureyes.llm.structured.parse_structured`: strict JSON, exact keys, enum
-   values only from their whitelists, no coercion);
+1. the answer is exactly one JSON object (whitespace and one ```` ``` ```` or
+   ```` ```json ```` code fence around it allowed; prose before or after it, or a second
+   value, break the contract), parsed by the one structured-output parser
+   (:func:`foureyes.llm.structured.parse_structured` with ``whole=True``: strict JSON,
+   exact keys, enum values only from their whitelists, no coercion). Stricter than the
+   other model outputs' "first JSON object": a ``no_update`` followed by an ``update``
+   must not be read as either;
 2. ``role`` is ``"masked-review"``;
 3. ``no_update`` carries no ``items`` key at all (not even ``[]``); ``update`` carries
    at least one item;
@@ -101,6 +105,8 @@ class PacketRejection(StrEnum):
     """The answer is JSON, but not an object (an array, a string, a number)."""
     INVALID_JSON = "invalid_json"
     """Braces appear, but no complete strict JSON object (cut off, ``NaN``, duplicate keys)."""
+    EXTRA_TEXT = "extra_text"
+    """The answer holds more than the one object: prose before or after it, a second value."""
     EXTRA_KEYS = "extra_keys"
     """The packet or an item has a key the contract does not define."""
     ENUM_INVALID = "enum_invalid"
@@ -129,6 +135,7 @@ _PARSE_REJECTIONS = {
     ParseFailure.EXTRA_FIELDS: PacketRejection.EXTRA_KEYS,
     ParseFailure.ENUM_INVALID: PacketRejection.ENUM_INVALID,
     ParseFailure.SCHEMA_INVALID: PacketRejection.SCHEMA_INVALID,
+    ParseFailure.EXTRA_TEXT: PacketRejection.EXTRA_TEXT,
     # Truncation is a lifecycle fact the runner checks before parsing; should the parser
     # ever report it, the answer is still not a complete object.
     ParseFailure.TRUNCATED: PacketRejection.INVALID_JSON,
@@ -293,7 +300,7 @@ def check_packet(text: str, *, max_chars: int) -> PacketCheck:
     if max_chars < 1:
         raise UsageError(f"max_chars must be at least 1, got {max_chars}")
     try:
-        wire = parse_structured(text, _WirePacket)
+        wire = parse_structured(text, _WirePacket, whole=True)
     except ContractError as exc:
         return _reject(_PARSE_REJECTIONS[ParseFailure(exc.reason)], exc.detail)
     if wire.role != PACKET_ROLE:

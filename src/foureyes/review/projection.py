@@ -23,8 +23,11 @@ visible text and images. The snapshot never says how much was dropped: the count
 
 **Limits.** A snapshot over ``max_snapshot_chars`` characters, or a projection with more
 than ``max_images`` images, is a :class:`ProjectionSkipped` carrying only metadata; a
-projection is never truncated. Routes that take no images get labelled text references
-instead of image blocks (``send_images=False``); images are counted either way.
+projection is never truncated. Images go to the reviewer only as image blocks, and only
+to a route that says it accepts them (``images = true`` in its config): a projection that
+holds images is skipped for a text-only route (``images_unsupported``) or one whose
+support is unknown (``images_unknown``), its image count in the metadata, rather than
+sent as images the route may refuse or as placeholders the reviewer cannot see.
 
 Untrusted text in the snapshot (user messages, assistant text and reasoning, tool
 arguments and results) sits in :func:`~foureyes.llm.prompting.data_block` envelopes, and
@@ -96,6 +99,11 @@ class SkipReason(StrEnum):
     """The snapshot is longer than ``max_snapshot_chars``."""
     OVER_IMAGES = "over_images"
     """The projection holds more than ``max_images`` images."""
+    IMAGES_UNSUPPORTED = "images_unsupported"
+    """The projection holds images and the reviewer's route takes none (``images = false``)."""
+    IMAGES_UNKNOWN = "images_unknown"
+    """The projection holds images and the reviewer's route does not say whether it takes
+    them (``images`` unset)."""
 
 
 @dataclass(frozen=True)
@@ -211,7 +219,7 @@ def project(
     max_snapshot_chars: int,
     max_images: int,
     max_k: int = MAX_RECENT_STEPS,
-    send_images: bool = True,
+    images: bool | None = None,
 ) -> Projection | ProjectionSkipped:
     """Project ``session`` through ``window`` and ``mask`` (see the module doc).
 
@@ -222,8 +230,9 @@ def project(
         max_snapshot_chars: longest snapshot accepted (``review.max_snapshot_chars``).
         max_images: most images accepted (``review.max_images``).
         max_k: cap on K of ``recent:K``.
-        send_images: ``False`` for a route that takes no images: images become labelled
-            text references. When the route's support is unknown, leave ``True``.
+        images: whether the reviewer's route accepts images (its ``images`` config):
+            ``True``, ``False``, or ``None`` when unknown. Unless ``True``, a projection
+            holding any image is skipped.
     """
     requested = window.k
     empty = ProjectionMeta(str(window), mask, requested, None, 0, 0, 0, 0, 0)
@@ -246,10 +255,8 @@ def project(
         if not any(s.completed for s in open_turns[0].steps):
             return ProjectionSkipped(SkipReason.NO_STEPS, empty)
         cut = open_turns[0].start
-    prefix = native_rendering(session, send_images).prefix(cut)
-    snapshot = Snapshot(
-        session, cut, reasoning=mask.shows_reasoning, text=mask.shows_text, send_images=send_images
-    )
+    prefix = native_rendering(session).prefix(cut)
+    snapshot = Snapshot(session, cut, reasoning=mask.shows_reasoning, text=mask.shows_text)
     meta = ProjectionMeta(
         window=str(window),
         mask=mask,
@@ -266,6 +273,12 @@ def project(
     # Invariant 9: a projection that does not fit is skipped whole, never cut short.
     if not prefix.balanced:
         return ProjectionSkipped(SkipReason.UNBALANCED_PREFIX, meta)
+    if meta.images and images is not True:
+        # Images only to a route known to take them: neither sent blind nor replaced by
+        # placeholders the reviewer would judge without seeing.
+        unsupported = images is False
+        reason = SkipReason.IMAGES_UNSUPPORTED if unsupported else SkipReason.IMAGES_UNKNOWN
+        return ProjectionSkipped(reason, meta)
     if meta.chars > max_snapshot_chars:
         return ProjectionSkipped(SkipReason.OVER_CHARS, meta)
     if meta.images > max_images:
@@ -274,9 +287,7 @@ def project(
     return Projection(prefix.messages, message, meta)
 
 
-def native_messages(
-    session: Session, end: int | None = None, *, send_images: bool = True
-) -> tuple[ChatMessage, ...]:
+def native_messages(session: Session, end: int | None = None) -> tuple[ChatMessage, ...]:
     """``session.events[:end]`` as the chat messages the primary model was sent.
 
     User messages become ``user`` messages, each assistant message one ``assistant``
@@ -287,5 +298,5 @@ def native_messages(
     The system messages are not included.
     """
     if end is None or end >= len(session.events):
-        return tuple(native_rendering(session, send_images).messages)
-    return tuple(NativeRendering(session.events[:end], send_images).messages)
+        return tuple(native_rendering(session).messages)
+    return tuple(NativeRendering(session.events[:end]).messages)

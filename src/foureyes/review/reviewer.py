@@ -70,16 +70,20 @@ def project_session(
     mask: Mask,
     config: ReviewConfig,
     *,
-    send_images: bool = True,
+    images: bool | None = None,
 ) -> Projection | ProjectionSkipped:
-    """Project ``session`` within the size limits of ``config`` (see :func:`project`)."""
+    """Project ``session`` within the size limits of ``config`` (see :func:`project`).
+
+    ``images`` says whether the reviewer's route accepts images (``None``: unknown, so a
+    projection holding images is skipped).
+    """
     return project(
         session,
         window,
         mask,
         max_snapshot_chars=config.max_snapshot_chars,
         max_images=config.max_images,
-        send_images=send_images,
+        images=images,
     )
 
 
@@ -173,7 +177,9 @@ class Reviewer:
         policy: which accepted packets are published; ``updates-only`` by default.
         latch: the checkpoint's per-(session, turn) memory; a fresh one by default.
         locale: the language of publication headers.
-        send_images: ``False`` when the reviewer's route takes no images.
+
+    Whether a projection may hold images is the reviewer route's ``images`` setting
+    (:attr:`ReviewRunner.accepts_images`).
     """
 
     def __init__(
@@ -184,7 +190,6 @@ class Reviewer:
         policy: PublicationPolicy = PublicationPolicy.UPDATES_ONLY,
         latch: CheckpointLatch | None = None,
         locale: Locale = Locale.EN,
-        send_images: bool = True,
     ) -> None:
         """Review through ``runner`` under ``config`` and ``policy``."""
         self.runner = runner
@@ -192,7 +197,6 @@ class Reviewer:
         self.policy = policy
         self.latch = latch if latch is not None else CheckpointLatch()
         self.locale = locale
-        self.send_images = send_images
 
     async def review(
         self,
@@ -231,7 +235,7 @@ class Reviewer:
         """
         policy = policy or self.policy
         projection = project_session(
-            session, window, mask, self.config, send_images=self.send_images
+            session, window, mask, self.config, images=self.runner.accepts_images
         )
         if isinstance(projection, ProjectionSkipped):
             trace_id = await self._record_skip(projection, trigger, session_id)

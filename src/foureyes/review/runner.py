@@ -219,6 +219,16 @@ class ReviewRunner:
         self.caller = caller
         self.packet_max_chars = packet_max_chars
 
+    @property
+    def accepts_images(self) -> bool | None:
+        """Whether the reviewer's route accepts images: its ``images`` config (``None``: unknown).
+
+        A review whose projection holds images is skipped, before any call, unless this
+        is ``True`` (:func:`~foureyes.review.projection.project`).
+        """
+        route, _ = self.caller.routes.for_role(Role.REVIEWER)
+        return route.images
+
     async def run(
         self,
         request: ChatRequest,

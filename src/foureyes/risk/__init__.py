@@ -46,7 +46,7 @@ from foureyes.risk.resources import (
 )
 from foureyes.risk.result import RunPurpose, SuppressReason, TriageResult
 from foureyes.risk.trend import Trend, compute_trend
-from foureyes.risk.triage import Triage, TriageRequest
+from foureyes.risk.triage import Screening, Triage, TriageRequest
 
 __all__ = [
     "ALERT_TEMPLATES",
@@ -78,6 +78,7 @@ __all__ = [
     "RiskReport",
     "RiskStatus",
     "RunPurpose",
+    "Screening",
     "SuppressReason",
     "Thresholds",
     "Tier",

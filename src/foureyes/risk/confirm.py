@@ -6,20 +6,24 @@ invariant 5): without an L2 assessment nothing is confirmed, whatever L1 said.
 
 The generation policy a triage sets for the Counselor:
 
-============================================  ==============
-triage outcome                                policy
-============================================  ==============
-``unknown`` (any failure, limit or drop)      ``restricted``
-``low`` or ``medium``                         ``normal``
-``high``                                      ``restricted``
-``critical``, not confirmed                   ``restricted``
-``critical``, confirmed                       ``prohibited``
-============================================  ==============
+==========================================  =========================================
+triage outcome                              policy
+==========================================  =========================================
+``unknown`` (any failure, limit or drop)    ``restricted``
+``low`` or ``medium``                       ``normal``
+``high``                                    ``restricted``
+``critical``, not confirmed                 ``restricted``
+``critical``, confirmed                     ``prohibited``
+``unknown``: the store failed to record it  the one computed, at least ``restricted``
+==========================================  =========================================
 
 ``restricted`` lets a reviewed reply through with code-rendered crisis resources;
 ``prohibited`` sends the code-rendered crisis reply only. An ``unknown`` triage happens
 only after the keyword gate escalated (or the store failed), so it is never read as low:
-resources are shown, and nothing is confirmed.
+resources are shown, and nothing is confirmed. A triage whose record failed keeps what it
+computed for the reply (a confirmed crisis stays ``prohibited``) while it confirms nothing
+(:meth:`~foureyes.risk.result.TriageResult.unrecorded`): degradation goes towards fewer
+alerts and towards more restriction.
 """
 
 from __future__ import annotations

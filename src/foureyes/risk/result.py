@@ -11,7 +11,7 @@ from foureyes.core.locale import Locale
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.tenancy import LOCAL_TENANT, scoped_conversation
 from foureyes.risk.assess import Assessment, Tier
-from foureyes.risk.confirm import Confirmation
+from foureyes.risk.confirm import Confirmation, policy_for
 from foureyes.risk.l0 import L0Result
 from foureyes.risk.levels import RiskLevel, RiskStatus
 from foureyes.risk.trend import Trend
@@ -67,7 +67,8 @@ class SuppressReason(StrEnum):
     L2_DEADLINE = "l2_deadline"
     """The deadline passed before L2; L1 stands, unconfirmed."""
     STORE_FAILED = "store_failed"
-    """The store could not record the triage; an unrecorded outcome is not acted on."""
+    """The store could not record the triage: nothing is confirmed (no alert), but the
+    reply keeps the policy the triage computed, at least ``restricted``."""
 
     @property
     def keeps_l1(self) -> bool:
@@ -109,7 +110,8 @@ class TriageResult:
     """The outcome of one triage: what the pipeline acts on and the store records.
 
     ``level`` is ``None`` exactly when ``status`` is ``unknown``; ``confirmed`` is only ever
-    true with two independent critical assessments (see :mod:`foureyes.risk.confirm`).
+    true with two independent critical assessments (see :mod:`foureyes.risk.confirm`), and
+    never for a triage that could not be recorded (:meth:`unrecorded`).
     """
 
     conversation_id: str
@@ -125,7 +127,8 @@ class TriageResult:
     tier: Tier
     """The deepest tier the triage reached (attempted)."""
     policy: GenerationPolicy
-    """What the Counselor may do for this message."""
+    """What the Counselor may do for this message: :func:`~foureyes.risk.confirm.policy_for`
+    of the level, or for an unrecorded triage the stricter of that and ``restricted``."""
     reasons: tuple[SuppressReason, ...]
     """Suppress reasons, in the order they arose; empty when nothing failed."""
     locale: Locale
@@ -166,6 +169,27 @@ class TriageResult:
     def with_assessment_id(self, assessment_id: str) -> TriageResult:
         """A copy naming its stored record."""
         return dataclasses.replace(self, assessment_id=assessment_id)
+
+    def unrecorded(self) -> TriageResult:
+        """This triage as it stands when the store could not record it (``store_failed``).
+
+        Degradation keeps both directions (DESIGN.md 4, invariant 5). Towards no alert: the
+        status is ``unknown``, the level ``None`` and nothing is confirmed, so no guardian
+        alert can follow an outcome that is not on record. Towards more restriction: the
+        policy is the stricter of the one computed and an ``unknown`` triage's, so a
+        confirmed crisis stays ``prohibited``. What L1 and L2 said stays, as what was
+        computed.
+        """
+        unknown = policy_for(None, confirmed=False)
+        return dataclasses.replace(
+            self,
+            status=RiskStatus.UNKNOWN,
+            level=None,
+            confirmed=False,
+            policy=self.policy.stricter(unknown),
+            reasons=(*self.reasons, SuppressReason.STORE_FAILED),
+            assessment_id=None,
+        )
 
     def risk_block(self) -> dict[str, Any]:
         """The ``foureyes.risk`` object of the HTTP response (DESIGN.md 5)."""

@@ -16,8 +16,11 @@
 Every failure degrades to ``unknown`` or to "not confirmed", never towards alerting
 (DESIGN.md 4, invariants 4 and 5). Every triage, dropped and failed ones included, is
 recorded in the store with the HMAC of its text and its reasons. A store that cannot be
-written makes the triage ``unknown`` (``store_failed``): an outcome that was not recorded
-is not acted on.
+written makes the triage ``unknown`` and unconfirmed (``store_failed``): an outcome that
+was not recorded alerts no one. The reply still gets the policy the triage computed (at
+least ``restricted``): degradation goes towards fewer alerts and towards more restriction,
+never the other way (:meth:`TriageResult.unrecorded
+<foureyes.risk.result.TriageResult.unrecorded>`).
 
 A conversation is kept under its tenant (:mod:`foureyes.core.tenancy`): the flight lease,
 the daily limit, the trend and the records are keyed by the scoped conversation, and a
@@ -64,7 +67,14 @@ from foureyes.risk.trend import Trend, compute_trend
 from foureyes.store._clock import WallClock, utc_now
 from foureyes.store.assessments import NewAssessment, SqlAssessmentLog
 
-__all__ = ["FAILURE_REASONS", "Triage", "TriageRequest", "l1_limit_key", "l1_tenant_limit_key"]
+__all__ = [
+    "FAILURE_REASONS",
+    "Screening",
+    "Triage",
+    "TriageRequest",
+    "l1_limit_key",
+    "l1_tenant_limit_key",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -134,6 +144,30 @@ class TriageRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Screening:
+    """A message the keyword gate has screened, its triage not finished yet.
+
+    From :meth:`Triage.screen`; finish it with :meth:`Triage.finish`. L0's verdict is
+    known microseconds after the message arrives, so a caller can act on it (the support
+    pipeline drafts speculatively only when L0 did not escalate) before L1 and L2 run.
+    """
+
+    request: TriageRequest
+    """The message screened."""
+    l0: L0Result
+    """The keyword gate's result for ``request.text``."""
+    locale: Locale
+    """The message's language."""
+    started: float
+    """When the triage started (``time.monotonic()``), for its latency."""
+
+    @property
+    def escalates(self) -> bool:
+        """Whether L0 escalated: L1 (and perhaps L2) will assess the message."""
+        return self.l0.escalate
+
+
+@dataclass(frozen=True, slots=True)
 class _Stage:
     assessment: Assessment | None
     reason: SuppressReason | None
@@ -194,12 +228,30 @@ class Triage:
     async def assess(self, request: TriageRequest) -> TriageResult:
         """Triage one message. Never raises for expected failures: they are reasons.
 
+        The same as :meth:`finish` of :meth:`screen`.
+
         Raises:
             UsageError: a programming error (e.g. a naive clock).
         """
+        return await self.finish(self.screen(request))
+
+    def screen(self, request: TriageRequest) -> Screening:
+        """Run the keyword gate (L0) on ``request``: microseconds, no I/O, nothing recorded."""
         started = time.monotonic()
-        l0 = self._gate.scan(request.text)
-        locale = detect_locale(request.text)
+        return Screening(
+            request, self._gate.scan(request.text), detect_locale(request.text), started
+        )
+
+    async def finish(self, screening: Screening) -> TriageResult:
+        """Finish the triage L0 screened: L1 and L2 if it escalated; record the outcome.
+
+        Never raises for expected failures: they are reasons.
+
+        Raises:
+            UsageError: a programming error (e.g. a naive clock).
+        """
+        request, l0, locale = screening.request, screening.l0, screening.locale
+        started = screening.started
         run = _Run()
         trace_id = request.trace_id
         own_run = trace_id is None and self._trace is not None
@@ -215,7 +267,7 @@ class Triage:
             await self._event(trace_id, "l0", l0_summary(l0, with_terms=False))
             if l0.escalate:
                 await self._escalate(request, run, trace_id)
-            result = self._result(request, l0, locale, run, trace_id, started, None)
+            result = self._result(request, l0, locale, run, trace_id, started)
             row = _row(result, at=self._clock())
             if self._hold_quiet and not own_run and trace_id is not None and not l0.escalate:
                 assessment_id = self._log.hold(row, text=request.text)
@@ -228,10 +280,10 @@ class Triage:
                 await self._trace.finish_run(trace_id, outcome=result.status.value, reason=reason)
             return result
         except StoreError as exc:
-            # Invariant 4: an outcome that could not be recorded is not acted on.
+            # Invariants 4 and 5: an outcome that could not be recorded confirms nothing
+            # (no alert), yet restricts the reply at least as much as it computed.
             _log.warning("triage of trace %s could not be recorded: %s", trace_id, exc)
-            run.reasons.append(SuppressReason.STORE_FAILED)
-            return self._result(request, l0, locale, run, trace_id, started, exc)
+            return self._result(request, l0, locale, run, trace_id, started).unrecorded()
 
     async def _escalate(self, request: TriageRequest, run: _Run, trace_id: str | None) -> None:
         risk = self.config.risk
@@ -375,11 +427,10 @@ class Triage:
         run: _Run,
         trace_id: str | None,
         started: float,
-        store_error: StoreError | None,
     ) -> TriageResult:
         confirmation: Confirmation | None = None
         level: RiskLevel | None
-        if store_error is not None or (l0.escalate and run.l1 is None):
+        if l0.escalate and run.l1 is None:
             status, level = RiskStatus.UNKNOWN, None
         elif run.l1 is None:
             status, level = RiskStatus.OK, RiskLevel.LOW

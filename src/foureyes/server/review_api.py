@@ -101,7 +101,7 @@ def review_router(reviewer: Callable[[Request], Reviewer]) -> APIRouter:
         window = Window.parse(body.window)
         if body.project_only:
             projection = project_session(
-                session, window, body.mask, chosen.config, send_images=chosen.send_images
+                session, window, body.mask, chosen.config, images=chosen.runner.accepts_images
             )
             return {"ok": True, **projection_json(projection)}
         result = await chosen.review(
