@@ -4,7 +4,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from foureyes.risk._normalise import normalise
+from foureyes.core.fold import normalise
 from foureyes.risk.l0 import (
     CUE_FACTOR,
     ESCALATION_THRESHOLD,

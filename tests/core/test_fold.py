@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from foureyes.risk._normalise import _fold_table, fold_char, normalise
+from foureyes.core.fold import _fold_table, fold_char, normalise
 
 
 @pytest.mark.parametrize(
