@@ -86,3 +86,12 @@ def test_every_folded_position_maps_into_the_original_in_order(text: str) -> Non
     origins = [n.origin(q) for q in range(len(n.text))]
     assert all(0 <= o < len(text) for o in origins)
     assert origins == sorted(origins)
+
+
+def test_a_covering_span_widens_a_match_to_whole_characters() -> None:
+    n = normalise("a ﬁ\u200bne day")
+    assert n.text == "a fine day"
+    assert n.original_span(3, 6) is None  # "ine": starts inside "ﬁ"
+    assert n.covering_span(3, 6) == (2, 6)  # "ﬁ\u200bne"
+    assert n.covering_span(2, 6) == n.original_span(2, 6) == (2, 6)
+    assert normalise("plain").covering_span(1, 3) == (1, 3)

@@ -1,9 +1,15 @@
-"""Folding text for keyword matching, with a map from folded offsets back to the original.
+"""Folded views of a text, with a map from folded offsets back to the original.
 
-The L0 gate never matches against the raw message. It matches against a folded copy in
-which the usual ways of writing a keyword so that a plain matcher misses it are undone:
+Code that looks for something in text a user or a model wrote (a keyword, a forbidden
+phrase, a phone number) never looks at the raw string alone: the usual ways of writing it
+so that a plain matcher misses it are undone first, and what is found in the folded view
+is reported with a span of the *original* text (:class:`Normalised`); :func:`fold_char` is
+the per-character specification, which the fast paths follow and the tests check character
+by character.
 
-1. **Per character** (:func:`fold_char` is the specification):
+**Keyword fold** (:func:`normalise`; the L0 gate and the gate's phrase rules):
+
+1. Per character:
 
    - invisible characters are removed: format characters (``Cf``: zero-width space and
      joiners, bidi controls, soft hyphen, tags), combining marks used for strike-through and
@@ -16,7 +22,7 @@ which the usual ways of writing a keyword so that a plain matcher misses it are 
      since no keyword contains them and leaving them keeps Chinese text on the fast path;
    - case folds (``str.casefold``).
 
-2. **Spacing tricks** are undone: spaces between two Han characters are removed
+2. Spacing tricks are undone: spaces between two Han characters are removed
    (``想 死`` → ``想死``), a run of three or more single Latin letters is joined
    (``k i l l`` → ``kill``), and any other run of spaces becomes one space.
 
@@ -24,9 +30,10 @@ Apostrophes are kept: the lexicon compiles each term with and without them inste
 (``don't``, ``don’t``, ``dont``), which keeps them off the hot path.
 
 Every step records where its output came from, so a match in the folded text maps back to a
-span of the original text; :meth:`Normalised.original_span` refuses a match that starts or
-ends inside the expansion of one original character, so a reported span always covers whole
-characters and its slice folds back to the matched keyword.
+span of the original text: :meth:`Normalised.original_span` refuses a match that starts or
+ends inside the expansion of one original character (so a reported span's slice folds back
+to exactly what matched), and :meth:`Normalised.covering_span` widens such a match to the
+whole characters it came from.
 """
 
 from __future__ import annotations
@@ -96,7 +103,7 @@ class Normalised:
     """A text folded for matching, and the way back to the original's offsets."""
 
     text: str
-    """The folded text the automaton runs over."""
+    """The folded text matchers run over."""
     maps: tuple[_OffsetMap, ...] = ()
     """The offset maps of the steps that changed positions, first step first."""
 
@@ -106,22 +113,33 @@ class Normalised:
             q = offsets(q)
         return q
 
+    def covering_span(self, start: int, end: int) -> tuple[int, int]:
+        """The span of the original text whose characters the folded span came from.
+
+        ``[start, end)`` must be non-empty. The result runs from the original character of
+        the span's first folded character to that of its last, both whole; characters
+        removed inside the span (a zero-width space between two letters) lie inside it,
+        those removed at its edges do not.
+        """
+        if not self.maps:
+            return start, end
+        return self.origin(start), self.origin(end - 1) + 1
+
     def original_span(self, start: int, end: int) -> tuple[int, int] | None:
         """Map the folded span ``[start, end)`` (non-empty) to a span of the original text.
 
         Returns:
-            ``(start, end)`` in the original text, covering whole characters; ``None`` when
-            the folded span starts or ends inside the expansion of one original character,
-            so that no slice of the original corresponds to it.
+            :meth:`covering_span`; ``None`` when the folded span starts or ends inside the
+            expansion of one original character (half of ``ﬁ``), so that no slice of the
+            original folds to exactly the folded span.
         """
-        if not self.maps:
-            return start, end
-        first, last = self.origin(start), self.origin(end - 1)
-        if start > 0 and self.origin(start - 1) == first:
-            return None
-        if end < len(self.text) and self.origin(end) == last:
-            return None
-        return first, last + 1
+        first, end_of_last = self.covering_span(start, end)
+        if self.maps:
+            if start > 0 and self.origin(start - 1) == first:
+                return None
+            if end < len(self.text) and self.origin(end) == end_of_last - 1:
+                return None
+        return first, end_of_last
 
 
 def normalise(text: str) -> Normalised:
