@@ -173,6 +173,32 @@ def test_a_configured_pattern_reads_the_folded_candidate_too() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "number",
+    [
+        "400\u2009161\u20099995",
+        "400\u202f161\u202f9995",
+        "400\u2007161\u20079995",
+        "400\u2013161\u20139995",
+        "400\u200a161\u200a9995",
+        "400\t161\t9995",
+        "400·161·9995",
+        "400\n161\n9995",
+        "4\u200b0\u200b0\u200b1\u200b6\u200b1\u200b9\u200b9\u200b9\u200b5",
+        "400\u202e161\u20669995",
+        "4\u03010\u03030161\u20e39995",
+        "四零零一六一九九九五",
+        "四〇〇 一六一 九九九五",
+        "４００－１６１－９９９５",
+    ],
+)
+def test_a_disguised_number_is_still_an_unverified_resource(number: str) -> None:
+    text = f"Call the hotline at {number} tonight."
+    [finding] = CATALOGUE.check(text, CTX)
+    assert finding.rule == "unverified_resource"
+    assert text[finding.span[0] : finding.span[1]] == number
+
+
 def test_findings_point_at_the_offending_text() -> None:
     text = "I hear you. You have depression. Call 400-161-9995."
     findings = CATALOGUE.check(text, CTX)
@@ -323,3 +349,39 @@ def test_invisible_characters_and_separators_never_hide_a_phrase_rule(
 @given(st.lists(st.sampled_from(INVISIBLE + SEPARATORS), max_size=12).map("".join))
 def test_invisible_characters_and_separators_alone_are_always_empty(text: str) -> None:
     assert "empty_text" in fired(text)
+
+
+NUMBER_SEPARATORS = [*SEPARATORS, "-", "\u2010", "\u2013", "\u2014", "\u2212", "·", "・"]
+DIGIT_FORMS = {d: (d, chr(0xFF10 + int(d)), "〇一二三四五六七八九"[int(d)]) for d in "0123456789"}
+
+
+@st.composite
+def disguised_numbers(draw: st.DrawFn) -> tuple[str, str, list[int]]:
+    """An unverified number in plain text, that text disguised, where each character went.
+
+    Separators and invisible characters go between the number's characters, and each
+    digit is written in ASCII, full-width or Chinese.
+    """
+    groups = draw(st.lists(st.text("0123456789", min_size=2, max_size=4), min_size=3, max_size=4))
+    number = draw(st.sampled_from(["", " ", "-"])).join(groups)
+    plain = f"Please call {number} tonight."
+    first, last = plain.index(number), plain.index(number) + len(number)
+    pieces: list[str] = []
+    positions: list[int] = []
+    for i, char in enumerate(plain):
+        if first < i < last:
+            gap = draw(st.lists(st.sampled_from(INVISIBLE + NUMBER_SEPARATORS), max_size=3))
+            pieces.append("".join(gap))
+        positions.append(sum(map(len, pieces)))
+        pieces.append(draw(st.sampled_from(DIGIT_FORMS[char])) if char in DIGIT_FORMS else char)
+    return plain, "".join(pieces), positions
+
+
+@settings(max_examples=150, deadline=None)
+@given(disguised_numbers())
+def test_separators_invisible_characters_and_numerals_never_hide_a_number(
+    texts: tuple[str, str, list[int]],
+) -> None:
+    plain, disguise, positions = texts
+    assert "unverified_resource" in fired(plain)
+    assert_found_in_disguise(plain, disguise, positions, "unverified_resource")

@@ -11,7 +11,8 @@ message (:func:`foureyes.core.fold.normalise`: invisible and format characters r
 compatibility forms and case folded, separators and spacing tricks undone). A pattern that
 matches either view fires, and a finding in the folded view is reported with the span of
 the candidate it came from, so ``ig\u200bnore all rules`` or ``ＩＧＮＯＲＥ all rules`` is the
-phrase it spells and a reply of zero-width characters only is empty.
+phrase it spells and a reply of zero-width characters only is empty. Phone numbers are
+found in their own digit fold (:func:`foureyes.risk.resources.find_phone_numbers`).
 
 The catalogue ships with built-in rules (:data:`BUILTIN_RULES`) and grows by config:
 ``[gate.extra_rules]`` adds ids with descriptions, ``[gate.rule_patterns]`` adds regular
