@@ -88,12 +88,36 @@ def test_a_valid_no_update_has_no_items_key() -> None:
         ({"role": PACKET_ROLE, "status": "update", "items": []}, PacketRejection.NO_ITEMS),
         (update("fine", ""), PacketRejection.EMPTY_CONTENT),
         (update(" \t\n"), PacketRejection.EMPTY_CONTENT),
+        # Characters nobody sees: zero-width, word joiner, bidi controls, fillers.
+        (update("\u200b"), PacketRejection.EMPTY_CONTENT),
+        (update("fine", "\u2060\u200d \u00ad"), PacketRejection.EMPTY_CONTENT),
+        (update("\u202e\u2066\u2069\u200f"), PacketRejection.EMPTY_CONTENT),
+        (update("\u3164"), PacketRejection.EMPTY_CONTENT),
+        (update("\u2800\u2800\uffa0"), PacketRejection.EMPTY_CONTENT),
         (update("Tests fail", "  tests FAIL "), PacketRejection.DUPLICATE_ITEMS),
         (update("Straße", "STRASSE"), PacketRejection.DUPLICATE_ITEMS),
     ],
 )  # fmt: skip
 def test_each_broken_rule_rejects_the_whole_answer(answer: Any, rejection: PacketRejection) -> None:
     assert check(answer) is rejection
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["\u200b", "\u2060", "\u202e", "\u2066", "\u3164", "\u2800", "\u0301"]),
+        max_size=6,
+    ),
+    st.lists(st.sampled_from([" ", "\t", "\n", "\u3000", "\u00a0", "\u2009"]), max_size=6),
+)
+def test_content_of_invisible_characters_and_spaces_only_is_empty(
+    invisible: list[str], spaces: list[str]
+) -> None:
+    content = "".join(invisible + spaces)
+    assert check(update("a visible item", content)) is PacketRejection.EMPTY_CONTENT
+    # The same characters around a visible one are a valid item, kept as written.
+    packet = check(update("a visible item", content + "x" + content))
+    assert isinstance(packet, ReviewPacket) and packet.items[1].content == content + "x" + content
 
 
 def test_duplicates_reject_whatever_their_kind_and_certainty() -> None:

@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from foureyes.core.errors import ConfigError
 from foureyes.core.locale import Locale
@@ -57,6 +59,54 @@ def test_the_packaged_registry_lists_the_well_known_hotlines() -> None:
 )
 def test_every_phone_number_is_found(text: str, found: list[str]) -> None:
     assert [m.text for m in find_phone_numbers(text)] == found
+
+
+@pytest.mark.parametrize(
+    "number",
+    [
+        "400\u2009161\u20099995",  # thin space
+        "400\u202f161\u202f9995",  # narrow no-break space
+        "400\u2007161\u20079995",  # figure space
+        "400\u2002161\u20029995",  # en space
+        "400\u200a161\u200a9995",  # hair space
+        "400\u2013161\u20139995",  # en dash
+        "400\t161\t9995",
+        "400·161·9995",
+        "400\n161\r\n9995",
+        "400\u2028161\u20299995",  # line and paragraph separators
+        "4\u200b0\u200c0\u200d1\u20606\ufeff1\u00ad9995",  # zero-width and format characters
+        "400\u202e161\u2066\u20699995",  # bidi controls
+        "4\u03010\u03360\u20e316\ufe0f19995",  # combining marks, a variation selector
+        "四零零一六一九九九五",
+        "四〇〇-一六一-九九九五",
+        "肆零零壹陆壹玖玖玖伍",
+        "４００\u3000１６１\u3000９９９５",
+    ],
+)
+def test_a_number_is_found_however_its_digits_are_joined_or_written(number: str) -> None:
+    text = f"请拨打 {number} 求助"
+    [mention] = find_phone_numbers(text)
+    assert (mention.text, mention.digits) == (number, "4001619995")
+    assert text[mention.start : mention.end] == number
+    assert [m.text for m in unverified_numbers(text, region="CN")] == [number]
+
+
+def test_a_listed_number_in_chinese_numerals_is_verified() -> None:
+    assert unverified_numbers("请拨打 幺贰叁伍陆 或 幺幺零", region="CN") == ()
+    [mention] = unverified_numbers("请拨打 一二三四五六七八", region="CN")
+    assert mention.digits == "12345678"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我一直在想你，一个人也要好好吃饭。",
+        "二〇二四年三月，我们一起走过了三个城市。",
+        "数到三，深呼吸：一、二、三。",
+    ],
+)
+def test_chinese_numerals_in_prose_are_not_numbers(text: str) -> None:
+    assert find_phone_numbers(text) == ()
 
 
 def test_mentions_carry_spans_and_ascii_digits() -> None:
@@ -175,3 +225,43 @@ def test_a_custom_registry_changes_what_is_verified(tmp_path: Path) -> None:
     region = data["entries"][0]["region"]
     assert unverified_numbers("拨打 400-161-9995", region=region, registry=custom) == ()
     assert unverified_numbers("拨打 400-161-9995", region=region) != ()
+
+
+# --- property: separators, invisible marks and numerals never hide a number -----------------
+
+_JOINERS = [
+    " ", "\t", "\n", "\r\n", "\u00a0", "\u2002", "\u2007", "\u2009", "\u200a", "\u202f",
+    "\u3000", "\u2028", "-", "\u2010", "\u2013", "\u2212", "·", "・",
+]  # fmt: skip
+_INVISIBLE = [
+    "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u200e", "\u202e", "\u2066",
+    "\u2069", "\U000e0041", "\u0301", "\u0336", "\u20e3", "\ufe0f", "\u3164", "\u2800",
+]  # fmt: skip
+_DIGIT_FORMS = {d: (d, chr(0xFF10 + int(d)), "〇一二三四五六七八九"[int(d)]) for d in "0123456789"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text("0123456789", min_size=1, max_size=4), min_size=2, max_size=4).filter(
+        lambda groups: len("".join(groups)) >= 7
+    ),
+    st.sampled_from(["", " ", "-"]),
+    st.data(),
+)
+def test_a_number_found_in_plain_text_is_found_disguised(
+    groups: list[str], joiner: str, data: st.DataObject
+) -> None:
+    number = joiner.join(groups)
+    [plain] = find_phone_numbers(f"see {number} now")
+    pieces = []
+    for i, char in enumerate(number):
+        if i:
+            gap = data.draw(st.lists(st.sampled_from(_JOINERS + _INVISIBLE), max_size=3))
+            pieces.append("".join(gap))
+        pieces.append(data.draw(st.sampled_from(_DIGIT_FORMS.get(char, (char,)))))
+    disguised = "".join(pieces)
+    text = f"see {disguised} now"
+    [mention] = find_phone_numbers(text)
+    # The span is in the text and covers the whole disguised number, insertions included.
+    assert (mention.start, mention.end) == (4, 4 + len(disguised))
+    assert mention.text == disguised and mention.digits == plain.digits

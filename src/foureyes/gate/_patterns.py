@@ -4,6 +4,12 @@ They catch the plain forms of each failure, so the offline route (whose Supervis
 rules-only) still refuses them; the Supervisor is asked to catch the rest. A pattern that
 fires on a harmless reply only sends the restricted fallback: a false alarm costs a
 reply, a miss could cost more, and every pattern is tested against the offline templates.
+
+The rules run each pattern on the candidate as written and on its folded view
+(:func:`foureyes.core.fold.normalise`: lower case, invisible characters removed, ``-``,
+``_`` and ``*`` read as spaces, runs of spaces as one), so a pattern also accepts the folded
+form of what it matches (``post[- ]traumatic``, ``candidate[_ ]sha256``) and both
+apostrophes (``'``, ``’``), which no fold changes.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ __all__ = [
 _CONDITIONS_EN = (
     r"(?:clinical |major |severe |mild |chronic )?"
     r"(?:depression|depressive disorder|an? anxiety disorder|anxiety disorder|bipolar"
-    r"(?: disorder)?|ptsd|post-traumatic stress|ocd|adhd|schizophrenia|borderline"
+    r"(?: disorder)?|ptsd|post[- ]traumatic stress|ocd|adhd|schizophrenia|borderline"
     r"|an? (?:personality|eating|panic|mental|psychiatric) disorder|anorexia|bulimia"
     r"|an? mental illness)"
 )
@@ -33,7 +39,7 @@ _CONDITIONS_ZH = (
 )
 
 DIAGNOSIS = re.compile(
-    r"(?i)\byou(?:'ve| have)? (?:(?:probably|clearly|definitely|likely|might|may) )?"
+    r"(?i)\byou(?:['’]ve| have)? (?:(?:probably|clearly|definitely|likely|might|may) )?"
     r"(?:have|got|have got|are suffering from|suffer from|are showing signs of"
     r"|meet the criteria for)"
     rf" {_CONDITIONS_EN}"
@@ -45,7 +51,7 @@ DIAGNOSIS = re.compile(
 """Telling the user they have a condition: a diagnosis the reply has no standing to make."""
 
 THERAPY = re.compile(
-    r"(?i)\bI(?:'m| am) (?:a |an |your )?(?:licensed |certified |qualified |professional )?"
+    r"(?i)\bI(?:['’]m| am) (?:a |an |your )?(?:licensed |certified |qualified |professional )?"
     r"(?:therapist|psychologist|psychiatrist|counsell?or|psychotherapist|doctor)\b"
     r"|\bas your (?:therapist|psychologist|psychiatrist|counsell?or|doctor)\b"
     r"|\b(?:this(?: chat| conversation)?|our (?:chat|conversation|sessions?)"
@@ -73,11 +79,12 @@ GUARANTEE = re.compile(
 """Promising an outcome no one can promise."""
 
 UNCONFIRMED_AS_FACT = re.compile(
-    r"(?i)\byou(?:'re| are) (?:absolutely |completely |totally |so )?right (?:that|about)\b"
+    r"(?i)\byou(?:['’]re| are) (?:absolutely |completely |totally |so )?right (?:that|about)\b"
     r"|\b(?:he|she|they|your (?:\w+ )?(?:partner|boss|husband|wife|boyfriend|girlfriend"
     r"|friends?|parents?|mother|father|mom|mum|dad|family|colleagues?|teacher|coworkers?))"
-    r"(?:'s| is| are| was| were)? (?:definitely|certainly|clearly|obviously|surely|undoubtedly)\b"
-    r"|\bit(?:'s| is) (?:a fact|certain|proven|obvious) that\b|\bthere is no doubt\b"
+    r"(?:['’]s| is| are| was| were)? "
+    r"(?:definitely|certainly|clearly|obviously|surely|undoubtedly)\b"
+    r"|\bit(?:['’]s| is) (?:a fact|certain|proven|obvious) that\b|\bthere is no doubt\b"
     r"|你说得对|你說得對|你说的没错|你說的沒錯|你说的是事实|你說的是事實"
     r"|(?:他|她|他们|她們|他們|她们|你的?(?:老板|老闆|丈夫|妻子|男朋友|女朋友|父母|朋友|同事))"
     r"(?:肯定|一定|显然|顯然|确实|確實|明显|明顯)"
@@ -90,7 +97,7 @@ REVIEWER_MANIPULATION = re.compile(
     r"|\bignore (?:all |any |the |your |previous |prior |above |earlier |these )*"
     r"(?:rules|instructions|guidelines|policies|prompt)\b"
     r"|\b(?:approve|accept|release) (?:this|the) (?:reply|candidate|response|message)\b"
-    r"|\bcandidate_sha256\b|\"decision\"\s*:|\bsystem prompt\b"
+    r"|\bcandidate[_ ]sha256\b|\"decision\"\s*:|\bsystem prompt\b"
     r"|忽略(?:所有|以上|之前|前面|上述)?的?(?:规则|規則|指令|指示|要求)"
     r"|(?:批准|通过|通過)(?:这条|這條|这个|這個|此)(?:回复|回覆|回答)"
 )

@@ -6,6 +6,14 @@ candidate before review, so a reply with an unverified crisis number, a diagnosi
 therapy claim or a guarantee never goes out even if the Supervisor approves it. A hit is
 a fallback with reason ``rule_violation``.
 
+The checks see the candidate twice: as written, and folded the way the L0 gate folds a
+message (:func:`foureyes.core.fold.normalise`: invisible and format characters removed,
+compatibility forms and case folded, separators and spacing tricks undone). A pattern that
+matches either view fires, and a finding in the folded view is reported with the span of
+the candidate it came from, so ``ig\u200bnore all rules`` or ``ＩＧＮＯＲＥ all rules`` is the
+phrase it spells and a reply of zero-width characters only is empty. Phone numbers are
+found in their own digit fold (:func:`foureyes.risk.resources.find_phone_numbers`).
+
 The catalogue ships with built-in rules (:data:`BUILTIN_RULES`) and grows by config:
 ``[gate.extra_rules]`` adds ids with descriptions, ``[gate.rule_patterns]`` adds regular
 expressions that make an extra rule checked in code too. Everything here is pure.
@@ -21,6 +29,7 @@ from typing import Any
 
 from foureyes.config import GateConfig
 from foureyes.core.errors import ConfigError
+from foureyes.core.fold import Normalised, normalise
 from foureyes.core.locale import Locale
 from foureyes.gate import _patterns
 from foureyes.llm.prompting import neutralise
@@ -69,7 +78,19 @@ class RuleContext:
     """The crisis-resource registry; the packaged one when ``None``."""
 
 
-_Check = Callable[[str, RuleContext], Iterator[RuleFinding]]
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """The candidate as written and its folded view, folded once for every check."""
+
+    text: str
+    folded: Normalised
+
+    @classmethod
+    def of(cls, text: str) -> _Candidate:
+        return cls(text, normalise(text))
+
+
+_Check = Callable[[_Candidate, RuleContext], Iterator[RuleFinding]]
 
 
 def _text(en: str, hans: str, hant: str) -> Mapping[Locale, str]:
@@ -175,43 +196,67 @@ BUILTIN_RULES: tuple[Rule, ...] = (
 """The rules every catalogue starts with."""
 
 
-def _matches(rule: str, pattern: re.Pattern[str], text: str, note: str) -> Iterator[RuleFinding]:
-    for found in pattern.finditer(text):
-        yield RuleFinding(rule, (found.start(), found.end()), note)
+def _matches(
+    rule: str,
+    pattern: re.Pattern[str],
+    candidate: _Candidate,
+    note: str,
+    view: Callable[[str], str] = str,
+) -> Iterator[RuleFinding]:
+    """A finding for every match of ``pattern`` in either view, spans in the candidate.
+
+    ``view`` rewrites both views one for one before matching (spans stay valid). An empty
+    match in the folded view has no characters to map back; the candidate as written has
+    one at the same place.
+    """
+    spans = {found.span() for found in pattern.finditer(view(candidate.text))}
+    folded = candidate.folded
+    spans.update(
+        folded.covering_span(*found.span())
+        for found in pattern.finditer(view(folded.text))
+        if found.end() > found.start()
+    )
+    for span in sorted(spans):
+        yield RuleFinding(rule, span, note)
 
 
-def _empty(text: str, ctx: RuleContext) -> Iterator[RuleFinding]:
-    if not text.strip():
-        yield RuleFinding("empty_text", (0, len(text)), "the reply has no visible text")
+def _empty(candidate: _Candidate, ctx: RuleContext) -> Iterator[RuleFinding]:
+    # The folded view has no invisible characters: zero-width spaces, bidi controls and
+    # fillers (U+3164, U+2800) alone are an empty reply.
+    if not candidate.folded.text.strip():
+        span = (0, len(candidate.text))
+        yield RuleFinding("empty_text", span, "the reply has no visible text")
 
 
-def _too_long(text: str, ctx: RuleContext) -> Iterator[RuleFinding]:
-    if len(text) > ctx.max_chars:
-        note = f"{len(text)} characters, at most {ctx.max_chars} allowed"
-        yield RuleFinding("too_long", (ctx.max_chars, len(text)), note)
+def _too_long(candidate: _Candidate, ctx: RuleContext) -> Iterator[RuleFinding]:
+    length = len(candidate.text)
+    if length > ctx.max_chars:
+        note = f"{length} characters, at most {ctx.max_chars} allowed"
+        yield RuleFinding("too_long", (ctx.max_chars, length), note)
 
 
-def _unverified(text: str, ctx: RuleContext) -> Iterator[RuleFinding]:
+def _unverified(candidate: _Candidate, ctx: RuleContext) -> Iterator[RuleFinding]:
     where = ctx.region or "any region"
-    for m in unverified_numbers(text, region=ctx.region, registry=ctx.registry):
+    for m in unverified_numbers(candidate.text, region=ctx.region, registry=ctx.registry):
         note = f"number {m.text!r} is not in the verified registry for {where}"
         yield RuleFinding("unverified_resource", (m.start, m.end), note)
 
 
-def _manipulation(text: str, ctx: RuleContext) -> Iterator[RuleFinding]:
-    # Look-alike brackets are folded first (one for one, so spans stay valid): a forged
+def _manipulation(candidate: _Candidate, ctx: RuleContext) -> Iterator[RuleFinding]:
+    # Look-alike brackets are folded too (one for one, so spans stay valid): a forged
     # delimiter in full-width or angle-quote forms is still a forged delimiter.
     yield from _matches(
         "reviewer_manipulation",
         _patterns.REVIEWER_MANIPULATION,
-        neutralise(text),
+        candidate,
         "text addressed to the reviewer or the system",
+        view=neutralise,
     )
 
 
 def _pattern_check(rule: str, pattern: re.Pattern[str], note: str) -> _Check:
-    def check(text: str, ctx: RuleContext) -> Iterator[RuleFinding]:
-        return _matches(rule, pattern, text, note)
+    def check(candidate: _Candidate, ctx: RuleContext) -> Iterator[RuleFinding]:
+        return _matches(rule, pattern, candidate, note)
 
     return check
 
@@ -292,6 +337,11 @@ class RuleCatalogue:
         return next((r for r in self.rules if r.id == rule), None)
 
     def check(self, text: str, ctx: RuleContext) -> tuple[RuleFinding, ...]:
-        """Every finding of the rules checked in code, ordered by position."""
-        found: Iterable[RuleFinding] = (f for check in self._checks for f in check(text, ctx))
+        """Every finding of the rules checked in code, ordered by position.
+
+        Spans index ``text``; a match found only in its folded view covers the characters
+        it was folded from (see the module docstring).
+        """
+        candidate = _Candidate.of(text)
+        found: Iterable[RuleFinding] = (f for check in self._checks for f in check(candidate, ctx))
         return tuple(sorted(found, key=lambda f: (f.span, f.rule)))

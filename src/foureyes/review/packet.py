@@ -17,7 +17,9 @@ The rules, checked in this order:
 2. ``role`` is ``"masked-review"``;
 3. ``no_update`` carries no ``items`` key at all (not even ``[]``); ``update`` carries
    at least one item;
-4. every item's ``content`` has a non-blank character;
+4. every item's ``content`` has a visible character: blank once folded
+   (:func:`foureyes.core.fold.normalise`), so zero-width and format characters, bidi
+   controls and fillers such as U+3164 or U+2800 do not count;
 5. no two items say the same thing: contents are compared trimmed and case-folded,
    whatever their kind or certainty;
 6. the packet's rendering (:meth:`ReviewPacket.render`) is at most ``max_chars``
@@ -37,6 +39,7 @@ from pydantic import BaseModel, ConfigDict
 
 from foureyes.core.digest import canonical_json, sha256_hex
 from foureyes.core.errors import ContractError, UsageError
+from foureyes.core.fold import normalise
 from foureyes.llm.prompting import DATA_RULE
 from foureyes.llm.structured import ParseFailure, parse_structured
 
@@ -120,7 +123,7 @@ class PacketRejection(StrEnum):
     NO_ITEMS = "no_items"
     """An ``update`` packet carries no item."""
     EMPTY_CONTENT = "empty_content"
-    """An item's content is empty or blank."""
+    """An item's content is empty or blank, invisible characters not counted."""
     DUPLICATE_ITEMS = "duplicate_items"
     """Two items say the same thing (trimmed, case-folded); the whole packet goes."""
     TOO_LONG = "too_long"
@@ -311,7 +314,7 @@ def check_packet(text: str, *, max_chars: int) -> PacketCheck:
     if wire.status is PacketStatus.UPDATE and not wire.items:
         return _reject(PacketRejection.NO_ITEMS)
     items = tuple(PacketItem(i.kind, i.certainty, i.content) for i in wire.items)
-    blank = [n for n, item in enumerate(items) if not item.content.strip()]
+    blank = [n for n, item in enumerate(items) if not normalise(item.content).text.strip()]
     if blank:
         return _reject(PacketRejection.EMPTY_CONTENT, f"items {blank}")
     seen: dict[str, int] = {}

@@ -2,7 +2,7 @@
 
 The source lists live in ``foureyes/risk/lexicon/`` (``en.txt``, ``zh.txt``); their format is
 described at the top of each. Compiling a list (:meth:`Lexicon.load`) folds every term the
-way message text is folded (:func:`~foureyes.risk._normalise.normalise`) and adds its
+way message text is folded (:func:`~foureyes.core.fold.normalise`) and adds its
 variants, so that matching never converts anything at run time:
 
 - Chinese terms, written once in Simplified characters, in every combination of their
@@ -24,7 +24,7 @@ from importlib.abc import Traversable
 from pathlib import Path
 
 from foureyes.core.errors import ConfigError
-from foureyes.risk._normalise import normalise
+from foureyes.core.fold import normalise
 
 __all__ = ["EntryKind", "L0Category", "Lexicon", "LexiconEntry"]
 

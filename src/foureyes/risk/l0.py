@@ -7,7 +7,7 @@ invariant 5): a keyword proves nothing, it only spends attention.
 **Matching.** One Aho-Corasick automaton (pyahocorasick), built once from the packaged
 lexicon (:class:`Lexicon`; Chinese Traditional and Simplified variants and the other
 spellings compiled in), runs over the message folded for matching (NFKC, case, invisible
-characters and spacing tricks undone; see :mod:`foureyes.risk._normalise`). Terms that begin
+characters and spacing tricks undone; see :mod:`foureyes.core.fold`). Terms that begin
 or end with a Latin letter or digit match on word boundaries only (no "si" in "music").
 Every reported span indexes the original text.
 
@@ -39,8 +39,8 @@ from typing import Any, NamedTuple
 
 import ahocorasick
 
+from foureyes.core.fold import Normalised, normalise
 from foureyes.risk._lexicon import EntryKind, L0Category, Lexicon, LexiconEntry
-from foureyes.risk._normalise import Normalised, normalise
 
 __all__ = [
     "CUE_FACTOR",

@@ -6,9 +6,14 @@ packaged JSON file of real, public hotlines, each with its source and the day it
 verified; :func:`stale_entries` reports entries older than a configured age, so a
 deployment notices before a number goes out of date.
 
-:func:`find_phone_numbers` finds every phone number in a text: the ``phonenumbers``
-matcher at leniency ``POSSIBLE`` under several region hints, plus a code-side pattern for
-short codes (988, 12356, 1925, 110, 120, 999, ...), which the matcher does not report.
+:func:`find_phone_numbers` finds every phone number in a text. It reads the text's digit
+fold (:func:`foureyes.core.fold.normalise_digits`): every Unicode space and separator, dash
+and middle dot a plain space, invisible and combining marks removed, full-width, other
+decimal and Chinese digits (``四零零``) ASCII digits; so a number split by thin spaces or
+zero-width characters, or written in Chinese numerals, is still one number. On that text it
+runs the ``phonenumbers`` matcher at leniency ``POSSIBLE`` under several region hints, plus
+a code-side pattern for short codes (988, 12356, 1925, 110, 120, 999, ...), which the matcher
+does not report; every span is mapped back to the original text.
 :func:`unverified_numbers` keeps the ones the registry does not list for the user's region.
 """
 
@@ -38,6 +43,7 @@ from pydantic import (
 )
 
 from foureyes.core.errors import ConfigError
+from foureyes.core.fold import normalise_digits
 from foureyes.core.locale import Locale
 
 __all__ = [
@@ -164,13 +170,13 @@ class PhoneMention:
     """A phone number found in a text."""
 
     start: int
-    """Offset of its first character."""
+    """Offset of its first character in the text scanned."""
     end: int
-    """Offset just past its last character."""
+    """Offset just past its last character in the text scanned."""
     text: str
-    """The number as written."""
+    """The number as written, invisible characters and odd separators included."""
     digits: str
-    """Its digits in ASCII (full-width and other decimal digits converted)."""
+    """Its digits in ASCII (full-width, other decimal and Chinese digits converted)."""
     e164: str | None
     """Its international form when written with a leading ``+``, else ``None``."""
 
@@ -209,14 +215,17 @@ def stale_entries(
 
 # --- finding numbers --------------------------------------------------------------------
 
-# Any three decimal digits close together; text without them holds no phone number, and
+# The patterns below read the digit fold, where digits are ASCII and every space, dash
+# and middle dot is one plain space.
+# Any three digits close together; text without them holds no phone number, and
 # skipping the matcher then keeps the scan of an ordinary reply in microseconds.
-_MAYBE_NUMBER = re.compile(r"\d(?:\D{0,3}\d){2}")
-# What may stand between the digit groups of one number: a space, a dash, a dot.
-_SEP = r"[ \u00a0\u3000.\-\u2010-\u2014\uff0d]"
+_MAYBE_NUMBER = re.compile(r"[0-9](?:[^0-9]{0,3}[0-9]){2}")
+# What may stand between the digit groups of one number: a space (any space or dash
+# in the original), a dot, or a dot and a space.
+_SEP = r"[ .]"
 _SEPARATOR = re.compile(_SEP + "{1,2}")
 # Digits written as one number: groups joined by single separators (``116 123``).
-_DIGIT_GROUP = re.compile(rf"(?<!\d)\d+(?:{_SEP}{{1,2}}\d+)*(?!\d)")
+_DIGIT_GROUP = re.compile(rf"(?<![0-9])[0-9]+(?:{_SEP}{{1,2}}[0-9]+)*(?![0-9])")
 # Seven digits or more in one group are a phone number wherever they appear; shorter
 # groups (and the matcher's short finds, such as a year it takes for a UK number) count
 # when they are a known crisis or emergency code, or stand next to a word about calling.
@@ -244,7 +253,7 @@ def _e164(number: phonenumbers.PhoneNumber) -> str:
 
 
 def _international(text: str, region: str) -> str | None:
-    if not text.lstrip().startswith(("+", "\uff0b")):
+    if not text.lstrip().startswith("+"):  # the digit fold has made ＋ a +
         return None
     try:
         return _e164(phonenumbers.parse(text, region))
@@ -274,35 +283,44 @@ def _merged(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def find_phone_numbers(text: str, *, regions: Iterable[str] = ()) -> tuple[PhoneMention, ...]:
     """Every phone number in ``text``, in order, overlapping finds merged.
 
+    The numbers are found in the digit fold of ``text`` (see the module docstring); each
+    mention's span is in ``text`` and covers the number whole, the invisible characters
+    and separators inside it included.
+
     Args:
         text: the text to scan.
         regions: region hints for numbers written in national form, besides the regions
             of the registry (``CN``, ``HK``, ``TW``, ``US``, ``GB``).
     """
-    if not _MAYBE_NUMBER.search(text):
+    folded = normalise_digits(text)
+    chars = folded.text
+    if not _MAYBE_NUMBER.search(chars):
         return ()
     hints = tuple(dict.fromkeys([*regions, *_HINT_REGIONS]))
     spans = [
         (m.start, m.end)
         for region in hints
-        for m in PhoneNumberMatcher(text, region, Leniency.POSSIBLE)
-        if _is_phone_like(text, m.start, m.end, threshold=_SHORT_MATCH_DIGITS)
+        for m in PhoneNumberMatcher(chars, region, Leniency.POSSIBLE)
+        if _is_phone_like(chars, m.start, m.end, threshold=_SHORT_MATCH_DIGITS)
     ]
     spans += [
         (m.start(), m.end())
-        for m in _DIGIT_GROUP.finditer(text)
-        if _is_phone_like(text, m.start(), m.end(), threshold=_LONG_DIGITS)
+        for m in _DIGIT_GROUP.finditer(chars)
+        if _is_phone_like(chars, m.start(), m.end(), threshold=_LONG_DIGITS)
     ]
-    return tuple(
-        PhoneMention(
-            start=start,
-            end=end,
-            text=text[start:end],
-            digits=_digits(text[start:end]),
-            e164=_international(text[start:end], hints[0]),
+    mentions = []
+    for start, end in _merged(chars, spans):
+        first, last = folded.covering_span(start, end)
+        mentions.append(
+            PhoneMention(
+                start=first,
+                end=last,
+                text=text[first:last],
+                digits=_digits(chars[start:end]),
+                e164=_international(chars[start:end], hints[0]),
+            )
         )
-        for start, end in _merged(text, spans)
-    )
+    return tuple(mentions)
 
 
 def unverified_numbers(

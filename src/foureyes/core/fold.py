@@ -1,9 +1,15 @@
-"""Folding text for keyword matching, with a map from folded offsets back to the original.
+"""Folded views of a text, with a map from folded offsets back to the original.
 
-The L0 gate never matches against the raw message. It matches against a folded copy in
-which the usual ways of writing a keyword so that a plain matcher misses it are undone:
+Code that looks for something in text a user or a model wrote (a keyword, a forbidden
+phrase, a phone number) never looks at the raw string alone: the usual ways of writing it
+so that a plain matcher misses it are undone first, and what is found in the folded view
+is reported with a span of the *original* text. Two folds share that machinery
+(:class:`Normalised`); :func:`fold_char` and :func:`fold_digit_char` are their per-character
+specifications, which the fast paths follow and the tests check character by character.
 
-1. **Per character** (:func:`fold_char` is the specification):
+**Keyword fold** (:func:`normalise`; the L0 gate, the gate's phrase rules, packet items):
+
+1. Per character:
 
    - invisible characters are removed: format characters (``Cf``: zero-width space and
      joiners, bidi controls, soft hyphen, tags), combining marks used for strike-through and
@@ -16,17 +22,35 @@ which the usual ways of writing a keyword so that a plain matcher misses it are 
      since no keyword contains them and leaving them keeps Chinese text on the fast path;
    - case folds (``str.casefold``).
 
-2. **Spacing tricks** are undone: spaces between two Han characters are removed
+2. Spacing tricks are undone: spaces between two Han characters are removed
    (``想 死`` → ``想死``), a run of three or more single Latin letters is joined
    (``k i l l`` → ``kill``), and any other run of spaces becomes one space.
 
 Apostrophes are kept: the lexicon compiles each term with and without them instead
 (``don't``, ``don’t``, ``dont``), which keeps them off the hot path.
 
+**Digit fold** (:func:`normalise_digits`; the phone-number scanner):
+
+1. Per character: every invisible character the keyword fold removes, and every other
+   format character, combining mark and control character, is removed; every Unicode
+   space and separator (``Zs``, ``Zl``, ``Zp``, tabs and line breaks), dash (``Pd``, minus
+   signs), connector (``Pc``) and middle dot becomes a plain space; every decimal digit
+   (full-width, Arabic-Indic, mathematical, ...), every character whose compatibility form
+   is a digit (``①``, ``¹``) and the Chinese numerals ``〇零一二三四五六七八九`` (with ``幺``,
+   the "one" of numbers read out, and the financial forms ``壹贰叁肆伍陆柒捌玖``) become
+   ASCII digits; the compatibility forms of ``+ ( ) . /`` (``＋``, ``（``, ``．``) become
+   those. Nothing else changes, case included.
+2. Any run of spaces becomes one space.
+
+So ``400`` and ``161`` joined by a thin space, a tab or a ``·``, with a zero-width space
+between two digits, fold to ``400 161``; ``四零零一六一`` folds to ``400161``. The phone scanner
+runs ``phonenumbers`` on the folded text.
+
 Every step records where its output came from, so a match in the folded text maps back to a
-span of the original text; :meth:`Normalised.original_span` refuses a match that starts or
-ends inside the expansion of one original character, so a reported span always covers whole
-characters and its slice folds back to the matched keyword.
+span of the original text: :meth:`Normalised.original_span` refuses a match that starts or
+ends inside the expansion of one original character (so a reported span's slice folds back
+to exactly what matched), and :meth:`Normalised.covering_span` widens such a match to the
+whole characters it came from.
 """
 
 from __future__ import annotations
@@ -37,7 +61,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["Normalised", "fold_char", "normalise"]
+__all__ = ["Normalised", "fold_char", "fold_digit_char", "normalise", "normalise_digits"]
 
 # Every character with a compatibility decomposition or a non-trivial case folding lies in
 # planes 0-2; plane 14 holds the tag characters and the variation selectors supplement.
@@ -69,6 +93,34 @@ _LETTER_RUN_HINT = re.compile(r" [a-z] +[a-z] ")  # cheaper to scan for; most te
 _LETTER_RUN_AT_START = re.compile(r"[a-z](?: +[a-z]){2,}(?![a-z0-9])")
 _RUN_GAP = re.compile(" +")
 
+# The digit fold. Removed besides _DROP: every other format character, combining mark
+# and control character that is not white space (categories, checked per character).
+_DIGIT_DROP_CATEGORIES = frozenset({"Cf", "Mn", "Me", "Cc"})
+# Read as spaces besides white space and the Z, Pd and Pc categories: minus signs, middle dots
+# and bullets that can stand between digit groups, and the katakana prolonged sound mark
+# (a dash to phonenumbers).
+_DIGIT_SEPARATORS = frozenset(
+    "\u00b7\u0387\u2022\u2027\u2043\u2212\u2219\u22c5\u2e31\u30fb\u30fc\uff65\uff70"
+)
+_DIGIT_SEPARATOR_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Pd", "Pc"})
+_DIGIT_CATEGORIES = _DIGIT_DROP_CATEGORIES | _DIGIT_SEPARATOR_CATEGORIES
+# What phonenumbers reads in a number besides digits and spaces; a compatibility form
+# (``＋``, ``（``, ``．``) becomes its ASCII character. Other punctuation stays as it is.
+_NUMBER_PUNCTUATION = frozenset("+()./")
+_HAN_DIGITS = {
+    **dict.fromkeys("〇零", "0"),
+    **dict.fromkeys("一幺壹", "1"),
+    **dict.fromkeys("二贰貳", "2"),
+    **dict.fromkeys("三叁參", "3"),
+    **dict.fromkeys("四肆", "4"),
+    **dict.fromkeys("五伍", "5"),
+    **dict.fromkeys("六陆陸", "6"),
+    **dict.fromkeys("七柒", "7"),
+    **dict.fromkeys("八捌", "8"),
+    **dict.fromkeys("九玖", "9"),
+}
+"""Chinese numerals as digits are written in a number read out one digit at a time."""
+
 _Edit = tuple[int, int, str]
 """Replace ``text[start:end]`` by the string, which may be empty."""
 
@@ -96,7 +148,7 @@ class Normalised:
     """A text folded for matching, and the way back to the original's offsets."""
 
     text: str
-    """The folded text the automaton runs over."""
+    """The folded text matchers run over."""
     maps: tuple[_OffsetMap, ...] = ()
     """The offset maps of the steps that changed positions, first step first."""
 
@@ -106,22 +158,33 @@ class Normalised:
             q = offsets(q)
         return q
 
+    def covering_span(self, start: int, end: int) -> tuple[int, int]:
+        """The span of the original text whose characters the folded span came from.
+
+        ``[start, end)`` must be non-empty. The result runs from the original character of
+        the span's first folded character to that of its last, both whole; characters
+        removed inside the span (a zero-width space between two letters) lie inside it,
+        those removed at its edges do not.
+        """
+        if not self.maps:
+            return start, end
+        return self.origin(start), self.origin(end - 1) + 1
+
     def original_span(self, start: int, end: int) -> tuple[int, int] | None:
         """Map the folded span ``[start, end)`` (non-empty) to a span of the original text.
 
         Returns:
-            ``(start, end)`` in the original text, covering whole characters; ``None`` when
-            the folded span starts or ends inside the expansion of one original character,
-            so that no slice of the original corresponds to it.
+            :meth:`covering_span`; ``None`` when the folded span starts or ends inside the
+            expansion of one original character (half of ``ﬁ``), so that no slice of the
+            original folds to exactly the folded span.
         """
-        if not self.maps:
-            return start, end
-        first, last = self.origin(start), self.origin(end - 1)
-        if start > 0 and self.origin(start - 1) == first:
-            return None
-        if end < len(self.text) and self.origin(end) == last:
-            return None
-        return first, last + 1
+        first, end_of_last = self.covering_span(start, end)
+        if self.maps:
+            if start > 0 and self.origin(start - 1) == first:
+                return None
+            if end < len(self.text) and self.origin(end) == end_of_last - 1:
+                return None
+        return first, end_of_last
 
 
 def normalise(text: str) -> Normalised:
@@ -163,8 +226,51 @@ def fold_char(char: str) -> str:
     return _SEPARATOR.sub(" ", folded)
 
 
+def normalise_digits(text: str) -> Normalised:
+    """Fold ``text`` for finding numbers (the digit fold of the module docstring).
+
+    Pure and total: every string folds, the empty string to itself.
+    """
+    maps: list[_OffsetMap] = []
+    folded = _replace_characters(text, *_digit_table(), maps)
+    if "  " in folded:
+        runs = [(m.start() + 1, m.end(), "") for m in _SPACES.finditer(folded)]
+        folded = _apply(folded, runs, maps)
+    return Normalised(folded, tuple(maps))
+
+
+def fold_digit_char(char: str) -> str:
+    """What step 1 of the digit fold makes of one character (its specification)."""
+    category = unicodedata.category(char)
+    if char.isspace() or category in _DIGIT_SEPARATOR_CATEGORIES or char in _DIGIT_SEPARATORS:
+        return " "
+    if _DROP.fullmatch(char) or category in _DIGIT_DROP_CATEGORIES:
+        return ""
+    if char in _HAN_DIGITS:
+        return _HAN_DIGITS[char]
+    decimal = unicodedata.decimal(char, None)
+    if decimal is not None:
+        return str(decimal)
+    compatible = unicodedata.normalize("NFKC", char)
+    if (
+        compatible != char
+        and len(compatible) == 1
+        and (compatible.isdigit() or compatible in _NUMBER_PUNCTUATION)
+    ):
+        return fold_digit_char(compatible)
+    return char
+
+
 def _fold_characters(text: str, maps: list[_OffsetMap]) -> str:
-    table, pattern = _fold_table()
+    # Every character whose fold differs from its lower case is in the table, and the
+    # table's replacements are lower case already: lowering afterwards keeps positions.
+    return _replace_characters(text, *_fold_table(), maps).lower()
+
+
+def _replace_characters(
+    text: str, table: dict[str, str], pattern: re.Pattern[str], maps: list[_OffsetMap]
+) -> str:
+    """``text`` with every character ``pattern`` finds in ``table`` replaced by its value."""
     edits = [
         (m.start(), m.end(), folded)
         for m in pattern.finditer(text)
@@ -180,9 +286,7 @@ def _fold_characters(text: str, maps: list[_OffsetMap]) -> str:
             p = end
         pieces.append(text[p:])
         text = "".join(pieces)
-    # Every character whose fold differs from its lower case is in the table, and the
-    # table's replacements are lower case already: this keeps positions.
-    return text.lower()
+    return text
 
 
 def _spacing_deletions(text: str) -> list[_Edit]:
@@ -240,9 +344,6 @@ def _fold_table() -> tuple[dict[str, str], re.Pattern[str]]:
     """Every character whose fold is not its lower case, and a pattern that finds them.
 
     Computed once per process from the running Python's Unicode database (about 0.1 s).
-    The pattern lists the Basic Multilingual Plane characters but takes every astral
-    character as a candidate (looked up in the table), because a character class with
-    hundreds of astral ranges makes the regex engine try each range on every character.
     """
     chars = [chr(code) for block in _SCAN for code in block]
     lowers = list(map(str.lower, chars))
@@ -267,8 +368,44 @@ def _fold_table() -> tuple[dict[str, str], re.Pattern[str]]:
         folded = fold_char(char)
         if folded != char.lower():
             table[char] = folded
+    return table, _table_pattern(table)
+
+
+@functools.cache
+def _digit_table() -> tuple[dict[str, str], re.Pattern[str]]:
+    """Every character the digit fold changes, and a pattern that finds them.
+
+    Computed once per process from the running Python's Unicode database. The candidates
+    are the characters :func:`fold_digit_char` can change: by category, by decimal value,
+    the Chinese numerals, and those with a compatibility decomposition.
+    """
+    every = "".join(map(chr, range(0x80))) + "".join(chr(c) for block in _SCAN for c in block)
+    # C-level passes over every character: decimal digits and white space by pattern, the
+    # rest by category or decomposition.
+    candidates = {*re.findall(r"[\d\s]", every), *_DROP.findall(every), *_HAN_DIGITS}
+    candidates.update(_DIGIT_SEPARATORS)
+    candidates.update(
+        char
+        for char, category, decomposition in zip(
+            every,
+            map(unicodedata.category, every),
+            map(unicodedata.decomposition, every),
+            strict=True,
+        )
+        if decomposition or category in _DIGIT_CATEGORIES
+    )
+    table = {char: folded for char in candidates if (folded := fold_digit_char(char)) != char}
+    return table, _table_pattern(table)
+
+
+def _table_pattern(table: dict[str, str]) -> re.Pattern[str]:
+    """A pattern for the table's characters: its BMP ones listed, every astral one a candidate.
+
+    A character class with hundreds of astral ranges would make the regex engine try each
+    range on every character; an astral character the table lacks is looked up and kept.
+    """
     bmp = sorted(c for c in table if ord(c) < 0x10000)
-    return table, re.compile(_char_class(bmp)[:-1] + "\U00010000-\U0010ffff]")
+    return re.compile(_char_class(bmp)[:-1] + "\U00010000-\U0010ffff]")
 
 
 def _char_class(chars: list[str]) -> str:
