@@ -22,7 +22,6 @@ from fastapi import APIRouter, Query, Request
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from foureyes.core.policy import GenerationPolicy
-from foureyes.gate import Turn
 from foureyes.pipeline import SupportPipeline, apply_floor, trace_view
 from foureyes.risk.assess import Turn as RiskTurn
 from foureyes.risk.resources import render_resources
@@ -30,10 +29,11 @@ from foureyes.risk.result import RunPurpose
 from foureyes.risk.triage import TriageRequest
 from foureyes.server.auth import AdminKey, ClientKey
 from foureyes.server.errors import ApiError, ErrorCode
+from foureyes.server.text import MessageText, Text
 from foureyes.store.trace_list import MAX_LIST, RunFilter
 from foureyes.store.traces import SqlTraceWriter
 
-__all__ = ["AssessBody", "api_router"]
+__all__ = ["AssessBody", "HistoryTurn", "api_router"]
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 
@@ -46,7 +46,18 @@ def _aware(value: dt.datetime | None) -> dt.datetime | None:
 
 _Moment = Annotated[dt.datetime | None, AfterValidator(_aware)]
 _Level = Literal["low", "medium", "high", "critical", "unknown"]
-_Text = Annotated[str | None, Query(min_length=1, max_length=256)]
+_Filter = Annotated[Text | None, Query(min_length=1, max_length=256)]
+
+
+class HistoryTurn(BaseModel):
+    """One earlier turn in the body of ``POST /v1/assess``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    role: Literal["user", "assistant"]
+    """Who wrote it: the user, or the service."""
+    text: MessageText
+    """What was written."""
 
 
 class AssessBody(BaseModel):
@@ -54,11 +65,11 @@ class AssessBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    text: str = Field(min_length=1)
+    text: MessageText = Field(min_length=1)
     """The text to triage."""
-    conversation_id: str | None = Field(default=None, min_length=1, max_length=256)
+    conversation_id: Text | None = Field(default=None, min_length=1, max_length=256)
     """The conversation (single flight, daily L1 limit, trend); a fresh one when unset."""
-    history: tuple[Turn, ...] = ()
+    history: tuple[HistoryTurn, ...] = ()
     """Earlier turns, oldest first (L2 sees the last ``risk.context_turns``)."""
     purpose: Literal["live", "test"] = "live"
     """``test`` triages are kept apart from live ones."""
@@ -83,11 +94,11 @@ def api_router() -> APIRouter:
     async def list_traces(
         request: Request,
         _: AdminKey,
-        kind: _Text = None,
-        reason: _Text = None,
-        outcome: _Text = None,
+        kind: _Filter = None,
+        reason: _Filter = None,
+        outcome: _Filter = None,
         risk_level: _Level | None = None,
-        conversation_id: _Text = None,
+        conversation_id: _Filter = None,
         since: Annotated[_Moment, Query()] = None,
         until: Annotated[_Moment, Query()] = None,
         before: Annotated[str | None, Query(pattern=r"^[0-9a-f]{32}$")] = None,

@@ -39,6 +39,7 @@ from foureyes.pipeline import SupportPipeline
 from foureyes.review.publication import PublicationPolicy
 from foureyes.review.reviewer import Reviewer
 from foureyes.review.runner import ReviewRunner
+from foureyes.risk.l0 import L0Gate
 from foureyes.server._logging import RequestLogMiddleware, log_event, server_logger
 from foureyes.server.api import api_router
 from foureyes.server.auth import (
@@ -58,6 +59,7 @@ from foureyes.server.gateway import GATEWAY_MODEL, gateway_router
 from foureyes.server.limits import BodyGuardMiddleware, RateLimiter, add_cors
 from foureyes.server.metrics import METRICS_CONTENT_TYPE, Metrics, MetricsMiddleware
 from foureyes.server.review_api import review_router
+from foureyes.server.text import screen_refused_text
 from foureyes.store import Store
 from foureyes.store.api_keys import EnvKeySync, KeyScope
 
@@ -85,6 +87,8 @@ class Service:
     """This app's Prometheus metrics: report decisions, risk and model calls here."""
     pipeline: SupportPipeline
     """The support-message pipeline (triage and the gate) behind the gateway."""
+    l0: L0Gate
+    """The pipeline's keyword gate; it also screens message text refused as invalid."""
     reviewer: Reviewer
     """The masked reviewer behind ``POST /v1/review``."""
 
@@ -118,11 +122,13 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             await store.close()
             raise
         try:
+            l0 = L0Gate.default()
             pipeline = SupportPipeline(
                 config,
                 routes,
                 store,
                 alerts=SupportPipeline.alerts_for(config, store),
+                l0=l0,
                 observer=_model_call_metrics(metrics),
             )
         except BaseException:
@@ -143,6 +149,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             limiter=limiter,
             metrics=metrics,
             pipeline=pipeline,
+            l0=l0,
             reviewer=reviewer,
         )
         try:
@@ -153,7 +160,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             await store.close()
 
     app = FastAPI(title="foureyes", version=__version__, lifespan=lifespan)
-    install_error_handlers(app)
+    install_error_handlers(app, screen=screen_refused_text)
     # Each add_middleware wraps the ones before it: the last added sees requests first.
     app.add_middleware(BodyGuardMiddleware, max_bytes=config.server.max_body_bytes)
     add_cors(app, config.server.cors_origins)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,6 +42,7 @@ from foureyes.config import ServerConfig
 from foureyes.core.errors import ConfigError
 from foureyes.server.errors import ApiError, ErrorCode
 from foureyes.server.limits import RateLimiter
+from foureyes.server.text import Text
 from foureyes.store import Store
 from foureyes.store.api_keys import (
     ApiKeyRecord,
@@ -313,7 +314,7 @@ class _KeyRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     scope: KeyScope = KeyScope.CLIENT
-    name: str | None = Field(default=None, min_length=1, max_length=128)
+    name: Text | None = Field(default=None, min_length=1, max_length=128)
 
 
 keys_router = APIRouter(prefix="/v1/keys", tags=["keys"])
@@ -337,7 +338,7 @@ async def _create_key(request: Request, body: _KeyRequest, _: AdminKey) -> dict[
 
 
 @keys_router.delete("/{ref}", name="revoke_key")
-async def _revoke_key(request: Request, ref: str, _: AdminKey) -> JSONResponse:
+async def _revoke_key(request: Request, ref: Annotated[Text, Path()], _: AdminKey) -> JSONResponse:
     """Revoke the key with this prefix or id; it stops working at once on this instance."""
     auth: KeyAuthenticator = request.app.state.service.auth
     revocation = await auth.keys.revoke(ref)

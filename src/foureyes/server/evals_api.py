@@ -31,6 +31,7 @@ from foureyes.evals.report import ReportView, html_of, load_metrics, markdown_of
 from foureyes.server.auth import AdminKey
 from foureyes.server.console import page_locale
 from foureyes.server.errors import ApiError, ErrorCode
+from foureyes.server.text import Text
 from foureyes.store import Store
 
 __all__ = ["MAX_EVAL_RUNS", "evals_router"]
@@ -38,7 +39,7 @@ __all__ = ["MAX_EVAL_RUNS", "evals_router"]
 MAX_EVAL_RUNS = 200
 """The most runs ``GET /v1/evals`` lists at once."""
 
-_RunId = Annotated[str, Path(min_length=1, max_length=64)]
+_RunId = Annotated[Text, Path(min_length=1, max_length=64)]
 _FILES: dict[str, Callable[[ReportView], tuple[str, str]]] = {
     "html": lambda view: (html_of(view), "text/html; charset=utf-8"),
     "md": lambda view: (markdown_of(view), "text/markdown; charset=utf-8"),
@@ -81,7 +82,7 @@ def evals_router() -> APIRouter:
 
     @router.get("/v1/evals/{run_id}/report")
     async def report(
-        request: Request, run_id: _RunId, _: AdminKey, lang: str | None = None
+        request: Request, run_id: _RunId, _: AdminKey, lang: Text | None = None
     ) -> dict[str, Any]:
         """The run's report as JSON, in the language asked for."""
         view = await _view(request, run_id, lang)
@@ -93,7 +94,7 @@ def evals_router() -> APIRouter:
         run_id: _RunId,
         fmt: Literal["html", "md"],
         _: AdminKey,
-        lang: str | None = None,
+        lang: Text | None = None,
     ) -> Response:
         """The run's self-contained page or Markdown summary, as a download."""
         view = await _view(request, run_id, lang)

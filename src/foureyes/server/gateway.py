@@ -40,6 +40,7 @@ from foureyes.server._logging import log_event, server_logger
 from foureyes.server.auth import ClientKey
 from foureyes.server.errors import ApiError, ErrorCode, locale_from_accept_language
 from foureyes.server.metrics import Metrics
+from foureyes.server.text import MESSAGE_TEXT_CHECK, MessageText, Text
 
 __all__ = [
     "ChatCompletionRequest",
@@ -58,7 +59,7 @@ GATEWAY_MODEL = "foureyes-support"
 """The model id clients name to reach the guarded support pipeline."""
 
 _STREAM_PIECE_CHARS = 48
-_ConversationId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+_ConversationId = Annotated[Text, StringConstraints(min_length=1, max_length=256)]
 
 
 class _Lenient(BaseModel):
@@ -72,7 +73,7 @@ class TextContent(_Lenient):
 
     type: Literal["text"]
     """Only text parts are taken."""
-    text: str
+    text: MessageText
     """The text."""
 
 
@@ -81,7 +82,7 @@ class InputMessage(_Lenient):
 
     role: Literal["system", "developer", "user", "assistant"]
     """Who wrote it; tool and function messages are not taken."""
-    content: str | list[TextContent] | None = None
+    content: Annotated[str | list[TextContent] | None, MESSAGE_TEXT_CHECK] = None
     """The text, or text parts."""
 
     @property
@@ -117,7 +118,7 @@ class StreamOptions(_Lenient):
 class ChatCompletionRequest(_Lenient):
     """The body of ``POST /v1/chat/completions`` (OpenAI's, plus ``foureyes``)."""
 
-    model: str
+    model: Text
     """Must be ``foureyes-support``."""
     messages: list[InputMessage] = Field(min_length=1)
     """The conversation so far; the last message is the user's current one."""

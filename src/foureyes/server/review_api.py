@@ -23,6 +23,7 @@ from foureyes.review.projection import Mask, Window
 from foureyes.review.request import RequestMode
 from foureyes.review.reviewer import Reviewer, project_session, projection_json
 from foureyes.review.session import NATIVE_FORMAT, NATIVE_VERSION, Session, SessionFormatError
+from foureyes.server.text import JsonObject, Text
 
 __all__ = ["ReviewBody", "review_router"]
 
@@ -32,22 +33,22 @@ class ReviewBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    messages: list[dict[str, Any]] | None = None
+    messages: list[JsonObject] | None = None
     """The session as OpenAI chat-format messages (``reasoning_content``, ``tool_calls``,
     ``tool`` messages); give this or ``events``."""
-    events: list[dict[str, Any]] | None = None
+    events: list[JsonObject] | None = None
     """The session as native events (as ``foureyes`` JSONL lines); give this or ``messages``."""
-    system: list[str] = Field(default_factory=list)
+    system: list[Text] = Field(default_factory=list)
     """The primary's system messages, with ``events`` (``messages`` carry their own)."""
-    tools: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[JsonObject] = Field(default_factory=list)
     """The primary's tool definitions (OpenAI ``tools`` entries)."""
-    window: str = "recent:3"
+    window: Text = "recent:3"
     """``recent:K`` or ``current-turn``."""
     mask: Mask = Mask.REASONING_ONLY
     """What the reviewer does not see."""
     mode: RequestMode = RequestMode.CACHE_ALIGNED
     """How the review request is built."""
-    session_id: str | None = Field(default=None, max_length=200)
+    session_id: Text | None = Field(default=None, max_length=200)
     """The caller's id of the session, recorded in the trace."""
     project_only: bool = False
     """Return the projection and its metadata without calling a model."""
