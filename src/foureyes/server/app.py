@@ -13,8 +13,8 @@ as a bearer token).
 In the ``open_loopback`` mode local callers need no key (see :mod:`foureyes.server.auth`).
 
 Request path, outermost first: request log (id, one JSON line) → metrics → CORS (only
-when configured) → body guard (size, encoding) → FastAPI's error handlers → the route's
-dependencies (key, rate limit, scope) → the handler.
+when configured) → body guard (size, encoding, read deadline) → FastAPI's error handlers
+→ the route's dependencies (key, rate limit, scope) → the handler.
 """
 
 from __future__ import annotations
@@ -162,7 +162,11 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
     app = FastAPI(title="foureyes", version=__version__, lifespan=lifespan)
     install_error_handlers(app, screen=screen_refused_text)
     # Each add_middleware wraps the ones before it: the last added sees requests first.
-    app.add_middleware(BodyGuardMiddleware, max_bytes=config.server.max_body_bytes)
+    app.add_middleware(
+        BodyGuardMiddleware,
+        max_bytes=config.server.max_body_bytes,
+        timeout_s=config.server.body_timeout_s,
+    )
     add_cors(app, config.server.cors_origins)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestLogMiddleware)

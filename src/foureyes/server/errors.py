@@ -75,6 +75,8 @@ class ErrorCode(StrEnum):
     """409: the eval ``run`` exists but has no results to report yet."""
     REQUEST_TOO_LARGE = "request_too_large"
     """413: the body is larger than ``limit`` bytes."""
+    REQUEST_TIMEOUT = "request_timeout"
+    """408: the body did not arrive within ``timeout_s`` seconds; the connection is closed."""
     INVALID_REQUEST = "invalid_request"
     """422: the body is JSON but not a valid request (``detail``; ``param`` names the field)."""
     INVALID_TEXT = "invalid_text"
@@ -127,6 +129,7 @@ _STATUS = {
     ErrorCode.METHOD_NOT_ALLOWED: 405,
     ErrorCode.EVAL_RUN_EMPTY: 409,
     ErrorCode.REQUEST_TOO_LARGE: 413,
+    ErrorCode.REQUEST_TIMEOUT: 408,
     ErrorCode.INVALID_REQUEST: 422,
     ErrorCode.INVALID_TEXT: 422,
     ErrorCode.INVALID_TEXT_CRISIS: 422,
@@ -141,6 +144,7 @@ _TYPES = {
     403: "permission_error",
     404: "invalid_request_error",
     405: "invalid_request_error",
+    408: "invalid_request_error",
     409: "invalid_request_error",
     413: "invalid_request_error",
     422: "invalid_request_error",
@@ -215,6 +219,11 @@ _MESSAGES: dict[ErrorCode, dict[Locale, str]] = {
         _EN: "The request body is larger than the limit of {limit} bytes.",
         _HANS: "请求体超过了 {limit} 字节的上限。",
         _HANT: "請求內容超過了 {limit} 位元組的上限。",
+    },
+    ErrorCode.REQUEST_TIMEOUT: {
+        _EN: "The request body did not arrive within {timeout_s} s; the connection is closed.",
+        _HANS: "请求体未在 {timeout_s} 秒内传完，连接已关闭。",
+        _HANT: "請求內容未在 {timeout_s} 秒內傳完，連線已關閉。",
     },
     ErrorCode.INVALID_REQUEST: {
         _EN: "The request is not valid: {detail}.",
