@@ -52,7 +52,7 @@ from foureyes.server.auth import (
     require_scope,
 )
 from foureyes.server.console import console_router
-from foureyes.server.errors import install_error_handlers
+from foureyes.server.errors import error_responses, install_error_handlers
 from foureyes.server.evals_api import evals_router
 from foureyes.server.facts_api import facts_router
 from foureyes.server.gateway import GATEWAY_MODEL, gateway_router
@@ -64,6 +64,18 @@ from foureyes.store import Store
 from foureyes.store.api_keys import EnvKeySync, KeyScope
 
 __all__ = ["GATEWAY_MODEL", "Service", "create_app"]
+
+_HEALTH_RESPONSES: dict[int | str, dict[str, Any]] = {
+    503: {"description": "The store does not answer: ``status`` is ``unavailable``."},
+    **error_responses(413),
+}
+_METRICS_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Prometheus text exposition format.",
+        "content": {METRICS_CONTENT_TYPE: {"schema": {"type": "string"}}},
+    },
+    **error_responses(401, 403, 413, 429, 503),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,16 +187,21 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
     app.include_router(api_router())
     app.include_router(evals_router())
     client_only = [Depends(require_scope(KeyScope.CLIENT))]
+    # What the key dependency adds to each of these routes' own answers.
+    keyed = error_responses(401, 413, 429, 503)
     app.include_router(
-        facts_router(lambda request: request.app.state.service), dependencies=client_only
+        facts_router(lambda request: request.app.state.service),
+        dependencies=client_only,
+        responses=keyed,
     )
     app.include_router(
         review_router(lambda request: request.app.state.service.reviewer),
         dependencies=client_only,
+        responses=keyed,
     )
     app.include_router(console_router(model=GATEWAY_MODEL))
 
-    @app.get("/healthz")
+    @app.get("/healthz", responses=_HEALTH_RESPONSES)
     async def healthz(request: Request) -> JSONResponse:
         """Liveness and readiness: the store answers, the auth mode, the offline roles."""
         service: Service = request.app.state.service
@@ -204,7 +221,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
         body |= {"store": service.store.dialect, "auth": mode.value}
         return JSONResponse(body)
 
-    @app.get("/v1/models")
+    @app.get("/v1/models", responses=keyed)
     async def models(_: ClientKey) -> dict[str, Any]:
         """OpenAI-compatible model list: the guarded pipeline is the one model offered."""
         return {
@@ -214,7 +231,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             ],
         }
 
-    @app.get("/metrics")
+    @app.get("/metrics", response_class=Response, responses=_METRICS_RESPONSES)
     async def prometheus_metrics(request: Request, _: AdminKey) -> Response:
         """Prometheus metrics of this instance (text exposition format)."""
         await _publish_budgets(request.app.state.service)

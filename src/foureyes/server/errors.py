@@ -25,6 +25,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException
 
 from foureyes.core.errors import FoureyesError, StoreDataError, StoreError, UsageError
@@ -34,9 +35,12 @@ from foureyes.server.text import INVALID_TEXT
 
 __all__ = [
     "ApiError",
+    "ErrorBody",
     "ErrorCode",
+    "ErrorObject",
     "TextScreen",
     "error_response",
+    "error_responses",
     "install_error_handlers",
     "locale_from_accept_language",
 ]
@@ -274,6 +278,54 @@ _MESSAGES: dict[ErrorCode, dict[Locale, str]] = {
         _HANT: "服務的儲存暫時無法使用，因此未執行也未傳回任何內容；請稍後重試。",
     },
 }
+
+
+class ErrorObject(BaseModel):
+    """The ``error`` object of every error body."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    message: str
+    """What went wrong, in the caller's language; never the request's content."""
+    type: str
+    """The class of failure (``invalid_request_error``, ``authentication_error``, ...)."""
+    code: str | None
+    """An :class:`ErrorCode` value (``model_not_found`` for an unknown model)."""
+    param: str | None
+    """The request field at fault, dotted (``messages.0.content``), if any."""
+    resources: str | None = None
+    """Only with ``invalid_text_crisis``: the crisis resources, rendered by code."""
+
+
+class ErrorBody(BaseModel):
+    """The body of every error answer (OpenAI's shape)."""
+
+    error: ErrorObject
+    """The error."""
+
+
+_OPENAPI_NOTES = {
+    404: "; on the gateway also `model_not_found`",
+    503: "; beyond `server.max_connections`, uvicorn's own plain-text 503",
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for the error statuses a route really answers with.
+
+    Each status gets the :class:`ErrorBody` schema and the codes it may carry, so the
+    document, schemathesis and clients know every answer a route can give.
+    """
+    described: dict[int | str, dict[str, Any]] = {}
+    for status in sorted(statuses):
+        codes = ", ".join(f"`{code.value}`" for code in ErrorCode if code.status == status)
+        if not codes:
+            raise UsageError(f"no error code answers with status {status}")
+        described[status] = {
+            "model": ErrorBody,
+            "description": f"Error: {codes}{_OPENAPI_NOTES.get(status, '')}.",
+        }
+    return described
 
 
 class ApiError(HTTPException):

@@ -38,7 +38,12 @@ from foureyes.gate import Turn
 from foureyes.pipeline import SupportMessage, SupportOutcome, SupportPipeline
 from foureyes.server._logging import log_event, server_logger
 from foureyes.server.auth import ClientKey
-from foureyes.server.errors import ApiError, ErrorCode, locale_from_accept_language
+from foureyes.server.errors import (
+    ApiError,
+    ErrorCode,
+    error_responses,
+    locale_from_accept_language,
+)
 from foureyes.server.metrics import Metrics
 from foureyes.server.text import MESSAGE_TEXT_CHECK, MessageText, Text
 
@@ -59,6 +64,13 @@ GATEWAY_MODEL = "foureyes-support"
 """The model id clients name to reach the guarded support pipeline."""
 
 _STREAM_PIECE_CHARS = 48
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The completion; with ``stream: true`` the server-sent events.",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+    **error_responses(400, 401, 404, 408, 413, 422, 429, 503),
+}
 _ConversationId = Annotated[Text, StringConstraints(min_length=1, max_length=256)]
 
 
@@ -247,7 +259,7 @@ def gateway_router() -> APIRouter:
     """The router serving ``POST /v1/chat/completions`` (``app.state.service.pipeline``)."""
     router = APIRouter(tags=["gateway"])
 
-    @router.post("/v1/chat/completions", response_model=None)
+    @router.post("/v1/chat/completions", response_model=None, responses=_RESPONSES)
     async def chat_completions(
         body: ChatCompletionRequest, request: Request, _: ClientKey
     ) -> Response:
