@@ -29,8 +29,8 @@ from pathlib import Path
 
 import ahocorasick
 
-from foureyes.risk._lexicon import EntryKind, L0Category, Lexicon, LexiconEntry
 from foureyes.core.fold import normalise
+from foureyes.risk._lexicon import EntryKind, L0Category, Lexicon, LexiconEntry
 from foureyes.risk.l0 import L0Gate
 from foureyes.risk.lexicon_report import find_data_dir, load_risk_data
 

@@ -447,6 +447,14 @@ class ServerConfig(_Section):
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
     """Largest request body accepted, in bytes; a larger one gets HTTP 413 before it is
     read (a declared Content-Length is checked first, streamed bytes are counted)."""
+    body_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    """Seconds a request's whole body may take to arrive, from the end of its headers: a
+    body still incomplete then is answered HTTP 408 and its connection closed, so a client
+    that promises bytes and stalls cannot hold a connection open."""
+    max_connections: int = Field(default=1000, ge=1, le=1_000_000)
+    """Connections ``foureyes serve`` serves at once (uvicorn's ``limit_concurrency``); a
+    request arriving on any connection beyond gets a plain-text HTTP 503. Each instance
+    counts its own."""
     cors_origins: tuple[str, ...] = ()
     """Browser origins allowed to call the API (``https://app.example``, or ``*`` for
     any); a comma-separated string in the environment. Empty: CORS is off."""

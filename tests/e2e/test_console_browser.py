@@ -22,7 +22,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Dialog, Locator, Page, expect
 
-from foureyes.config import Config, GateConfig, RolesConfig, StoreConfig
+from foureyes.config import Config, GateConfig, PrivacyConfig, RolesConfig, StoreConfig
 from foureyes.core.digest import sha256_hex
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
@@ -85,8 +85,11 @@ SCENARIO: dict[str, Any] = {
 
 
 def _config(simulator: RunningSimulator, db: Path, **server: Any) -> Config:
+    # Raw text is kept: the console must show what the models wrote (verdict notes
+    # included) as text, so the notes have to be in the store to be shown.
     return Config(
         store=StoreConfig(url=f"sqlite+aiosqlite:///{db}"),
+        privacy=PrivacyConfig(store_raw_text=True),
         routes={
             "counselor_sim": simulator.route("counselor-sim"),
             "supervisor_sim": simulator.route("supervisor-sim", timeout_s=1),

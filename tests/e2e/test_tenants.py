@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import openai
 
-from foureyes.config import AlertConfig, Config, RiskConfig, ServerConfig
+from foureyes.config import AlertConfig, Config, PrivacyConfig, RiskConfig, ServerConfig
 from foureyes.core.locale import Locale
 from foureyes.core.tenancy import key_tenant, scoped_conversation
 from foureyes.risk.guardian import GuardianAlerts
@@ -43,12 +43,17 @@ NO_TREND = "Trend: no earlier assessments"
 
 
 def keyed_config(simulator: RunningSimulator, store_url: str, outbox: Path, **risk: Any) -> Config:
-    """The simulator's roles, two client keys and an admin key, alerts to ``outbox``."""
+    """The simulator's roles, two client keys and an admin key, alerts to ``outbox``.
+
+    Raw text is kept, so an open unknown's wording reaches later prompts and can be looked
+    for there.
+    """
     alert = AlertConfig(enabled=True, target=str(outbox), retry_backoff_s=0)
     return sim_config(simulator, store_url).model_copy(
         update={
             "server": ServerConfig(api_keys_env="CLIENT_KEYS", admin_keys_env="ADMIN_KEYS"),
             "risk": RiskConfig(alert=alert, **risk),
+            "privacy": PrivacyConfig(store_raw_text=True),
         }
     )
 

@@ -86,6 +86,9 @@ async def test_traces_are_listed_newest_first_and_filtered() -> None:
     [
         {"since": "2026-11-30T12:00:00"},  # no time zone
         {"since": "yesterday"},
+        {"until": "0.5"},  # a number is not the ISO 8601 time the document promises
+        {"since": "1700000000"},
+        {"until": "2026-11-30"},  # a day, no time and no zone
         {"limit": 0},
         {"limit": 1001},
         {"risk_level": "severe"},

@@ -316,7 +316,14 @@ def test_an_origin_must_be_scheme_host_and_port(origin: str) -> None:
 def test_limits_have_bounds_and_defaults() -> None:
     server = ServerConfig()
     assert (server.max_body_bytes, server.cors_origins) == (1_048_576, ())
-    for bad in ({"burst": 0}, {"rate_per_minute": 0}, {"max_body_bytes": 10}):
+    assert (server.body_timeout_s, server.max_connections) == (30.0, 1000)
+    for bad in (
+        {"burst": 0},
+        {"rate_per_minute": 0},
+        {"max_body_bytes": 10},
+        {"body_timeout_s": 0},
+        {"max_connections": 0},
+    ):
         with pytest.raises(ValueError):
             ServerConfig(**bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="must differ"):

@@ -5,7 +5,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
+from foureyes.config import PrivacyConfig
+from foureyes.core.errors import StoreDataError
 from foureyes.store._database import Database
+from tests.store._support import OpenStore
 
 
 async def test_sqlite_commits_sync_the_log_every_time(sqlite_url: str) -> None:
@@ -51,3 +56,23 @@ async def test_a_connection_returned_inside_a_transaction_is_rolled_back(
         assert count == 1
     finally:
         await db.dispose()
+
+
+@pytest.mark.parametrize(
+    ("value", "postgres_only"), [("a\ud83db", False), ("a\x00b", True)], ids=["surrogate", "nul"]
+)
+async def test_text_the_database_cannot_hold_is_bad_data_not_a_store_outage(
+    store_url: str, open_store: OpenStore, value: str, postgres_only: bool
+) -> None:
+    # A NUL (PostgreSQL only; SQLite keeps it) or an unpaired surrogate (no driver can
+    # encode it) would be refused again on every retry: it must not read as "retry later".
+    store = await open_store(store_url, privacy=PrivacyConfig(store_raw_text=True))
+    if postgres_only and store.dialect == "sqlite":
+        await store.traces.start_run("probe", conversation_id=value)
+        return
+    with pytest.raises(StoreDataError) as raised:
+        await store.traces.start_run("probe", conversation_id=value)
+    assert raised.value.operation == "start_run"
+    assert value not in raised.value.detail  # the driver's message quotes the value
+    # The store is still fine for the next request.
+    assert await store.traces.start_run("probe", conversation_id="ok")

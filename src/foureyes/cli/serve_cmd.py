@@ -47,6 +47,9 @@ def serve(
         port=bind_port,
         log_level="info",
         lifespan="on",
+        # uvicorn refuses a request once open connections, its own included, reach the
+        # limit: one more than the configured number serves exactly that many.
+        limit_concurrency=cfg.server.max_connections + 1,
     )
 
 

@@ -34,6 +34,7 @@ from foureyes.core.errors import (
     RouteHTTPError,
     RouteRateLimited,
     RouteTimeout,
+    StoreDataError,
     StoreError,
     UsageError,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "SpendLedger",
     "SpendLimit",
     "SpendUsage",
+    "StoreDataError",
     "StoreError",
     "TraceEvent",
     "TraceRecord",

@@ -15,6 +15,7 @@
     │   ├── BudgetExhausted      a call or spend budget is used up
     │   └── DeadlineExceeded     the run's deadline has passed
     └── StoreError               the durable store failed (locked, down, constraint)
+        └── StoreDataError       the store refused a value itself; retrying cannot help
 
     UsageError(RuntimeError)     programmer misuse; never a reason code
 
@@ -39,6 +40,7 @@ __all__ = [
     "RouteHTTPError",
     "RouteRateLimited",
     "RouteTimeout",
+    "StoreDataError",
     "StoreError",
     "UsageError",
 ]
@@ -189,6 +191,15 @@ class StoreError(FoureyesError):
         self.operation = operation
         self.detail = detail
         super().__init__(f"store failed during {operation}" + (f": {detail}" if detail else ""))
+
+
+class StoreDataError(StoreError):
+    """Raised when the store refused the data, not the operation: text it cannot hold.
+
+    A NUL character (PostgreSQL refuses it in text and JSON) or an unpaired surrogate
+    (no driver can encode it). The same values would be refused again, so, unlike other
+    store failures, this is the caller's bad input, not a reason to retry later.
+    """
 
 
 class UsageError(RuntimeError):

@@ -18,36 +18,55 @@ import datetime as dt
 import re
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from fastapi import APIRouter, Path, Query, Request
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.tenancy import new_conversation_id
-from foureyes.gate import Turn
 from foureyes.pipeline import SupportPipeline, apply_floor, trace_view
 from foureyes.risk.assess import Turn as RiskTurn
 from foureyes.risk.resources import render_resources
 from foureyes.risk.result import RunPurpose
 from foureyes.risk.triage import TriageRequest
 from foureyes.server.auth import AdminKey, ClientKey
-from foureyes.server.errors import ApiError, ErrorCode
+from foureyes.server.errors import ApiError, ErrorCode, error_responses
+from foureyes.server.text import MessageText, Text
 from foureyes.store.trace_list import MAX_LIST, RunFilter
 from foureyes.store.traces import SqlTraceWriter
 
-__all__ = ["AssessBody", "api_router"]
+__all__ = ["AssessBody", "HistoryTurn", "api_router"]
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 
 
-def _aware(value: dt.datetime | None) -> dt.datetime | None:
-    if value is not None and value.tzinfo is None:
+def _moment(value: object) -> object:
+    # Only an ISO 8601 time with a zone, as documented: pydantic alone would also read a
+    # number ("0.5", "1700000000") as a Unix time, which the schema does not promise.
+    if not isinstance(value, str):
+        return value
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError("give an ISO 8601 time (e.g. 2026-11-30T12:00:00Z)") from None
+    if moment.tzinfo is None:
         raise ValueError("give a time zone (e.g. 2026-11-30T12:00:00Z)")
-    return value
+    return moment
 
 
-_Moment = Annotated[dt.datetime | None, AfterValidator(_aware)]
+_Moment = Annotated[dt.datetime | None, BeforeValidator(_moment)]
 _Level = Literal["low", "medium", "high", "critical", "unknown"]
-_Text = Annotated[str | None, Query(min_length=1, max_length=256)]
+_Filter = Annotated[Text | None, Query(min_length=1, max_length=256)]
+
+
+class HistoryTurn(BaseModel):
+    """One earlier turn in the body of ``POST /v1/assess``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    role: Literal["user", "assistant"]
+    """Who wrote it: the user, or the service."""
+    text: MessageText
+    """What was written."""
 
 
 class AssessBody(BaseModel):
@@ -55,12 +74,12 @@ class AssessBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    text: str = Field(min_length=1)
+    text: MessageText = Field(min_length=1)
     """The text to triage."""
-    conversation_id: str | None = Field(default=None, min_length=1, max_length=256)
+    conversation_id: Text | None = Field(default=None, min_length=1, max_length=256)
     """The caller's conversation (single flight, daily L1 limit, trend), kept under the
     caller's key; a fresh one when unset (the key's daily L1 limit still counts it)."""
-    history: tuple[Turn, ...] = ()
+    history: tuple[HistoryTurn, ...] = ()
     """Earlier turns, oldest first (L2 sees the last ``risk.context_turns``)."""
     purpose: Literal["live", "test"] = "live"
     """``test`` triages are kept apart from live ones."""
@@ -72,8 +91,12 @@ def api_router() -> APIRouter:
     """The router of the trace and assessment endpoints (``app.state.service``)."""
     router = APIRouter(tags=["api"])
 
-    @router.get("/v1/traces/{trace_id}")
-    async def get_trace(trace_id: str, request: Request, _: AdminKey) -> dict[str, Any]:
+    @router.get(
+        "/v1/traces/{trace_id}", responses=error_responses(401, 403, 404, 413, 422, 429, 503)
+    )
+    async def get_trace(
+        trace_id: Annotated[Text, Path()], request: Request, _: AdminKey
+    ) -> dict[str, Any]:
         """One recorded run: header, every event, and the summary the console draws."""
         traces: SqlTraceWriter = request.app.state.service.store.traces
         record = await traces.get(trace_id) if _TRACE_ID.fullmatch(trace_id) else None
@@ -81,15 +104,15 @@ def api_router() -> APIRouter:
             raise ApiError(ErrorCode.NOT_FOUND)
         return trace_view(record)
 
-    @router.get("/v1/traces")
+    @router.get("/v1/traces", responses=error_responses(401, 403, 413, 422, 429, 503))
     async def list_traces(
         request: Request,
         _: AdminKey,
-        kind: _Text = None,
-        reason: _Text = None,
-        outcome: _Text = None,
+        kind: _Filter = None,
+        reason: _Filter = None,
+        outcome: _Filter = None,
         risk_level: _Level | None = None,
-        conversation_id: _Text = None,
+        conversation_id: _Filter = None,
         since: Annotated[_Moment, Query()] = None,
         until: Annotated[_Moment, Query()] = None,
         before: Annotated[str | None, Query(pattern=r"^[0-9a-f]{32}$")] = None,
@@ -114,7 +137,7 @@ def api_router() -> APIRouter:
             "next_before": runs[-1].trace_id if len(runs) == limit else None,
         }
 
-    @router.post("/v1/assess")
+    @router.post("/v1/assess", responses=error_responses(400, 401, 408, 413, 422, 429, 503))
     async def assess(body: AssessBody, request: Request, principal: ClientKey) -> dict[str, Any]:
         """Triage one text; the result, the policy that would apply, and any resources."""
         service = request.app.state.service

@@ -14,8 +14,8 @@ as a bearer token).
 In the ``open_loopback`` mode local callers need no key (see :mod:`foureyes.server.auth`).
 
 Request path, outermost first: request log (id, one JSON line) → metrics → CORS (only
-when configured) → body guard (size, encoding) → FastAPI's error handlers → the route's
-dependencies (key, rate limit, scope) → the handler.
+when configured) → body guard (size, encoding, read deadline) → FastAPI's error handlers
+→ the route's dependencies (key, rate limit, scope) → the handler.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from foureyes.pipeline import SupportPipeline
 from foureyes.review.publication import PublicationPolicy
 from foureyes.review.reviewer import Reviewer
 from foureyes.review.runner import ReviewRunner
+from foureyes.risk.l0 import L0Gate
 from foureyes.server._logging import RequestLogMiddleware, log_event, server_logger
 from foureyes.server.api import api_router
 from foureyes.server.auth import (
@@ -54,7 +55,7 @@ from foureyes.server.auth import (
     require_scope,
 )
 from foureyes.server.console import console_router
-from foureyes.server.errors import install_error_handlers
+from foureyes.server.errors import error_responses, install_error_handlers
 from foureyes.server.evals_api import evals_router
 from foureyes.server.facts_api import facts_router
 from foureyes.server.gateway import GATEWAY_MODEL, gateway_router
@@ -62,11 +63,24 @@ from foureyes.server.limits import BodyGuardMiddleware, RateLimiter, add_cors
 from foureyes.server.metrics import METRICS_CONTENT_TYPE, Metrics, MetricsMiddleware
 from foureyes.server.purge import purge_on_schedule
 from foureyes.server.review_api import review_router
+from foureyes.server.text import screen_refused_text
 from foureyes.server.unknowns_api import unknowns_router
 from foureyes.store import Store
 from foureyes.store.api_keys import EnvKeySync, KeyScope
 
 __all__ = ["GATEWAY_MODEL", "Service", "create_app"]
+
+_HEALTH_RESPONSES: dict[int | str, dict[str, Any]] = {
+    503: {"description": "The store does not answer: ``status`` is ``unavailable``."},
+    **error_responses(413),
+}
+_METRICS_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Prometheus text exposition format.",
+        "content": {METRICS_CONTENT_TYPE: {"schema": {"type": "string"}}},
+    },
+    **error_responses(401, 403, 413, 429, 503),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +104,8 @@ class Service:
     """This app's Prometheus metrics: report decisions, risk and model calls here."""
     pipeline: SupportPipeline
     """The support-message pipeline (triage and the gate) behind the gateway."""
+    l0: L0Gate
+    """The pipeline's keyword gate; it also screens message text refused as invalid."""
     reviewer: Reviewer
     """The masked reviewer behind ``POST /v1/review``."""
     evidence: ConfiguredEvidence | None
@@ -132,11 +148,13 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             await store.close()
             raise
         try:
+            l0 = L0Gate.default()
             pipeline = SupportPipeline(
                 config,
                 routes,
                 store,
                 alerts=SupportPipeline.alerts_for(config, store),
+                l0=l0,
                 observer=_model_call_metrics(metrics),
             )
         except BaseException:
@@ -161,6 +179,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             limiter=limiter,
             metrics=metrics,
             pipeline=pipeline,
+            l0=l0,
             reviewer=reviewer,
             evidence=evidence,
         )
@@ -177,9 +196,13 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
                 await evidence.aclose()
 
     app = FastAPI(title="foureyes", version=__version__, lifespan=lifespan)
-    install_error_handlers(app)
+    install_error_handlers(app, screen=screen_refused_text)
     # Each add_middleware wraps the ones before it: the last added sees requests first.
-    app.add_middleware(BodyGuardMiddleware, max_bytes=config.server.max_body_bytes)
+    app.add_middleware(
+        BodyGuardMiddleware,
+        max_bytes=config.server.max_body_bytes,
+        timeout_s=config.server.body_timeout_s,
+    )
     add_cors(app, config.server.cors_origins)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestLogMiddleware)
@@ -189,15 +212,18 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
     app.include_router(evals_router())
     app.include_router(unknowns_router())
     client_only = [Depends(require_scope(KeyScope.CLIENT))]
+    # What the key dependency adds to each of these routes' own answers.
+    keyed = error_responses(401, 413, 429, 503)
     # The facts handlers take the principal themselves: observations are scoped to it.
-    app.include_router(facts_router(lambda request: request.app.state.service))
+    app.include_router(facts_router(lambda request: request.app.state.service), responses=keyed)
     app.include_router(
         review_router(lambda request: request.app.state.service.reviewer),
         dependencies=client_only,
+        responses=keyed,
     )
     app.include_router(console_router(model=GATEWAY_MODEL))
 
-    @app.get("/healthz")
+    @app.get("/healthz", responses=_HEALTH_RESPONSES)
     async def healthz(request: Request) -> JSONResponse:
         """Liveness and readiness: the store answers, the auth mode, the offline roles."""
         service: Service = request.app.state.service
@@ -217,7 +243,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
         body |= {"store": service.store.dialect, "auth": mode.value}
         return JSONResponse(body)
 
-    @app.get("/v1/models")
+    @app.get("/v1/models", responses=keyed)
     async def models(_: ClientKey) -> dict[str, Any]:
         """OpenAI-compatible model list: the guarded pipeline is the one model offered."""
         return {
@@ -227,7 +253,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             ],
         }
 
-    @app.get("/metrics")
+    @app.get("/metrics", response_class=Response, responses=_METRICS_RESPONSES)
     async def prometheus_metrics(request: Request, _: AdminKey) -> Response:
         """Prometheus metrics of this instance (text exposition format)."""
         await _publish_budgets(request.app.state.service)

@@ -38,15 +38,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from foureyes.config import ServerConfig
 from foureyes.core.errors import ConfigError
 from foureyes.core.tenancy import LOCAL_TENANT, key_tenant
-from foureyes.server.errors import ApiError, ErrorCode
+from foureyes.server.errors import ApiError, ErrorCode, error_responses
 from foureyes.server.limits import RateLimiter
+from foureyes.server.text import Text
 from foureyes.store import Store
 from foureyes.store.api_keys import (
     ApiKeyRecord,
@@ -327,21 +328,26 @@ class _KeyRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     scope: KeyScope = KeyScope.CLIENT
-    name: str | None = Field(default=None, min_length=1, max_length=128)
+    name: Text | None = Field(default=None, min_length=1, max_length=128)
 
 
 keys_router = APIRouter(prefix="/v1/keys", tags=["keys"])
 """Admin endpoints for keys: list, create (the key is in that response only), revoke."""
 
 
-@keys_router.get("", name="list_keys")
+@keys_router.get("", name="list_keys", responses=error_responses(401, 403, 413, 429, 503))
 async def _list_keys(request: Request, _: AdminKey) -> dict[str, Any]:
     """Every key, revoked ones included; never a key itself."""
     auth: KeyAuthenticator = request.app.state.service.auth
     return {"object": "list", "data": [r.as_json() for r in await auth.keys.list()]}
 
 
-@keys_router.post("", name="create_key", status_code=201)
+@keys_router.post(
+    "",
+    name="create_key",
+    status_code=201,
+    responses=error_responses(400, 401, 403, 408, 413, 422, 429, 503),
+)
 async def _create_key(request: Request, body: _KeyRequest, _: AdminKey) -> dict[str, Any]:
     """Create a key; the response is the only place the key ever appears."""
     auth: KeyAuthenticator = request.app.state.service.auth
@@ -350,8 +356,10 @@ async def _create_key(request: Request, body: _KeyRequest, _: AdminKey) -> dict[
     return {"key": new.key, **new.record.as_json()}
 
 
-@keys_router.delete("/{ref}", name="revoke_key")
-async def _revoke_key(request: Request, ref: str, _: AdminKey) -> JSONResponse:
+@keys_router.delete(
+    "/{ref}", name="revoke_key", responses=error_responses(400, 401, 403, 404, 413, 422, 429, 503)
+)
+async def _revoke_key(request: Request, ref: Annotated[Text, Path()], _: AdminKey) -> JSONResponse:
     """Revoke the key with this prefix or id; it stops working at once on this instance."""
     auth: KeyAuthenticator = request.app.state.service.auth
     revocation = await auth.keys.revoke(ref)

@@ -8,35 +8,48 @@ Handlers and dependencies raise :class:`ApiError` with an :class:`ErrorCode`; th
 fixes the HTTP status and the error type, and its message is written in the caller's
 language (``Accept-Language``: zh-Hans, zh-Hant or en). :func:`install_error_handlers`
 turns FastAPI's validation errors, Starlette's HTTP errors, :class:`StoreError` (503: the
-service delivers nothing it could not record) and any unexpected exception into such
-bodies. Messages never echo the request's content.
+service delivers nothing it could not record; a :class:`StoreDataError`, text the store
+refuses whatever its state, is 422 ``unstorable_text``) and any unexpected exception
+into such bodies. Messages never echo the request's content. A text field that holds an
+unpaired surrogate or a NUL (:mod:`foureyes.server.text`) is 422 ``invalid_text``, or
+``invalid_text_crisis`` with the crisis resources when the message still reads as one.
 """
 
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException
 
-from foureyes.core.errors import FoureyesError, StoreError, UsageError
+from foureyes.core.errors import FoureyesError, StoreDataError, StoreError, UsageError
 from foureyes.core.locale import Locale
 from foureyes.server._logging import log_event, server_logger
+from foureyes.server.text import INVALID_TEXT
 
 __all__ = [
     "ApiError",
+    "ErrorBody",
     "ErrorCode",
+    "ErrorObject",
+    "TextScreen",
     "error_response",
+    "error_responses",
     "install_error_handlers",
     "locale_from_accept_language",
 ]
 
 _MAX_DETAILS = 5
+
+TextScreen = Callable[[Request, Sequence[str], Any], str | None]
+"""``screen(request, refused_message_texts, parsed_body)``: crisis resources to attach, or
+``None`` (see :func:`install_error_handlers`)."""
 
 
 class ErrorCode(StrEnum):
@@ -66,8 +79,17 @@ class ErrorCode(StrEnum):
     """409: the eval ``run`` exists but has no results to report yet."""
     REQUEST_TOO_LARGE = "request_too_large"
     """413: the body is larger than ``limit`` bytes."""
+    REQUEST_TIMEOUT = "request_timeout"
+    """408: the body did not arrive within ``timeout_s`` seconds; the connection is closed."""
     INVALID_REQUEST = "invalid_request"
     """422: the body is JSON but not a valid request (``detail``; ``param`` names the field)."""
+    INVALID_TEXT = "invalid_text"
+    """422: a text field holds an unpaired surrogate or a NUL (``param`` names the first)."""
+    INVALID_TEXT_CRISIS = "invalid_text_crisis"
+    """422: as ``invalid_text``, for a message whose readable part L0 escalates: the crisis
+    resources are in the error's ``resources``."""
+    UNSTORABLE_TEXT = "unstorable_text"
+    """422: the store refused the request's text as data (a NUL or an unpaired surrogate)."""
     RATE_LIMITED = "rate_limit_exceeded"
     """429: the key's rate limit is reached; retry after ``retry_after`` seconds."""
     INTERNAL_ERROR = "internal_error"
@@ -111,7 +133,11 @@ _STATUS = {
     ErrorCode.METHOD_NOT_ALLOWED: 405,
     ErrorCode.EVAL_RUN_EMPTY: 409,
     ErrorCode.REQUEST_TOO_LARGE: 413,
+    ErrorCode.REQUEST_TIMEOUT: 408,
     ErrorCode.INVALID_REQUEST: 422,
+    ErrorCode.INVALID_TEXT: 422,
+    ErrorCode.INVALID_TEXT_CRISIS: 422,
+    ErrorCode.UNSTORABLE_TEXT: 422,
     ErrorCode.RATE_LIMITED: 429,
     ErrorCode.INTERNAL_ERROR: 500,
     ErrorCode.STORE_UNAVAILABLE: 503,
@@ -122,6 +148,7 @@ _TYPES = {
     403: "permission_error",
     404: "invalid_request_error",
     405: "invalid_request_error",
+    408: "invalid_request_error",
     409: "invalid_request_error",
     413: "invalid_request_error",
     422: "invalid_request_error",
@@ -197,10 +224,43 @@ _MESSAGES: dict[ErrorCode, dict[Locale, str]] = {
         _HANS: "请求体超过了 {limit} 字节的上限。",
         _HANT: "請求內容超過了 {limit} 位元組的上限。",
     },
+    ErrorCode.REQUEST_TIMEOUT: {
+        _EN: "The request body did not arrive within {timeout_s} s; the connection is closed.",
+        _HANS: "请求体未在 {timeout_s} 秒内传完，连接已关闭。",
+        _HANT: "請求內容未在 {timeout_s} 秒內傳完，連線已關閉。",
+    },
     ErrorCode.INVALID_REQUEST: {
         _EN: "The request is not valid: {detail}.",
         _HANS: "请求无效：{detail}。",
         _HANT: "請求無效：{detail}。",
+    },
+    ErrorCode.INVALID_TEXT: {
+        _EN: "The request holds text that is not valid Unicode, so nothing was done: "
+        "{detail}. Send the text again without it; retrying as it is cannot succeed.",
+        _HANS: "请求中有不是有效 Unicode 的文本，因此未作任何处理：{detail}。"
+        "请去掉这些字符后重新发送；原样重试不会成功。",
+        _HANT: "請求中有不是有效 Unicode 的文字，因此未作任何處理：{detail}。"
+        "請去掉這些字元後重新傳送；原樣重試不會成功。",
+    },
+    ErrorCode.INVALID_TEXT_CRISIS: {
+        _EN: "The request holds text that is not valid Unicode, so no reply was made: "
+        "{detail}. The readable part of the message suggests its writer may be in danger, "
+        "so crisis resources are attached in 'resources': please show them to the user.",
+        _HANS: "请求中有不是有效 Unicode 的文本，因此没有生成回复：{detail}。"
+        "消息中可读的部分显示写信人可能处于危险之中，"
+        "危机求助资源附在 'resources' 中：请展示给用户。",
+        _HANT: "請求中有不是有效 Unicode 的文字，因此沒有產生回覆：{detail}。"
+        "訊息中可讀的部分顯示寫信人可能身處危險，"
+        "危機求助資源附在 'resources' 中：請展示給使用者。",
+    },
+    ErrorCode.UNSTORABLE_TEXT: {
+        _EN: "The store cannot keep text of this request (a NUL character or an unpaired "
+        "surrogate), so nothing was done or delivered; the same request would be refused "
+        "again.",
+        _HANS: "存储无法保存此请求中的文本（含 NUL 字符或未配对的代理项），"
+        "因此未执行也未返回任何内容；同样的请求会再次被拒绝。",
+        _HANT: "儲存無法保存此請求中的文字（含 NUL 字元或未配對的代理項），"
+        "因此未執行也未傳回任何內容；同樣的請求會再次被拒絕。",
     },
     ErrorCode.RATE_LIMITED: {
         _EN: "Rate limit reached for this key; retry in {retry_after} s.",
@@ -218,6 +278,54 @@ _MESSAGES: dict[ErrorCode, dict[Locale, str]] = {
         _HANT: "服務的儲存暫時無法使用，因此未執行也未傳回任何內容；請稍後重試。",
     },
 }
+
+
+class ErrorObject(BaseModel):
+    """The ``error`` object of every error body."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    message: str
+    """What went wrong, in the caller's language; never the request's content."""
+    type: str
+    """The class of failure (``invalid_request_error``, ``authentication_error``, ...)."""
+    code: str | None
+    """An :class:`ErrorCode` value (``model_not_found`` for an unknown model)."""
+    param: str | None
+    """The request field at fault, dotted (``messages.0.content``), if any."""
+    resources: str | None = None
+    """Only with ``invalid_text_crisis``: the crisis resources, rendered by code."""
+
+
+class ErrorBody(BaseModel):
+    """The body of every error answer (OpenAI's shape)."""
+
+    error: ErrorObject
+    """The error."""
+
+
+_OPENAPI_NOTES = {
+    404: "; on the gateway also `model_not_found`",
+    503: "; beyond `server.max_connections`, uvicorn's own plain-text 503",
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for the error statuses a route really answers with.
+
+    Each status gets the :class:`ErrorBody` schema and the codes it may carry, so the
+    document, schemathesis and clients know every answer a route can give.
+    """
+    described: dict[int | str, dict[str, Any]] = {}
+    for status in sorted(statuses):
+        codes = ", ".join(f"`{code.value}`" for code in ErrorCode if code.status == status)
+        if not codes:
+            raise UsageError(f"no error code answers with status {status}")
+        described[status] = {
+            "model": ErrorBody,
+            "description": f"Error: {codes}{_OPENAPI_NOTES.get(status, '')}.",
+        }
+    return described
 
 
 class ApiError(HTTPException):
@@ -266,7 +374,14 @@ def error_response(
     Raises:
         UsageError: ``values`` do not fill the message's placeholders exactly.
     """
-    body = {
+    body = _error_body(code, locale, param, values)
+    return JSONResponse(body, status_code=code.status, headers=dict(headers or {}))
+
+
+def _error_body(
+    code: ErrorCode, locale: Locale, param: str | None, values: Mapping[str, object]
+) -> dict[str, dict[str, Any]]:
+    return {
         "error": {
             "message": code.message(locale, **values),
             "type": code.type,
@@ -274,7 +389,6 @@ def error_response(
             "param": param,
         }
     }
-    return JSONResponse(body, status_code=code.status, headers=dict(headers or {}))
 
 
 def locale_from_accept_language(header: str | None) -> Locale:
@@ -352,27 +466,46 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return await _unexpected(request, exc)
 
 
-async def _validation_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, RequestValidationError)
-    locale = _locale(request)
-    errors = list(exc.errors())
-    for error in errors:
-        if error.get("type") == "json_invalid":
-            reason = error.get("ctx", {}).get("error", "JSON decode error")
-            position = error.get("loc", ("body", None))[-1]
-            detail = f"{reason} (at position {position})" if isinstance(position, int) else reason
-            return error_response(ErrorCode.INVALID_JSON, locale, detail=detail)
-    # Only locations and pydantic's messages: the offending input is never echoed back.
-    described = [f"{_dotted(e.get('loc', ()))}: {e.get('msg', 'invalid')}" for e in errors]
-    if len(described) > _MAX_DETAILS:
-        described = [*described[:_MAX_DETAILS], f"and {len(described) - _MAX_DETAILS} more"]
-    first = _dotted(errors[0].get("loc", ())) if errors else ""
-    return error_response(
-        ErrorCode.INVALID_REQUEST,
-        locale,
-        param=first or None,
-        detail="; ".join(described) or "invalid request",
-    )
+def _validation_error(screen: TextScreen | None) -> Callable[[Request, Exception], Any]:
+    async def handle(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        locale = _locale(request)
+        errors = list(exc.errors())
+        for error in errors:
+            if error.get("type") == "json_invalid":
+                reason = error.get("ctx", {}).get("error", "JSON decode error")
+                position = error.get("loc", ("body", None))[-1]
+                detail = (
+                    f"{reason} (at position {position})" if isinstance(position, int) else reason
+                )
+                return error_response(ErrorCode.INVALID_JSON, locale, detail=detail)
+        # Only locations and pydantic's messages: the offending input is never echoed back.
+        described = [f"{_dotted(e.get('loc', ()))}: {e.get('msg', 'invalid')}" for e in errors]
+        if len(described) > _MAX_DETAILS:
+            described = [*described[:_MAX_DETAILS], f"and {len(described) - _MAX_DETAILS} more"]
+        detail = "; ".join(described) or "invalid request"
+        refused = [e for e in errors if e.get("type") == INVALID_TEXT]
+        if not refused:
+            first = _dotted(errors[0].get("loc", ())) if errors else ""
+            return error_response(
+                ErrorCode.INVALID_REQUEST, locale, param=first or None, detail=detail
+            )
+        param = _dotted(refused[0].get("loc", ())) or None
+        texts = [
+            e["input"]
+            for e in refused
+            if e.get("ctx", {}).get("screen") and isinstance(e.get("input"), str)
+        ]
+        resources = screen(request, texts, exc.body) if screen is not None and texts else None
+        if resources is None:
+            return error_response(ErrorCode.INVALID_TEXT, locale, param=param, detail=detail)
+        # In the error object, where OpenAI clients keep an error's body.
+        code = ErrorCode.INVALID_TEXT_CRISIS
+        body = _error_body(code, locale, param, {"detail": detail})
+        body["error"]["resources"] = resources
+        return JSONResponse(body, status_code=code.status)
+
+    return handle
 
 
 def _dotted(loc: Any) -> str:
@@ -380,6 +513,22 @@ def _dotted(loc: Any) -> str:
     if parts and parts[0] in ("body", "query", "path", "header"):
         parts = parts[1:]
     return ".".join(parts)
+
+
+async def _store_data_error(request: Request, exc: Exception) -> Response:
+    # The store refused the request's own text: the same request would be refused again,
+    # so it is the caller's bad input (422), not an outage to retry (503). Still nothing
+    # was delivered (invariant 10).
+    assert isinstance(exc, StoreDataError)
+    log_event(
+        server_logger,
+        "store_refused_data",
+        level="warning",
+        trace_id=_trace_id(request),
+        operation=exc.operation,
+        detail=exc.detail,
+    )
+    return error_response(ErrorCode.UNSTORABLE_TEXT, _locale(request))
 
 
 async def _store_error(request: Request, exc: Exception) -> Response:
@@ -411,10 +560,18 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return error_response(ErrorCode.INTERNAL_ERROR, _locale(request))
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Make every failure ``app`` answers a JSON error body (see the module docstring)."""
+def install_error_handlers(app: FastAPI, *, screen: TextScreen | None = None) -> None:
+    """Make every failure ``app`` answers a JSON error body (see the module docstring).
+
+    Args:
+        app: the application.
+        screen: looks at the message texts a request carried that were refused as
+            invalid text, and returns the crisis resources to attach to the 422, if any
+            (:func:`foureyes.server.text.screen_refused_text`).
+    """
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(HTTPException, _http_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(RequestValidationError, _validation_error(screen))
+    app.add_exception_handler(StoreDataError, _store_data_error)
     app.add_exception_handler(StoreError, _store_error)
     app.add_exception_handler(Exception, _unexpected)

@@ -30,7 +30,8 @@ from foureyes.core.locale import Locale
 from foureyes.evals.report import ReportView, html_of, load_metrics, markdown_of, report_view
 from foureyes.server.auth import AdminKey
 from foureyes.server.console import page_locale
-from foureyes.server.errors import ApiError, ErrorCode
+from foureyes.server.errors import ApiError, ErrorCode, error_responses
+from foureyes.server.text import Text
 from foureyes.store import Store
 
 __all__ = ["MAX_EVAL_RUNS", "evals_router"]
@@ -38,13 +39,22 @@ __all__ = ["MAX_EVAL_RUNS", "evals_router"]
 MAX_EVAL_RUNS = 200
 """The most runs ``GET /v1/evals`` lists at once."""
 
-_RunId = Annotated[str, Path(min_length=1, max_length=64)]
+_RunId = Annotated[Text, Path(min_length=1, max_length=64)]
+_MEDIA_TYPES = {"html": "text/html; charset=utf-8", "md": "text/markdown; charset=utf-8"}
 _FILES: dict[str, Callable[[ReportView], tuple[str, str]]] = {
-    "html": lambda view: (html_of(view), "text/html; charset=utf-8"),
-    "md": lambda view: (markdown_of(view), "text/markdown; charset=utf-8"),
+    "html": lambda view: (html_of(view), _MEDIA_TYPES["html"]),
+    "md": lambda view: (markdown_of(view), _MEDIA_TYPES["md"]),
 }
 # The page the console offers for download may be opened from disk; served from here it
 # is never rendered in the origin's context (it is an attachment, and may run nothing).
+_REPORT = error_responses(401, 403, 404, 409, 413, 422, 429, 503)
+_FILE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The page or the Markdown, as a download.",
+        "content": {media: {"schema": {"type": "string"}} for media in _MEDIA_TYPES.values()},
+    },
+    **_REPORT,
+}
 _DOWNLOAD_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
 
 
@@ -52,7 +62,7 @@ def evals_router() -> APIRouter:
     """The router of the eval-run endpoints (``app.state.service.store``)."""
     router = APIRouter(tags=["evals"])
 
-    @router.get("/v1/evals")
+    @router.get("/v1/evals", responses=error_responses(401, 403, 413, 422, 429, 503))
     async def list_runs(
         request: Request,
         _: AdminKey,
@@ -79,21 +89,21 @@ def evals_router() -> APIRouter:
             ],
         }
 
-    @router.get("/v1/evals/{run_id}/report")
+    @router.get("/v1/evals/{run_id}/report", responses=_REPORT)
     async def report(
-        request: Request, run_id: _RunId, _: AdminKey, lang: str | None = None
+        request: Request, run_id: _RunId, _: AdminKey, lang: Text | None = None
     ) -> dict[str, Any]:
         """The run's report as JSON, in the language asked for."""
         view = await _view(request, run_id, lang)
         return view.as_json()
 
-    @router.get("/v1/evals/{run_id}/report.{fmt}")
+    @router.get("/v1/evals/{run_id}/report.{fmt}", responses=_FILE)
     async def report_file(
         request: Request,
         run_id: _RunId,
         fmt: Literal["html", "md"],
         _: AdminKey,
-        lang: str | None = None,
+        lang: Text | None = None,
     ) -> Response:
         """The run's self-contained page or Markdown summary, as a download."""
         view = await _view(request, run_id, lang)

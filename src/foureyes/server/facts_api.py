@@ -39,6 +39,7 @@ from foureyes.evidence import (
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.routes import Routes
 from foureyes.server.auth import ClientKey
+from foureyes.server.text import Text
 from foureyes.store import Store
 from foureyes.store.api_keys import KeyScope
 
@@ -84,11 +85,11 @@ class SelectBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    subject: str = Field(min_length=1, max_length=256)
+    subject: Text = Field(min_length=1, max_length=256)
     """Whom the facts are about."""
-    snapshot_id: str = Field(min_length=1, max_length=256)
+    snapshot_id: Text = Field(min_length=1, max_length=256)
     """The snapshot of the server's catalog source to select from."""
-    task: str = Field(default="", max_length=20_000)
+    task: Text = Field(default="", max_length=20_000)
     """What the selection serves."""
     locale: Locale = Locale.ZH_HANS
     """Locale of the rendered facts."""
@@ -146,7 +147,7 @@ def facts_router(services: Callable[[Request], FactsServices]) -> APIRouter:
     async def observations(
         request: Request,
         principal: ClientKey,
-        subject: Annotated[str, Query(min_length=1, max_length=256)],
+        subject: Annotated[Text, Query(min_length=1, max_length=256)],
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> JSONResponse:
         """The subject's most recent observations of this key (admin: of every key)."""

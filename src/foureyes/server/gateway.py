@@ -40,8 +40,14 @@ from foureyes.gate import Turn
 from foureyes.pipeline import SupportMessage, SupportOutcome, SupportPipeline
 from foureyes.server._logging import log_event, server_logger
 from foureyes.server.auth import ClientKey
-from foureyes.server.errors import ApiError, ErrorCode, locale_from_accept_language
+from foureyes.server.errors import (
+    ApiError,
+    ErrorCode,
+    error_responses,
+    locale_from_accept_language,
+)
 from foureyes.server.metrics import Metrics
+from foureyes.server.text import MESSAGE_TEXT_CHECK, MessageText, Text
 
 __all__ = [
     "ChatCompletionRequest",
@@ -60,7 +66,14 @@ GATEWAY_MODEL = "foureyes-support"
 """The model id clients name to reach the guarded support pipeline."""
 
 _STREAM_PIECE_CHARS = 48
-_ConversationId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The completion; with ``stream: true`` the server-sent events.",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+    **error_responses(400, 401, 404, 408, 413, 422, 429, 503),
+}
+_ConversationId = Annotated[Text, StringConstraints(min_length=1, max_length=256)]
 
 
 class _Lenient(BaseModel):
@@ -74,7 +87,7 @@ class TextContent(_Lenient):
 
     type: Literal["text"]
     """Only text parts are taken."""
-    text: str
+    text: MessageText
     """The text."""
 
 
@@ -83,7 +96,7 @@ class InputMessage(_Lenient):
 
     role: Literal["system", "developer", "user", "assistant"]
     """Who wrote it; tool and function messages are not taken."""
-    content: str | list[TextContent] | None = None
+    content: Annotated[str | list[TextContent] | None, MESSAGE_TEXT_CHECK] = None
     """The text, or text parts."""
 
     @property
@@ -119,7 +132,7 @@ class StreamOptions(_Lenient):
 class ChatCompletionRequest(_Lenient):
     """The body of ``POST /v1/chat/completions`` (OpenAI's, plus ``foureyes``)."""
 
-    model: str
+    model: Text
     """Must be ``foureyes-support``."""
     messages: list[InputMessage] = Field(min_length=1)
     """The conversation so far; the last message is the user's current one."""
@@ -249,7 +262,7 @@ def gateway_router() -> APIRouter:
     """The router serving ``POST /v1/chat/completions`` (``app.state.service.pipeline``)."""
     router = APIRouter(tags=["gateway"])
 
-    @router.post("/v1/chat/completions", response_model=None)
+    @router.post("/v1/chat/completions", response_model=None, responses=_RESPONSES)
     async def chat_completions(
         body: ChatCompletionRequest, request: Request, principal: ClientKey
     ) -> Response:

@@ -5,7 +5,10 @@
   up to N times ``server.rate_per_minute`` from N instances.
 - :class:`BodyGuardMiddleware` answers 413 when the declared ``Content-Length`` is over
   ``server.max_body_bytes`` without reading the body at all, counts the bytes of bodies
-  streamed without one and stops at the limit, and refuses JSON bodies that are not UTF-8.
+  streamed without one and stops at the limit, refuses JSON bodies that are not UTF-8,
+  and answers 408 (closing the connection) when the body has not all arrived within
+  ``server.body_timeout_s``. The connection cap is uvicorn's (``server.max_connections``,
+  set by ``foureyes serve``).
 - :func:`read_json` reads a JSON body for handlers that take it whole rather than as a
   pydantic parameter, with the same 400 ``invalid_json`` FastAPI's parameters give.
 - :func:`add_cors` turns CORS on only for the origins configured; it is off by default.
@@ -13,6 +16,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import json
 import math
@@ -128,19 +132,24 @@ def _declares_json(content_type: str | None) -> bool:
 
 
 class BodyGuardMiddleware:
-    """Refuses request bodies over ``max_bytes`` (413) and JSON bodies not in UTF-8 (400).
+    """Refuses bodies over ``max_bytes`` (413), JSON not in UTF-8 (400), slow bodies (408).
 
     A declared ``Content-Length`` over the limit is answered at once, before the app or
     any authentication runs and before a byte of the body is read. Otherwise the bytes
     are counted as the app reads them, and reading stops with :class:`ApiError` as soon
     as the count passes the limit. JSON must be UTF-8 (RFC 8259), so a JSON body with an
     invalid sequence or a NUL byte (which also rules out UTF-16 and UTF-32) is refused
-    as it is read.
+    as it is read. The whole body must arrive within ``timeout_s`` of the request's start
+    (uvicorn has no such timeout): a read still waiting then ends with 408
+    ``request_timeout`` and ``Connection: close``, so the stalled connection is dropped.
+    Once the body is complete, reads (a handler waiting for the client to disconnect)
+    have no deadline.
     """
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, max_bytes: int, timeout_s: float = 30.0) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Handle one ASGI connection."""
@@ -160,12 +169,25 @@ class BodyGuardMiddleware:
             else None
         )
         received = 0
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        complete = False
 
         async def guarded_receive() -> Message:
-            nonlocal received
-            message = await receive()
+            nonlocal received, complete
+            if complete:
+                return await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                raise ApiError(
+                    ErrorCode.REQUEST_TIMEOUT,
+                    headers={"connection": "close"},
+                    timeout_s=f"{self.timeout_s:g}",
+                ) from None
             if message["type"] != "http.request":
                 return message
+            complete = not message.get("more_body", False)
             chunk: bytes = message.get("body", b"")
             received += len(chunk)
             if received > self.max_bytes:

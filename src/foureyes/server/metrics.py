@@ -13,8 +13,9 @@ import math
 import re
 import time
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client import generate_latest as _generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from foureyes import __version__
@@ -31,8 +32,9 @@ __all__ = [
     "route_label",
 ]
 
-METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
-"""The content type of :meth:`Metrics.exposition` (Prometheus text format)."""
+METRICS_CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+"""The content type of :meth:`Metrics.exposition`: Prometheus text format 0.0.4, which
+every Prometheus version reads (our metric names are all of the classic form)."""
 
 _TIERS = frozenset({"L0", "L1", "L2"})
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

@@ -13,44 +13,76 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Request
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from foureyes.review.importers import SessionFormat, parse_session
 from foureyes.review.projection import Mask, Window
 from foureyes.review.request import RequestMode
 from foureyes.review.reviewer import Reviewer, project_session, projection_json
 from foureyes.review.session import NATIVE_FORMAT, NATIVE_VERSION, Session, SessionFormatError
+from foureyes.server.errors import error_responses
+from foureyes.server.text import TEXT_CHECK, JsonObject, Text
 
 __all__ = ["ReviewBody", "review_router"]
+
+
+# What Window.parse reads (it strips the spec first).
+def _absent(schema: dict[str, Any]) -> None:
+    # Left out, not null: the document shows no null default for a field that takes none.
+    schema.pop("default", None)
+
+
+# Checked before the union, so a refused text's location has no branch name in it.
+_Session = Annotated[list[JsonObject] | SkipJsonSchema[None], TEXT_CHECK]
+_WINDOW = r"^\s*(current-turn|recent:0*[1-9][0-9]*)\s*$"
 
 
 class ReviewBody(BaseModel):
     """The body of ``POST /v1/review``: one session and how to review it."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        use_attribute_docstrings=True,
+        # The document says what the validators below refuse: exactly one of
+        # ``messages`` and ``events``, and ``system`` only with ``events``.
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["messages"], "properties": {"system": {"maxItems": 0}}},
+                {"required": ["events"]},
+            ]
+        },
+    )
 
-    messages: list[dict[str, Any]] | None = None
+    messages: _Session = Field(None, json_schema_extra=_absent)
     """The session as OpenAI chat-format messages (``reasoning_content``, ``tool_calls``,
     ``tool`` messages); give this or ``events``."""
-    events: list[dict[str, Any]] | None = None
+    events: _Session = Field(None, json_schema_extra=_absent)
     """The session as native events (as ``foureyes`` JSONL lines); give this or ``messages``."""
-    system: list[str] = Field(default_factory=list)
+    system: list[Text] = Field(default_factory=list)
     """The primary's system messages, with ``events`` (``messages`` carry their own)."""
-    tools: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[JsonObject] = Field(default_factory=list)
     """The primary's tool definitions (OpenAI ``tools`` entries)."""
-    window: str = "recent:3"
-    """``recent:K`` or ``current-turn``."""
+    window: Text = Field(default="recent:3", pattern=_WINDOW)
+    """``recent:K`` (K >= 1) or ``current-turn``."""
     mask: Mask = Mask.REASONING_ONLY
     """What the reviewer does not see."""
     mode: RequestMode = RequestMode.CACHE_ALIGNED
     """How the review request is built."""
-    session_id: str | None = Field(default=None, max_length=200)
+    session_id: Text | None = Field(default=None, max_length=200)
     """The caller's id of the session, recorded in the trace."""
     project_only: bool = False
     """Return the projection and its metadata without calling a model."""
+
+    @field_validator("messages", "events", mode="before")
+    @classmethod
+    def _absent_not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("leave the field out rather than null")
+        return value
 
     @model_validator(mode="after")
     def _one_session(self) -> ReviewBody:
@@ -89,7 +121,7 @@ def review_router(reviewer: Callable[[Request], Reviewer]) -> APIRouter:
     """
     router = APIRouter()
 
-    @router.post("/v1/review", tags=["review"])
+    @router.post("/v1/review", tags=["review"], responses=error_responses(400, 408, 413, 422))
     async def review(body: ReviewBody, request: Request) -> dict[str, Any]:
         """Review one session through a window and a mask; one reviewer call at most."""
         try:

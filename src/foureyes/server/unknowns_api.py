@@ -22,12 +22,13 @@ from fastapi import APIRouter, Path, Query, Request
 
 from foureyes.core.tenancy import scoped_conversation
 from foureyes.server.auth import ClientKey
-from foureyes.server.errors import ApiError, ErrorCode
+from foureyes.server.errors import ApiError, ErrorCode, error_responses
+from foureyes.server.text import Text
 from foureyes.store.unknowns import SqlOpenUnknowns
 
 __all__ = ["unknowns_router"]
 
-_Conversation = Annotated[str, Path(min_length=1, max_length=256)]
+_Conversation = Annotated[Text, Path(min_length=1, max_length=256)]
 _UnknownId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$")]
 
 
@@ -35,7 +36,10 @@ def unknowns_router() -> APIRouter:
     """The router of the open-unknowns endpoints (``app.state.service.store.unknowns``)."""
     router = APIRouter(tags=["unknowns"])
 
-    @router.get("/v1/conversations/{conversation_id}/unknowns")
+    @router.get(
+        "/v1/conversations/{conversation_id}/unknowns",
+        responses=error_responses(401, 413, 422, 429, 503),
+    )
     async def list_unknowns(
         conversation_id: _Conversation,
         request: Request,
@@ -48,7 +52,10 @@ def unknowns_router() -> APIRouter:
         entries = await unknowns.entries(conversation, include_resolved=include_resolved)
         return {"object": "list", "data": [entry.as_json() for entry in entries]}
 
-    @router.post("/v1/conversations/{conversation_id}/unknowns/{unknown_id}/resolve")
+    @router.post(
+        "/v1/conversations/{conversation_id}/unknowns/{unknown_id}/resolve",
+        responses=error_responses(401, 404, 413, 422, 429, 503),
+    )
     async def resolve_unknown(
         conversation_id: _Conversation,
         unknown_id: _UnknownId,

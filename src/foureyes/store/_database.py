@@ -20,7 +20,7 @@ from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 from sqlalchemy.util import await_only as await_
 
 from foureyes.config import mask_url
-from foureyes.core.errors import ConfigError, StoreError, UsageError
+from foureyes.core.errors import ConfigError, StoreDataError, StoreError, UsageError
 from foureyes.store._sqlite_driver import DRIVER_NAME
 
 __all__ = ["Database", "translate_errors"]
@@ -35,6 +35,12 @@ _FOREIGN_ERRORS: tuple[type[BaseException], ...] = (
     sqlite3.Error,
     CommandError,
 )
+# Values the database refuses whatever its state: PostgreSQL's SQLSTATE 22021
+# (character_not_in_repertoire: a NUL in text) and 22P05 (untranslatable_character: a
+# \u0000 in JSON); and strings no driver can encode (an unpaired surrogate), which come
+# as a UnicodeError from the driver or from SQLAlchemy's own processing.
+_BAD_DATA_STATES = frozenset({"22021", "22P05"})
+_CAUGHT: tuple[type[BaseException], ...] = (*_FOREIGN_ERRORS, UnicodeError)
 _MAX_DETAIL = 500
 _T = TypeVar("_T")
 _WRITE_OPTION = "foureyes_write"
@@ -45,14 +51,37 @@ async def translate_errors(operation: str, url: URL) -> AsyncIterator[None]:
     """Turn any driver, SQLAlchemy or Alembic failure inside the block into ``StoreError``.
 
     Raises:
-        StoreError: naming ``operation``, raised from the original; its detail has the
-            driver's message only (no SQL parameters, which may hold user text) and no
-            password from ``url``.
+        StoreDataError: the database or the driver refused a value itself (see
+            ``_BAD_DATA_STATES``); its detail names only the class of the refusal,
+            since the driver's message may quote the value.
+        StoreError: any other failure, naming ``operation``, raised from the original;
+            its detail has the driver's message only (no SQL parameters, which may hold
+            user text) and no password from ``url``.
     """
     try:
         yield
-    except _FOREIGN_ERRORS as exc:
+    except _CAUGHT as exc:
+        refusal = _bad_data(exc)
+        if refusal is not None:
+            raise StoreDataError(operation, refusal) from exc
         raise StoreError(operation, _describe(exc, url)) from exc
+
+
+def _bad_data(exc: BaseException) -> str | None:
+    """What marks ``exc`` as a refusal of the data, looking through its causes."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, UnicodeError):
+            return f"{type(current).__name__}: text that cannot be encoded"
+        state = getattr(current, "sqlstate", None)
+        if state in _BAD_DATA_STATES:
+            return f"SQLSTATE {state}: text the database cannot hold"
+        orig = getattr(current, "orig", None)
+        nested = orig if isinstance(orig, BaseException) else None
+        current = nested or current.__cause__ or current.__context__
+    return None
 
 
 def _describe(exc: BaseException, url: URL) -> str:

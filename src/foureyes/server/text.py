@@ -1,0 +1,180 @@
+r"""Text a request may carry, checked where requests are validated.
+
+JSON can spell strings that no store or model can take: ``"\ud83d"`` is an unpaired
+UTF-16 surrogate, which is not Unicode text and cannot be encoded as UTF-8, and
+``"\u0000"`` (NUL) is refused by PostgreSQL in text and JSON columns. Retrying such a
+request can never succeed, so it is bad input: every text field of a request body, query
+or path has one of the types here, and such a value is a 422 naming the field (type
+``invalid_text``), before any handler, store or model sees it.
+
+- :data:`Text`: a text field (ids, filters, names, settings).
+- :data:`MessageText`: text a person wrote to be triaged. When it is refused, the error
+  handler still screens a repaired copy (:func:`repair_text`) with L0, and a message
+  that L0 escalates gets the crisis resources in the 422 (:func:`crisis_resources`).
+- :data:`JsonObject`: a free-form JSON object (a review session's messages and tools);
+  every string in it, keys included, is checked and the error names its path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Annotated, Any
+
+from fastapi import Request
+from pydantic import BeforeValidator, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from foureyes.core.locale import Locale, detect_locale
+from foureyes.risk.l0 import L0Gate
+from foureyes.risk.resources import ResourceRegistry, render_resources
+
+__all__ = [
+    "INVALID_TEXT",
+    "JsonObject",
+    "MESSAGE_TEXT_CHECK",
+    "MessageText",
+    "TEXT_CHECK",
+    "Text",
+    "crisis_resources",
+    "repair_text",
+    "screen_refused_text",
+    "text_problem",
+]
+
+INVALID_TEXT = "invalid_text"
+"""The pydantic error type of a refused text; its context says whether to ``screen`` it."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_REGION = re.compile(r"[A-Z]{2}")
+_NUL = "\x00"
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` is not text a store or model can take, or ``None`` when it is.
+
+    The reason names the character's code point and position, never the text around it.
+    """
+    if not value.isascii():
+        surrogate = _SURROGATE.search(value)
+        if surrogate is not None:
+            code = ord(surrogate.group())
+            return f"an unpaired surrogate (U+{code:04X}) at position {surrogate.start()}"
+    position = value.find(_NUL)
+    if position >= 0:
+        return f"a NUL character at position {position}"
+    return None
+
+
+def repair_text(value: str) -> str:
+    """``value`` with unpaired surrogates replaced by U+FFFD and NUL characters removed.
+
+    Only for screening a refused text: the repaired copy is never stored or answered.
+    """
+    return _SURROGATE.sub("\ufffd", value).replace(_NUL, "")
+
+
+def _walk(value: Any, path: tuple[int | str, ...], screen: bool) -> Iterable[InitErrorDetails]:
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem is not None:
+            error = PydanticCustomError(
+                INVALID_TEXT,
+                "holds {problem}, which is not valid text",
+                {"problem": problem, "screen": screen},
+            )
+            yield InitErrorDetails(type=error, loc=path, input=value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(key, (*path, "<key>"), False)
+            yield from _walk(item, (*path, str(key)), screen)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _walk(item, (*path, index), screen)
+
+
+def _checker(*, screen: bool) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        # Runs on the raw value before the field's own validation, so a refused text
+        # gets this reason rather than a constraint's or a union branch's, and the error
+        # names the path inside the field (a text part's index, a JSON member).
+        errors = list(_walk(value, (), screen))
+        if errors:
+            raise ValidationError.from_exception_data("text", errors)
+        return value
+
+    return check
+
+
+TEXT_CHECK = BeforeValidator(_checker(screen=False))
+"""The check of :data:`Text`: every string in the raw value (at any depth) is text.
+
+Put it on a field whose type is a union or a container, so the check runs before any
+branch is tried."""
+MESSAGE_TEXT_CHECK = BeforeValidator(_checker(screen=True))
+"""The check of :data:`MessageText`, for a field holding a message's text or its parts."""
+
+Text = Annotated[str, TEXT_CHECK]
+"""A string without unpaired surrogates or NUL characters."""
+MessageText = Annotated[str, MESSAGE_TEXT_CHECK]
+"""A :data:`Text` that a person wrote; refused, it is still screened for a crisis."""
+JsonObject = Annotated[dict[str, Any], TEXT_CHECK]
+"""A JSON object whose strings, keys included, at any depth, are all :data:`Text`."""
+
+
+def crisis_resources(
+    gate: L0Gate,
+    texts: Iterable[str],
+    *,
+    locale: Locale | None,
+    region: str | None,
+    registry: ResourceRegistry | None = None,
+) -> str | None:
+    """The crisis resources for refused message texts that L0 escalates, else ``None``.
+
+    A text refused as invalid is still a person's words: its repaired copy is screened
+    by L0 (pure, no model, nothing stored), and when any escalates, the resources are
+    rendered by code, in ``locale`` (else the text's), for ``region``.
+    """
+    for text in texts:
+        repaired = repair_text(text)
+        if gate.scan(repaired).escalate:
+            return render_resources(locale or detect_locale(repaired), region, registry)
+    return None
+
+
+def _requested(body: Any) -> tuple[str | None, Locale | None]:
+    """The region and locale a refused body asked for, where they are valid.
+
+    The body failed validation, so it is read as plain JSON: the gateway's
+    ``foureyes.region`` / ``foureyes.locale``, or a top-level ``region`` (``/v1/assess``).
+    """
+    region: str | None = None
+    locale: Locale | None = None
+    for place in (body, body.get("foureyes") if isinstance(body, dict) else None):
+        if not isinstance(place, dict):
+            continue
+        asked = place.get("region")
+        if isinstance(asked, str) and _REGION.fullmatch(asked):
+            region = asked
+        named = place.get("locale")
+        if isinstance(named, str) and named in Locale.__members__.values():
+            locale = Locale(named)
+    return region, locale
+
+
+def screen_refused_text(request: Request, texts: Sequence[str], body: Any) -> str | None:
+    """The :data:`~foureyes.server.errors.TextScreen` of the app: the service's L0 gate.
+
+    Region and locale are the request's when it named valid ones, else ``[gate]``'s
+    (a fixed ``gate.locale``, or the text's language under ``auto``).
+    """
+    service = getattr(request.app.state, "service", None)
+    if service is None:  # not started: nothing to screen with
+        return None
+    gate = service.config.gate
+    region, locale = _requested(body)
+    if locale is None and gate.locale != "auto":
+        locale = Locale(gate.locale)
+    screening: L0Gate = service.l0
+    return crisis_resources(screening, texts, locale=locale, region=region or gate.region)
