@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import json
 import re
@@ -424,6 +425,29 @@ def test_every_request_is_logged_in_memory_and_in_the_file(simulator: RunningSim
     assert json.loads(lines[-1]) == entry
     simulator.reset()
     assert simulator.requests() == []
+
+
+async def test_in_flight_counts_the_requests_being_served_when_one_arrives(
+    simulator: RunningSimulator,
+) -> None:
+    rules = [{"name": "held", "match": "^hang$", "fault": "hang"}, {"content": "ok"}]
+    simulator.load({"models": {"m": rules}})
+    async with _client(simulator) as client:
+        for text in ("one", "after", "another"):
+            await client.chat.completions.create(model="m", messages=[_user(text)])
+        held = asyncio.ensure_future(
+            client.chat.completions.create(model="m", messages=[_user("hang")])
+        )
+        for _ in range(1000):  # a hang is logged when it is picked, then held
+            if len(simulator.requests()) == 4:
+                break
+            await asyncio.sleep(0.01)
+        await client.chat.completions.create(model="m", messages=[_user("while held")])
+        held.cancel()
+        await asyncio.gather(held, return_exceptions=True)
+    log = sorted(simulator.requests(), key=lambda r: r["seq"])
+    assert [r["rule_name"] for r in log] == [None, None, None, "held", None]
+    assert [r["in_flight"] for r in log] == [1, 1, 1, 1, 2]
 
 
 def test_an_invalid_scenario_is_refused_at_run_time(simulator: RunningSimulator) -> None:
