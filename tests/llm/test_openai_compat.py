@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
@@ -77,7 +78,10 @@ def faulty(simulator: RunningSimulator) -> RouteConfig:
 
 async def test_a_plain_reply(simulator: RunningSimulator, make_provider: MakeProvider) -> None:
     simulator.load({"models": {"m": [{"content": "Hello.", "finish_reason": "stop"}]}})
-    result = await make_provider(simulator.route("m")).complete(_ask("hi"), timeout_s=2)
+    provider = make_provider(simulator.route("m"))
+    before = time.monotonic()
+    result = await provider.complete(_ask("hi"), timeout_s=2)
+    around = time.monotonic() - before
     assert (result.text, result.finish_reason, result.route, result.model) == (
         "Hello.",
         "stop",
@@ -85,7 +89,8 @@ async def test_a_plain_reply(simulator: RunningSimulator, make_provider: MakePro
         "m",
     )
     assert result.reasoning_content is None and result.tool_calls == ()
-    assert 0 < result.latency_s < 2 and not result.offline
+    # in seconds, of this call: within the time measured around it, however long that was
+    assert 0 < result.latency_s <= around and not result.offline
 
 
 async def test_reasoning_tool_calls_and_usage_come_through(

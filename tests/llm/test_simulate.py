@@ -534,8 +534,8 @@ def test_the_cli_stops_on_sigint_releasing_held_requests() -> None:
         text=True,
     )
     assert process.stdout is not None and process.stderr is not None
-    base_url = json.loads(process.stdout.readline())["base_url"]
-    with httpx.Client(base_url=base_url, timeout=10) as client:
+    ready = json.loads(process.stdout.readline())
+    with httpx.Client(base_url=ready["base_url"], timeout=10) as client:
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             held = pool.submit(
                 client.post,
@@ -543,7 +543,10 @@ def test_the_cli_stops_on_sigint_releasing_held_requests() -> None:
                 json={"model": "faulty", "messages": [_user("hang")]},
                 headers={"authorization": "Bearer sim-test-key"},
             )
-            time.sleep(0.3)
+            for _ in range(1000):  # signal only once the hang is logged, that is held
+                if httpx.get(f"{ready['url']}/_sim/requests").json()["requests"]:
+                    break
+                time.sleep(0.01)
             process.send_signal(signal.SIGINT)
             response = held.result(timeout=10)
     assert process.wait(timeout=10) == 0
