@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import json
 import re
@@ -426,6 +427,29 @@ def test_every_request_is_logged_in_memory_and_in_the_file(simulator: RunningSim
     assert simulator.requests() == []
 
 
+async def test_in_flight_counts_the_requests_being_served_when_one_arrives(
+    simulator: RunningSimulator,
+) -> None:
+    rules = [{"name": "held", "match": "^hang$", "fault": "hang"}, {"content": "ok"}]
+    simulator.load({"models": {"m": rules}})
+    async with _client(simulator) as client:
+        for text in ("one", "after", "another"):
+            await client.chat.completions.create(model="m", messages=[_user(text)])
+        held = asyncio.ensure_future(
+            client.chat.completions.create(model="m", messages=[_user("hang")])
+        )
+        for _ in range(1000):  # a hang is logged when it is picked, then held
+            if len(simulator.requests()) == 4:
+                break
+            await asyncio.sleep(0.01)
+        await client.chat.completions.create(model="m", messages=[_user("while held")])
+        held.cancel()
+        await asyncio.gather(held, return_exceptions=True)
+    log = sorted(simulator.requests(), key=lambda r: r["seq"])
+    assert [r["rule_name"] for r in log] == [None, None, None, "held", None]
+    assert [r["in_flight"] for r in log] == [1, 1, 1, 1, 2]
+
+
 def test_an_invalid_scenario_is_refused_at_run_time(simulator: RunningSimulator) -> None:
     response = httpx.put(
         f"{simulator.url}/_sim/scenario", json={"models": {"m": [{"fault": "nope"}]}}
@@ -510,8 +534,8 @@ def test_the_cli_stops_on_sigint_releasing_held_requests() -> None:
         text=True,
     )
     assert process.stdout is not None and process.stderr is not None
-    base_url = json.loads(process.stdout.readline())["base_url"]
-    with httpx.Client(base_url=base_url, timeout=10) as client:
+    ready = json.loads(process.stdout.readline())
+    with httpx.Client(base_url=ready["base_url"], timeout=10) as client:
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             held = pool.submit(
                 client.post,
@@ -519,7 +543,10 @@ def test_the_cli_stops_on_sigint_releasing_held_requests() -> None:
                 json={"model": "faulty", "messages": [_user("hang")]},
                 headers={"authorization": "Bearer sim-test-key"},
             )
-            time.sleep(0.3)
+            for _ in range(1000):  # signal only once the hang is logged, that is held
+                if httpx.get(f"{ready['url']}/_sim/requests").json()["requests"]:
+                    break
+                time.sleep(0.01)
             process.send_signal(signal.SIGINT)
             response = held.result(timeout=10)
     assert process.wait(timeout=10) == 0

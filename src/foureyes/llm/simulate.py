@@ -25,6 +25,7 @@ import math
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -99,10 +100,21 @@ async def _sse(payloads: Iterator[dict[str, Any] | str]) -> AsyncIterator[bytes]
         yield f"data: {text}\n\n".encode()
 
 
+@dataclass(frozen=True, slots=True)
+class _Arrival:
+    """What a chat request is numbered with when it arrives."""
+
+    seq: int
+    """Its place in arrival order (1 for the first since the process started)."""
+    in_flight: int
+    """Chat requests arrived and not yet answered (held or being decided), itself included."""
+
+
 class Simulator:
     """The simulator's state (scenario, rule uses, request log) and its ASGI app.
 
-    Every chat request is logged as one JSON object: ``seq``, ``time`` (UTC ISO 8601),
+    Every chat request is logged as one JSON object: ``seq``, ``in_flight`` (chat requests
+    arrived and not yet answered when this one arrived, itself included), ``time`` (UTC ISO 8601),
     ``model``, ``stream``, ``messages``, ``options`` (every other request field), ``rule``
     (index in the model's rule list, or ``None``), ``rule_name``, ``fault``, ``status``
     (``None`` for a hang) and ``error`` (the OpenAI error code the simulator answered
@@ -118,6 +130,7 @@ class Simulator:
         self._book = RuleBook(scenario)
         self._requests: list[dict[str, Any]] = []
         self._seq = 0
+        self._in_flight = 0
         self._stopping = asyncio.Event()
         self._log: IO[str] | None = None
         if log_path is not None:
@@ -196,7 +209,7 @@ class Simulator:
 
     def _record(
         self,
-        seq: int,
+        arrival: _Arrival,
         body: Mapping[str, Any],
         *,
         status: int | None,
@@ -205,7 +218,8 @@ class Simulator:
     ) -> None:
         index, rule = picked if picked is not None else (None, None)
         entry = {
-            "seq": seq,
+            "seq": arrival.seq,
+            "in_flight": arrival.in_flight,
             "time": datetime.now(UTC).isoformat(),
             "model": body.get("model"),
             "stream": body.get("stream") is True,
@@ -230,7 +244,15 @@ class Simulator:
 
     async def _chat(self, request: Request) -> Response:
         self._seq += 1
-        seq = self._seq  # requests interleave at every await; each keeps its own number
+        self._in_flight += 1
+        # requests interleave at every await; each keeps the numbers it arrived with
+        arrival = _Arrival(self._seq, self._in_flight)
+        try:
+            return await self._chat_arrived(request, arrival)
+        finally:
+            self._in_flight -= 1
+
+    async def _chat_arrived(self, request: Request, arrival: _Arrival) -> Response:
         try:
             body = await request.json()
         except ValueError:
@@ -244,7 +266,7 @@ class Simulator:
             or not all(isinstance(m, dict) for m in messages)
         ):
             self._record(
-                seq, body if isinstance(body, dict) else {}, status=400, error="invalid_body"
+                arrival, body if isinstance(body, dict) else {}, status=400, error="invalid_body"
             )
             return _error(
                 400,
@@ -255,10 +277,10 @@ class Simulator:
             )
         model: str = body["model"]
         if not self._authorized(request):
-            self._record(seq, body, status=401, error="invalid_api_key")
+            self._record(arrival, body, status=401, error="invalid_api_key")
             return _bad_key()
         if not self._book.knows(model):
-            self._record(seq, body, status=404, error="model_not_found")
+            self._record(arrival, body, status=404, error="model_not_found")
             return _error(
                 404,
                 f"The model {model!r} does not exist in this simulator scenario.",
@@ -267,7 +289,7 @@ class Simulator:
             )
         picked = self._book.pick(model, last_message_text(messages))
         if picked is None:
-            self._record(seq, body, status=400, error="no_matching_rule")
+            self._record(arrival, body, status=400, error="no_matching_rule")
             return _error(
                 400,
                 f"No rule of model {model!r} matches this request (or every match is used up).",
@@ -275,34 +297,35 @@ class Simulator:
                 code="no_matching_rule",
             )
         try:
-            reply = render_reply(picked[1], model=model, messages=messages, seq=seq)
+            reply = render_reply(picked[1], model=model, messages=messages, seq=arrival.seq)
         except UnresolvedPlaceholder as exc:
-            self._record(seq, body, picked=picked, status=400, error="unresolved_placeholder")
+            self._record(arrival, body, picked=picked, status=400, error="unresolved_placeholder")
             code = "unresolved_placeholder"
             return _error(400, str(exc), kind="invalid_request_error", code=code)
-        return await self._answer(request, seq, body, picked, reply)
+        return await self._answer(request, arrival, body, picked, reply)
 
     async def _answer(
         self,
         request: Request,
-        seq: int,
+        arrival: _Arrival,
         body: Mapping[str, Any],
         picked: tuple[int, Rule],
         reply: Reply,
     ) -> Response:
+        seq = arrival.seq
         rule = picked[1]
         fault = rule.fault
         if fault is Fault.HANG:
-            self._record(seq, body, picked=picked, status=None)
+            self._record(arrival, body, picked=picked, status=None)
             held = await self._hold(request, None)
             assert held is not None  # with no time limit only a departure ends the hold
             return held
         if fault is Fault.HTTP_401:
-            self._record(seq, body, picked=picked, status=401, error="invalid_api_key")
+            self._record(arrival, body, picked=picked, status=401, error="invalid_api_key")
             return _bad_key()
         if fault is Fault.HTTP_429:
             retry_after = rule.retry_after_s if rule.retry_after_s is not None else 1.0
-            self._record(seq, body, picked=picked, status=429, error="rate_limit_exceeded")
+            self._record(arrival, body, picked=picked, status=429, error="rate_limit_exceeded")
             return _error(
                 429,
                 "Rate limit reached; please retry later.",
@@ -314,14 +337,14 @@ class Simulator:
                 },
             )
         if fault is Fault.HTTP_500:
-            self._record(seq, body, picked=picked, status=500, error="server_error")
+            self._record(arrival, body, picked=picked, status=500, error="server_error")
             return _error(
                 500,
                 "The server had an error while processing your request.",
                 kind="server_error",
                 code="server_error",
             )
-        self._record(seq, body, picked=picked, status=200)
+        self._record(arrival, body, picked=picked, status=200)
         if rule.delay_s is not None and (held := await self._hold(request, rule.delay_s)):
             return held
         model: str = body["model"]
