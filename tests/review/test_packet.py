@@ -126,6 +126,28 @@ def test_duplicates_reject_whatever_their_kind_and_certainty() -> None:
     assert check(packet) is PacketRejection.DUPLICATE_ITEMS
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=15),
+            st.sampled_from(["\u200b", "\u2060", "\u202e", "\u2066", "\u00ad", "\ufeff"]),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_invisible_characters_do_not_make_a_repeated_item_new(
+    insertions: list[tuple[int, str]],
+) -> None:
+    disguised = "the build is red"
+    for at, char in insertions:
+        disguised = disguised[:at] + char + disguised[at:]
+    packet = update("x")
+    packet["items"] = [item("the build is red"), item(disguised)]
+    assert check(packet) is PacketRejection.DUPLICATE_ITEMS
+
+
 def sized(chars: int) -> dict[str, Any]:
     """An update whose rendering is exactly ``chars`` characters long."""
     base = check(update("x"))

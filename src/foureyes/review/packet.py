@@ -20,8 +20,9 @@ The rules, checked in this order:
 4. every item's ``content`` has a visible character: blank once folded
    (:func:`foureyes.core.fold.normalise`), so zero-width and format characters, bidi
    controls and fillers such as U+3164 or U+2800 do not count;
-5. no two items say the same thing: contents are compared trimmed and case-folded,
-   whatever their kind or certainty;
+5. no two items say the same thing: contents are compared folded the same way and
+   trimmed (case-folded, invisible characters removed, so a zero-width space does not make
+   a repeated item new), whatever their kind or certainty;
 6. the packet's rendering (:meth:`ReviewPacket.render`) is at most ``max_chars``
    characters long.
 
@@ -125,7 +126,7 @@ class PacketRejection(StrEnum):
     EMPTY_CONTENT = "empty_content"
     """An item's content is empty or blank, invisible characters not counted."""
     DUPLICATE_ITEMS = "duplicate_items"
-    """Two items say the same thing (trimmed, case-folded); the whole packet goes."""
+    """Two items say the same thing (folded, trimmed); the whole packet goes."""
     TOO_LONG = "too_long"
     """The rendered packet is longer than ``review.packet_max_chars``."""
 
@@ -176,8 +177,8 @@ class PacketItem:
 
     @property
     def key(self) -> str:
-        """The content trimmed and case-folded: what duplicates are compared by."""
-        return self.content.strip().casefold()
+        """The content folded and trimmed: what duplicates are compared by."""
+        return normalise(self.content).text.strip()
 
     def as_json(self) -> dict[str, str]:
         """The item as the JSON object of the wire contract."""
