@@ -71,6 +71,7 @@ def test_environment_overrides_the_file(tmp_path: Path) -> None:
         ("", {"FOUREYES_RISK__CONFIRM": "0.9"}, "unknown key 'risk.confirm'"),
         ('[roles]\ncounselor = "flash"\n', {}, "roles.counselor names route 'flash'"),
         ("[risk]\nconfirm_confidence = 1.5\n", {}, "risk.confirm_confidence"),
+        ("[risk]\nreserved_share = 1\n", {}, "risk.reserved_share"),
         ("[gate]\nmax_calls = 0\n", {}, "gate.max_calls"),
         ('[store]\nurl = "mysql://x"\n', {}, "store.url must start with"),
         ('[routes.x]\nkind = "openai"\nmodel = "m"\n', {}, "base_url is required"),
@@ -131,3 +132,17 @@ def test_config_is_frozen() -> None:
         cfg.gate = cfg.gate  # type: ignore[misc]
     changed = cfg.model_copy(update={"gate": cfg.gate.model_copy(update={"max_calls": 9})})
     assert changed.gate.max_calls == 9 and cfg.gate.max_calls == 6
+
+
+def test_crisis_shared_routes_are_those_a_crisis_role_shares_with_another() -> None:
+    cfg = Config.model_validate(
+        {
+            "routes": {"a": {"kind": "offline"}, "b": {"kind": "offline"}},
+            "roles": {"counselor": "a", "risk_l1": "a", "risk_l2": "b", "reviewer": "b"},
+        }
+    )
+    assert cfg.risk.reserved_share == 0.2
+    # supervisor and selector stay on 'offline', which no crisis role uses.
+    assert cfg.crisis_shared_routes() == ["a", "b"]
+    alone = cfg.model_copy(update={"roles": cfg.roles.model_copy(update={"reviewer": "a"})})
+    assert alone.crisis_shared_routes() == ["a"]

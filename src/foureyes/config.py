@@ -26,7 +26,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from foureyes.core.errors import ConfigError
 from foureyes.core.locale import Locale
-from foureyes.core.roles import Role
+from foureyes.core.roles import CRISIS_ROLES, Role
 
 __all__ = [
     "AlertConfig",
@@ -296,6 +296,12 @@ class RiskConfig(_Section):
     max_text_chars: int = Field(default=8000, ge=1, le=1_000_000)
     """Longest text shown to L1 and L2; a longer one is never cut, its triage is
     ``unknown`` with reason ``text_too_long`` (L0 still scans all of it)."""
+    reserved_share: float = Field(default=0.2, ge=0, le=0.9)
+    """Share of a route's ``daily_calls`` and ``daily_budget_usd`` kept for the crisis
+    roles (``risk_l1``, ``risk_l2``) when the route also serves other roles: those may use
+    at most ``1 - reserved_share`` of it (calls rounded down), kept in the spend ledger as
+    ``route:NAME:non_crisis``, so chat traffic can never spend L1's room. 0 turns it off;
+    a route only the crisis roles use is not split."""
     alert: AlertConfig = AlertConfig()
     """Guardian alert."""
 
@@ -552,6 +558,15 @@ class Config(BaseSettings):
         """The route name and its config serving ``role``."""
         name = self.roles.route_for(role)
         return name, self.routes[name]
+
+    def crisis_shared_routes(self) -> list[str]:
+        """Routes serving a crisis role (``risk_l1``/``risk_l2``) and another role, sorted.
+
+        On them the other roles get only ``1 - [risk] reserved_share`` of the daily limits.
+        """
+        crisis = {self.roles.route_for(r) for r in Role if r in CRISIS_ROLES}
+        others = {self.roles.route_for(r) for r in Role if r not in CRISIS_ROLES}
+        return sorted(crisis & others)
 
     def unreviewed_replies(self) -> str | None:
         """Why no second model reviews the Counselor's replies; ``None`` when one does.

@@ -184,3 +184,64 @@ def test_check_refuses_an_incomplete_evidence_section(
     assert result.exit_code == 1, result.output
     assert any(fragment in p for p in json.loads(result.output)["problems"]), result.output
     assert "pw@" not in result.output
+
+
+SHARED = """
+[routes.flash]
+kind = "openai"
+base_url = "https://example-endpoint/v1"
+model = "glm-4.7-flash"
+daily_calls = 100
+
+[routes.crisis]
+kind = "openai"
+base_url = "https://example-endpoint/v1"
+model = "glm-4.7"
+
+[roles]
+counselor = "flash"
+supervisor = "flash"
+risk_l1 = "flash"
+risk_l2 = "{l2}"
+{risk}
+"""
+
+
+def _check(tmp_path: Path, *args: str, l2: str = "flash", risk: str = "") -> str:
+    path = tmp_path / "shared.toml"
+    path.write_text(SHARED.format(l2=l2, risk=risk), encoding="utf-8")
+    result = runner.invoke(app, ["config", "check", "--config", str(path), *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_check_warns_when_the_crisis_roles_share_a_route_with_the_chat_roles(
+    tmp_path: Path,
+) -> None:
+    [entry] = json.loads(_check(tmp_path, "--json"))["crisis_shared_routes"]
+    assert entry["route"] == "flash" and entry["reserved_share"] == 0.2
+    assert entry["roles"] == ["counselor", "supervisor", "risk_l1", "risk_l2"]
+    assert "20%" in entry["warning"] and "route of their own" in entry["warning"]
+    human = " ".join(_check(tmp_path).split())
+    assert "warning: route 'flash' serves counselor, supervisor, risk_l1, risk_l2" in human
+    assert "config OK" in human
+
+
+def test_check_says_nothing_is_kept_when_the_share_is_zero(tmp_path: Path) -> None:
+    body = json.loads(_check(tmp_path, "--json", risk="[risk]\nreserved_share = 0"))
+    [entry] = body["crisis_shared_routes"]
+    assert "nothing is kept" in entry["warning"]
+
+
+def test_check_is_quiet_when_the_crisis_roles_have_their_own_route(tmp_path: Path) -> None:
+    path = tmp_path / "own.toml"
+    path.write_text(
+        SHARED.format(l2="crisis", risk="").replace('risk_l1 = "flash"', 'risk_l1 = "crisis"'),
+        encoding="utf-8",
+    )
+    result = runner.invoke(app, ["config", "check", "--config", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["crisis_shared_routes"] == []
+    # The offline defaults share the built-in engine, which costs nothing: no warning.
+    default = runner.invoke(app, ["config", "check", "--json"])
+    assert json.loads(default.output)["crisis_shared_routes"] == []

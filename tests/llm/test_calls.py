@@ -6,8 +6,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from foureyes.config import Config, PrivacyConfig, RouteConfig, StoreConfig
+from foureyes.config import Config, PrivacyConfig, RiskConfig, RouteConfig, StoreConfig
 from foureyes.core.budget import CallBudget, SpendLimit, utc_day
 from foureyes.core.deadline import Deadline
 from foureyes.core.errors import (
@@ -18,7 +20,7 @@ from foureyes.core.errors import (
 )
 from foureyes.core.roles import Role
 from foureyes.core.trace import EventKind
-from foureyes.llm.calls import CallScope, ModelCaller
+from foureyes.llm.calls import CallScope, ModelCaller, non_crisis_limit
 from foureyes.llm.provider import ChatMessage, ChatRequest
 from foureyes.llm.routes import Routes
 from foureyes.store import Store
@@ -27,9 +29,10 @@ from tests.helpers.simulator import RunningSimulator
 HELLO = ChatRequest(messages=(ChatMessage.user("I had a rough day"),))
 
 
-def config(**route: object) -> Config:
+def config(reserved_share: float = 0, **route: object) -> Config:
+    """Every role on one offline route; by default none of it reserved for the crisis roles."""
     offline = RouteConfig(kind="offline", **route)  # type: ignore[arg-type]
-    return Config(routes={"offline": offline})
+    return Config(routes={"offline": offline}, risk=RiskConfig(reserved_share=reserved_share))
 
 
 @pytest.fixture
@@ -176,3 +179,47 @@ async def test_a_cancelled_call_is_recorded_as_cancelled_and_charged_the_worst_c
     assert event["outcome"] == "cancelled"
     usage = await store.ledger.usage("route:sim", utc_day())
     assert usage.calls == 1 and usage.usd > 0 and usage.reserved_calls == 0
+
+
+@given(
+    calls=st.integers(min_value=0, max_value=1_000_000),
+    percent=st.integers(min_value=1, max_value=90),
+)
+def test_the_non_crisis_limit_keeps_at_least_the_reserved_share(calls: int, percent: int) -> None:
+    share = percent / 100
+    limit = non_crisis_limit("r", RouteConfig(kind="offline", daily_calls=calls), share)
+    assert limit is not None and limit.key == "route:r:non_crisis"
+    assert limit.max_calls is not None and limit.max_usd is None
+    kept = calls - limit.max_calls
+    # At least the share (exactly, no float rounding), and less than one call more.
+    assert kept * 100 >= calls * percent > (kept - 1) * 100
+
+
+def test_nothing_is_reserved_at_share_zero_or_without_limits() -> None:
+    assert non_crisis_limit("r", RouteConfig(kind="offline", daily_calls=5), 0) is None
+    assert non_crisis_limit("r", RouteConfig(kind="offline"), 0.2) is None
+    priced = RouteConfig(kind="offline", daily_budget_usd=2.0, price_in=1, price_out=1)
+    limit = non_crisis_limit("r", priced, 0.25)
+    assert limit is not None and (limit.max_calls, limit.max_usd) == (None, 1.5)
+
+
+async def test_only_the_non_crisis_roles_of_a_shared_route_count_against_its_split(
+    store: Store,
+) -> None:
+    cfg = Config(
+        routes={
+            "shared": RouteConfig(kind="offline", daily_calls=10),
+            "own": RouteConfig(kind="offline", daily_calls=10),
+        },
+        roles={"counselor": "shared", "risk_l1": "shared", "risk_l2": "own"},  # type: ignore[arg-type]
+    )
+    caller = ModelCaller(Routes.build(cfg, {}), ledger=store.ledger)
+    assessable = HELLO.model_copy(update={"subject": {"text": "I had a rough day"}})
+    for role in (Role.COUNSELOR, Role.RISK_L1, Role.RISK_L2):
+        await caller.call(role, assessable, await new_scope(store), stage="test")
+
+    today = utc_day()
+    assert (await store.ledger.usage("route:shared", today)).calls == 2
+    assert (await store.ledger.usage("route:shared:non_crisis", today)).calls == 1
+    assert (await store.ledger.usage("route:own", today)).calls == 1
+    assert (await store.ledger.usage("route:own:non_crisis", today)).calls == 0

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from foureyes.core.errors import ContractError
 from foureyes.core.roles import Role
 from foureyes.llm.prompting import DATA_RULE
+from foureyes.llm.provider import ChatRequest
 from foureyes.llm.structured import ParseFailure
 from foureyes.risk.assess import (
     CONTEXT_CAP,
@@ -155,3 +156,33 @@ def test_l2_is_a_different_reviewer_that_sees_turns_and_trend() -> None:
 def test_l2_without_history_says_so() -> None:
     body = l2_request("text", [], NO_TREND).messages[1].content or ""
     assert "There are no earlier turns." in body and "no earlier assessments" in body
+
+
+IMPLICIT_CUES = ("farewell", "giving things away", "settling affairs", "sudden calm")
+
+
+@pytest.mark.parametrize(
+    "request_", [l1_request("x"), l2_request("x", [], NO_TREND)], ids=["L1", "L2"]
+)
+def test_both_prompts_name_the_implicit_signals_and_the_developer_slang_joke(
+    request_: ChatRequest,
+) -> None:
+    system = request_.messages[0].content or ""
+    for cue in IMPLICIT_CUES:
+        assert cue in system, cue
+    assert "Developer slang" in system and "kill the process" in system
+    # The dimensions the cues are scored in are the schema's own.
+    for name in ("farewell", "arranging", "agitation"):
+        assert name in DIMENSIONS and name in system
+
+
+def test_only_l2_is_asked_to_tell_a_single_vent_from_a_persistent_trend() -> None:
+    turns = [Turn("user", "又失眠了"), Turn("assistant", "我在听")]
+    trend = Trend(days=7, assessed_days=4, negative_days=4, consecutive_negative_days=3)
+    system, user = l2_request("算了", turns, trend).messages
+    text = (system.content or "") + (user.content or "")
+    assert "single vent" in text and "persistent trend" in text
+    body = user.content or ""
+    assert "又失眠了" in body and "3 consecutive negative days" in body
+    assert body.index("single vent") < body.index("Trend over") < body.index("又失眠了")
+    assert "single vent" not in (l1_request("算了").messages[0].content or "")

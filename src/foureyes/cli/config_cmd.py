@@ -26,7 +26,8 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     replies no second model reviews (the Supervisor on the offline route) unless
     ``[gate] supervisor_unreviewed`` says so; then the output lists it under
     ``unreviewed``. Key values are never printed: only the variables' names and whether
-    they are set.
+    they are set. Warns (exit 0, ``crisis_shared_routes`` in ``--json``) about each model
+    route that ``risk_l1``/``risk_l2`` share with other roles.
     """
     cfg = load(config, as_json=as_json)
     kinds = known_kinds()
@@ -47,9 +48,16 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     secret_status = {name: ("set" if os.environ.get(name) else "missing") for name in secrets}
     # Past the problems, an unreviewed Counselor is one the config accepted explicitly.
     unreviewed = [reason] if (reason := cfg.unreviewed_replies()) else []
+    shared = _crisis_shared(cfg)
     if as_json:
         emit_json(
-            {"ok": True, "config": cfg.masked(), "secrets": secret_status, "unreviewed": unreviewed}
+            {
+                "ok": True,
+                "config": cfg.masked(),
+                "secrets": secret_status,
+                "unreviewed": unreviewed,
+                "crisis_shared_routes": shared,
+            }
         )
         return
     table = Table(title="roles")
@@ -66,6 +74,8 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         console.print(f"secret variable {name}: {status}")
     for problem in unreviewed:
         console.print(f"[yellow]accepted by gate.supervisor_unreviewed:[/] {problem}")
+    for entry in shared:
+        console.print(f"[yellow]warning:[/] {entry['warning']}")
     console.print("[green]config OK[/]")
 
 
@@ -81,3 +91,30 @@ def _evidence_problems(cfg: Config) -> list[str]:
     except ConfigError as exc:
         return list(exc.problems)
     return []
+
+
+def _crisis_shared(cfg: Config) -> list[dict[str, object]]:
+    """Each route the crisis roles share with other roles, with a warning about it."""
+    share = cfg.risk.reserved_share
+    entries: list[dict[str, object]] = []
+    for name in cfg.crisis_shared_routes():
+        if cfg.routes[name].kind == "offline":
+            continue  # the built-in engine calls no endpoint and costs nothing
+        roles = [r.value for r in Role if cfg.roles.route_for(r) == name]
+        kept = (
+            f"the crisis roles keep {share:.0%} of its daily limits ([risk] reserved_share)"
+            if share > 0
+            else "nothing is kept for the crisis roles ([risk] reserved_share = 0), so other "
+            "traffic can use up the budget and turn every assessment unknown"
+        )
+        entries.append(
+            {
+                "route": name,
+                "roles": roles,
+                "reserved_share": share,
+                "warning": f"route {name!r} serves {', '.join(roles)}: the crisis roles share "
+                f"it with the others; {kept}. Give risk_l1 and risk_l2 a route of their own "
+                "for a budget independent of chat traffic.",
+            }
+        )
+    return entries

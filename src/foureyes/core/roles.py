@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["Role"]
+__all__ = ["CRISIS_ROLES", "Role"]
 
 
 class Role(StrEnum):
@@ -22,3 +22,7 @@ class Role(StrEnum):
     """One-shot masked reviewer of an agent session."""
     SELECTOR = "selector"
     """Selects ``(kind, evidence_ref)`` pairs; never writes facts."""
+
+
+CRISIS_ROLES = frozenset({Role.RISK_L1, Role.RISK_L2})
+"""The crisis-assessment roles, whose share of a route they share is kept for them."""

@@ -5,7 +5,10 @@ Every model call in foureyes goes through :meth:`ModelCaller.call`, which
 1. takes the call's timeout from the run's deadline (``min(route timeout, time left)``),
 2. takes one call from the run's :class:`~foureyes.core.budget.CallBudget`,
 3. reserves worst-case room in the persistent spend ledger for the route's daily limits
-   (and any named limits the caller adds),
+   (and any named limits the caller adds); a role other than ``risk_l1``/``risk_l2`` on a
+   route a crisis role also uses reserves against ``route:NAME:non_crisis`` too, which
+   holds ``1 - [risk] reserved_share`` of the route's limits, so the crisis roles always
+   keep their share,
 4. calls the route's provider,
 5. commits what the call used, or releases the room when the call never started,
 6. appends one ``model_call`` event to the run's trace,
@@ -17,22 +20,24 @@ Limits raise before the provider is touched, so an exhausted budget costs nothin
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from foureyes.config import RouteConfig
 from foureyes.core.budget import CallBudget, Reservation, SpendLedger, SpendLimit, cost_usd
 from foureyes.core.deadline import Deadline
 from foureyes.core.errors import RouteConnectionError, RouteError, RouteTimeout
-from foureyes.core.roles import Role
+from foureyes.core.roles import CRISIS_ROLES, Role
 from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
 from foureyes.llm import telemetry
 from foureyes.llm.provider import ChatRequest, ChatResult
 from foureyes.llm.routes import Routes
 
-__all__ = ["CallScope", "ModelCaller", "route_limit"]
+__all__ = ["CallScope", "ModelCaller", "non_crisis_limit", "route_limit"]
 
 
 def route_limit(
@@ -40,6 +45,26 @@ def route_limit(
 ) -> SpendLimit:
     """The ledger limit of route ``name``."""
     return SpendLimit(key=f"route:{name}", max_calls=daily_calls, max_usd=daily_budget_usd)
+
+
+def non_crisis_limit(name: str, route: RouteConfig, reserved_share: float) -> SpendLimit | None:
+    """The ledger limit of the non-crisis roles on route ``name``, shared with a crisis role.
+
+    They may use ``daily_calls`` less ``ceil(daily_calls * reserved_share)`` calls and
+    ``(1 - reserved_share)`` of ``daily_budget_usd``; ``None`` when nothing is reserved.
+    """
+    if reserved_share <= 0 or (route.daily_calls is None and route.daily_budget_usd is None):
+        return None
+    # Exact arithmetic on the share as written, so 10 calls at 0.2 keep exactly 2.
+    share = Fraction(str(reserved_share))
+    calls = route.daily_calls
+    return SpendLimit(
+        key=f"route:{name}:non_crisis",
+        max_calls=None if calls is None else calls - math.ceil(calls * share),
+        max_usd=None
+        if route.daily_budget_usd is None
+        else route.daily_budget_usd * float(1 - share),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +96,7 @@ class ModelCaller:
         self.routes = routes
         self.ledger = ledger
         self.trace = trace
+        self._shared_with_crisis = frozenset(routes.config.crisis_shared_routes())
 
     async def call(
         self,
@@ -110,6 +136,10 @@ class ModelCaller:
             ),
             *limits,
         ]
+        if role not in CRISIS_ROLES and route_name in self._shared_with_crisis:
+            share = non_crisis_limit(route_name, route_cfg, self.routes.config.risk.reserved_share)
+            if share is not None:
+                all_limits.append(share)
         worst_usd = _worst_case_usd(
             request, route_cfg.max_tokens, route_cfg.price_in, route_cfg.price_out
         )
