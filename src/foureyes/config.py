@@ -296,6 +296,13 @@ class RiskConfig(_Section):
     max_text_chars: int = Field(default=8000, ge=1, le=1_000_000)
     """Longest text shown to L1 and L2; a longer one is never cut, its triage is
     ``unknown`` with reason ``text_too_long`` (L0 still scans all of it)."""
+    resources_file: Path | None = None
+    """A crisis-resource registry file (the schema of the packaged
+    ``risk/data/resources.json``; every entry with its ``source`` and ``checked`` date).
+    Loaded and validated at start-up and by ``config check``; unset: the packaged one."""
+    resources_mode: Literal["extend", "replace"] = "extend"
+    """``extend``: the file's regions and entries are added to the packaged ones (an
+    entry with a packaged id replaces it); ``replace``: the file is the whole registry."""
     alert: AlertConfig = AlertConfig()
     """Guardian alert."""
 
