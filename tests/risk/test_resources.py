@@ -45,16 +45,16 @@ def test_the_packaged_registry_lists_the_well_known_hotlines() -> None:
 # Each region added in issue 14 with the numbers its sources list (see resources.json).
 NEW_REGIONS = {
     "AU": ["13 11 14", "000"],
-    "CA": ["988"],
+    "CA": ["988", "911"],
     "DE": ["0800 111 0 111", "0800 111 0 222", "112"],
     "ES": ["024", "112"],
     "FR": ["3114", "112"],
     "IE": ["116 123", "112"],
-    "IN": ["14416", "1-800-891-4416"],
-    "JP": ["0120-279-338"],
+    "IN": ["14416", "1-800-891-4416", "112"],
+    "JP": ["0120-279-338", "119"],
     "KR": ["109", "119", "112"],
     "NZ": ["1737", "111"],
-    "SG": ["1767"],
+    "SG": ["1767", "995"],
 }
 
 
