@@ -302,6 +302,14 @@ class RiskConfig(_Section):
     at most ``1 - reserved_share`` of it (calls rounded down), kept in the spend ledger as
     ``route:NAME:non_crisis``, so chat traffic can never spend L1's room. 0 turns it off;
     a route only the crisis roles use is not split."""
+
+    resources_file: Path | None = None
+    """A crisis-resource registry file (the schema of the packaged
+    ``risk/data/resources.json``; every entry with its ``source`` and ``checked`` date).
+    Loaded and validated at start-up and by ``config check``; unset: the packaged one."""
+    resources_mode: Literal["extend", "replace"] = "extend"
+    """``extend``: the file's regions and entries are added to the packaged ones (an
+    entry with a packaged id replaces it); ``replace``: the file is the whole registry."""
     alert: AlertConfig = AlertConfig()
     """Guardian alert."""
 

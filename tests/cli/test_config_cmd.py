@@ -245,3 +245,65 @@ def test_check_is_quiet_when_the_crisis_roles_have_their_own_route(tmp_path: Pat
     # The offline defaults share the built-in engine, which costs nothing: no warning.
     default = runner.invoke(app, ["config", "check", "--json"])
     assert json.loads(default.output)["crisis_shared_routes"] == []
+
+
+def _resources(tmp_path: Path, checked: str, review_days: int = 180) -> Path:
+    entry = {
+        "id": "jp-test-line",
+        "region": "JP",
+        "kind": "crisis_line",
+        "name": {"en": "Test line", "zh-Hans": "测试热线", "zh-Hant": "測試熱線"},
+        "numbers": ["0570-783-556"],
+        "hours": {"en": "24 hours", "zh-Hans": "24小时", "zh-Hant": "24小時"},
+        "source": "https://example.org/listing",
+        "checked": checked,
+        "review_days": review_days,
+    }
+    path = tmp_path / "resources.json"
+    path.write_text(json.dumps({"entries": [entry]}), encoding="utf-8")
+    return path
+
+
+def test_check_reports_a_resource_entry_past_its_review_period(tmp_path: Path) -> None:
+    config = tmp_path / "f.toml"
+    resources = _resources(tmp_path, "2020-01-01", review_days=30)
+    config.write_text(f"[risk]\nresources_file = '{resources}'\n", encoding="utf-8")
+    result = runner.invoke(app, ["config", "check", "--config", str(config), "--json"])
+    assert result.exit_code == 0, result.output
+    [stale] = json.loads(result.output)["stale_resources"]
+    assert stale.startswith("jp-test-line (JP): checked 2020-01-01, review every 30 days")
+    human = runner.invoke(app, ["config", "check", "--config", str(config)])
+    assert human.exit_code == 0 and "past its review period" in human.output
+    assert "jp-test-line" in human.output
+
+
+def test_check_lists_no_stale_resource_for_a_fresh_file(tmp_path: Path) -> None:
+    import datetime as dt
+
+    config = tmp_path / "f.toml"
+    resources = _resources(tmp_path, dt.datetime.now(dt.UTC).date().isoformat())
+    config.write_text(f"[risk]\nresources_file = '{resources}'\n", encoding="utf-8")
+    result = runner.invoke(app, ["config", "check", "--config", str(config), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["stale_resources"] == []
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [(None, "No such file"), ("[", "resource registry"), ('{"entries": [{"id": "x"}]}', "source")],
+)
+def test_check_fails_on_a_missing_or_malformed_resources_file(
+    tmp_path: Path, content: str | None, problem: str
+) -> None:
+    resources = tmp_path / "resources.json"
+    if content is not None:
+        resources.write_text(content, encoding="utf-8")
+    config = tmp_path / "f.toml"
+    config.write_text(
+        f"[risk]\nresources_file = '{resources}'\nresources_mode = 'replace'\n", encoding="utf-8"
+    )
+    result = runner.invoke(app, ["config", "check", "--config", str(config), "--json"])
+    assert result.exit_code == 1, result.output
+    body = json.loads(result.output)
+    assert body["error"] == "ConfigError"
+    assert any(problem in p for p in body["problems"]), body["problems"]

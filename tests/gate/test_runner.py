@@ -739,7 +739,7 @@ async def test_stale_resources_are_reported(
     old = default_registry().model_copy(
         update={
             "entries": tuple(
-                e.model_copy(update={"verified_on": dt.date(2020, 1, 1)})
+                e.model_copy(update={"checked": dt.date(2020, 1, 1)})
                 for e in default_registry().entries
             )
         }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from foureyes.config import AlertConfig, PrivacyConfig, StoreConfig
+from foureyes.config import AlertConfig, Config, PrivacyConfig, StoreConfig
 from foureyes.core.digest import sha256_hex
-from foureyes.core.errors import RouteHTTPError, RouteTimeout, StoreError
+from foureyes.core.errors import ConfigError, RouteHTTPError, RouteTimeout, StoreError
 from foureyes.core.locale import Locale
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.reasons import ReasonCode
@@ -463,4 +464,48 @@ async def test_a_store_that_cannot_record_the_run_delivers_nothing(
     finally:
         if locked.in_transaction:
             locked.execute("ROLLBACK")
+        await store.close()
+
+
+async def test_the_configured_resources_file_is_loaded_at_start_up_or_fails_it(
+    tmp_path: Path, scripted: ScriptedProvider
+) -> None:
+    store = await Store.open(
+        StoreConfig(url=f"sqlite+aiosqlite:///{tmp_path / 'r.db'}"), PrivacyConfig(), {}
+    )
+    base = scripted_config()
+
+    def with_file(path: Path, mode: str = "extend") -> Config:
+        risk = base.risk.model_copy(update={"resources_file": path, "resources_mode": mode})
+        return base.model_copy(update={"risk": risk})
+
+    entry: dict[str, Any] = {
+        "id": "br-test",
+        "region": "BR",
+        "kind": "crisis_line",
+        "name": {"en": "Test line", "zh-Hans": "测试热线", "zh-Hant": "測試熱線"},
+        "numbers": ["188"],
+        "hours": {"en": "24 hours", "zh-Hans": "24小时", "zh-Hant": "24小時"},
+        "source": "https://example.org/listing",
+        "checked": "2026-12-01",
+    }
+    extra = {
+        "regions": {"BR": {"en": "Brazil", "zh-Hans": "巴西", "zh-Hant": "巴西"}},
+        "entries": [entry],
+    }
+    good = tmp_path / "resources.json"
+    good.write_text(json.dumps(extra), encoding="utf-8")
+    try:
+        config = with_file(good)
+        pipeline = SupportPipeline(config, Routes(config, {"scripted": scripted}), store)
+        assert [e.id for e in pipeline.registry.entries_for("BR")] == ["br-test"]
+        assert pipeline.registry.entries_for("US")  # extended, not replaced
+        for bad in (tmp_path / "missing.json", tmp_path / "broken.json"):
+            if bad.name == "broken.json":
+                del entry["source"]
+                bad.write_text(json.dumps(extra), encoding="utf-8")
+            config = with_file(bad)
+            with pytest.raises(ConfigError, match="resource registry"):
+                SupportPipeline(config, Routes(config, {"scripted": scripted}), store)
+    finally:
         await store.close()

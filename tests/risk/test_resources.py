@@ -16,6 +16,7 @@ from foureyes.risk.resources import (
     default_registry,
     find_phone_numbers,
     load_registry,
+    registry_from_file,
     render_resources,
     resources_for,
     stale_entries,
@@ -36,8 +37,49 @@ def test_the_packaged_registry_lists_the_well_known_hotlines() -> None:
         ("GB", "116 123"),
     } <= numbers
     for entry in REGISTRY.entries:
-        assert entry.source and entry.verified_on == dt.date(2026, 11, 30)
+        assert entry.source and entry.checked >= dt.date(2026, 11, 30)
+        assert entry.review_days == 180
         assert all(entry.name[loc] and entry.hours[loc] for loc in Locale)
+
+
+# Each region added in issue 14 with the numbers its sources list (see resources.json).
+NEW_REGIONS = {
+    "AU": ["13 11 14", "000"],
+    "CA": ["988", "911"],
+    "DE": ["0800 111 0 111", "0800 111 0 222", "112"],
+    "ES": ["024", "112"],
+    "FR": ["3114", "112"],
+    "IE": ["116 123", "112"],
+    "IN": ["14416", "1-800-891-4416", "112"],
+    "JP": ["0120-279-338", "119"],
+    "KR": ["109", "119", "112"],
+    "NZ": ["1737", "111"],
+    "SG": ["1767", "995"],
+}
+
+
+@pytest.mark.parametrize(("region", "numbers"), sorted(NEW_REGIONS.items()))
+@pytest.mark.parametrize("locale", list(Locale))
+def test_each_new_region_renders_its_own_lines(
+    locale: Locale, region: str, numbers: list[str]
+) -> None:
+    text = render_resources(locale, region)
+    assert all(number in text for number in numbers)
+    assert REGISTRY.regions[region][locale] in text
+    assert {e.region for e in resources_for(locale, region)} == {region}
+    assert all(e.source.startswith("http") for e in REGISTRY.entries_for(region))
+
+
+@pytest.mark.parametrize(("region", "numbers"), sorted(NEW_REGIONS.items()))
+def test_the_phone_rule_accepts_each_new_region_numbers_and_no_made_up_one(
+    region: str, numbers: list[str]
+) -> None:
+    for number in numbers:
+        assert unverified_numbers(f"Please call {number} now.", region=region) == ()
+    made_up = "Please call 0800 123 4567 now."
+    assert [m.digits for m in unverified_numbers(made_up, region=region)] == ["08001234567"]
+    # Another region's line is not this region's.
+    assert unverified_numbers("Please call 1767 now.", region="NZ") != ()
 
 
 @pytest.mark.parametrize(
@@ -141,7 +183,7 @@ def test_numbers_outside_the_registry_for_the_region_are_reported(
     assert [m.text for m in unverified_numbers(text, region=region)] == unverified
 
 
-@pytest.mark.parametrize("region", ["CN", "HK", "TW", "US", "GB", None, "JP"])
+@pytest.mark.parametrize("region", ["CN", "HK", "TW", "US", "GB", "JP", "DE"])
 @pytest.mark.parametrize("locale", list(Locale))
 def test_rendered_resources_hold_only_registry_numbers(locale: Locale, region: str | None) -> None:
     text = render_resources(locale, region)
@@ -161,9 +203,32 @@ def test_a_known_region_gets_its_own_entries_crisis_lines_first() -> None:
     assert entries[-1].kind is ResourceKind.EMERGENCY
 
 
-def test_an_unknown_region_gets_the_entries_of_the_language() -> None:
-    assert {e.region for e in resources_for(Locale.ZH_HANT, None)} == {"HK", "TW"}
-    assert {e.region for e in resources_for(Locale.ZH_HANS, "JP")} == {"CN"}
+UNKNOWN_NOTICE = {
+    Locale.EN: "We do not have verified crisis lines for where you are.",
+    Locale.ZH_HANS: "我们没有你所在地区经过核实的危机热线。",
+    Locale.ZH_HANT: "我們沒有你所在地區經過核實的危機熱線。",
+}
+
+
+@pytest.mark.parametrize("region", [None, "BR", "ZZ"])
+@pytest.mark.parametrize("locale", list(Locale))
+def test_an_unknown_region_is_told_so_and_given_no_other_country_lines(
+    locale: Locale, region: str | None
+) -> None:
+    assert resources_for(locale, region) == ()
+    text = render_resources(locale, region)
+    assert UNKNOWN_NOTICE[locale] in text
+    assert "findahelpline.com" in text
+    assert (
+        "emergency number"
+        if locale is Locale.EN
+        else "紧急电话"
+        if locale is Locale.ZH_HANS
+        else "緊急電話"
+    ) in text
+    assert find_phone_numbers(text) == ()
+    for entry in REGISTRY.entries:
+        assert entry.name[locale] not in text
 
 
 def test_rendering_is_deterministic_and_localised() -> None:
@@ -175,9 +240,18 @@ def test_rendering_is_deterministic_and_localised() -> None:
 
 
 def test_entries_older_than_the_limit_are_reported_stale() -> None:
-    assert stale_entries(REGISTRY, today=dt.date(2027, 6, 1), max_age_days=365) == ()
+    assert stale_entries(REGISTRY, today=dt.date(2027, 5, 1), max_age_days=365) == ()
     stale = stale_entries(REGISTRY, today=dt.date(2028, 1, 1), max_age_days=365)
     assert stale == REGISTRY.entries
+
+
+def test_an_entry_past_its_own_review_period_is_stale() -> None:
+    # Checked 2026-12-01 with a 180-day review: due 2027-05-30.
+    due = dt.date(2026, 12, 1) + dt.timedelta(days=180)
+    fresh = {e.id for e in stale_entries(REGISTRY, today=due)}
+    late = {e.id for e in stale_entries(REGISTRY, today=due + dt.timedelta(days=1))}
+    assert "au-lifeline" not in fresh and "au-lifeline" in late
+    assert stale_entries(REGISTRY, today=dt.date(2026, 12, 2)) == ()
 
 
 def write(tmp_path: Path, data: Any) -> Path:
@@ -199,7 +273,11 @@ def packaged() -> dict[str, Any]:
         (lambda d: d["regions"].pop("CN"), "regions without names: CN"),
         (lambda d: d["entries"][0].update(region="cn"), "entries.0.region"),
         (lambda d: d["entries"][0].update(extra=1), "entries.0.extra"),
-        (lambda d: d["entries"][0].update(verified_on="soon"), "verified_on"),
+        (lambda d: d["entries"][0].update(checked="soon"), "checked"),
+        (lambda d: d["entries"][0].pop("checked"), "entries.0.checked"),
+        (lambda d: d["entries"][0].pop("source"), "entries.0.source"),
+        (lambda d: d["entries"][0].update(source=""), "entries.0.source"),
+        (lambda d: d["entries"][0].update(review_days=0), "entries.0.review_days"),
     ],
 )
 def test_a_broken_registry_is_refused_naming_the_problem(
@@ -225,6 +303,63 @@ def test_a_custom_registry_changes_what_is_verified(tmp_path: Path) -> None:
     region = data["entries"][0]["region"]
     assert unverified_numbers("拨打 400-161-9995", region=region, registry=custom) == ()
     assert unverified_numbers("拨打 400-161-9995", region=region) != ()
+
+
+JP_EXTRA = {
+    "id": "jp-inochi-test",
+    "region": "JP",
+    "kind": "crisis_line",
+    "name": {"en": "Test line", "zh-Hans": "测试热线", "zh-Hant": "測試熱線"},
+    "numbers": ["0570-783-556"],
+    "hours": {"en": "24 hours", "zh-Hans": "24小时", "zh-Hant": "24小時"},
+    "source": "https://example.org/listing",
+    "checked": "2026-12-01",
+}
+BR = {"en": "Brazil", "zh-Hans": "巴西", "zh-Hant": "巴西"}
+
+
+def test_extend_adds_regions_and_entries_and_replaces_by_id(tmp_path: Path) -> None:
+    br = {**JP_EXTRA, "id": "br-test", "region": "BR", "numbers": ["188"]}
+    hk = {**REGISTRY.entries_for("HK")[0].model_dump(mode="json"), "numbers": ["2389 2223"]}
+    path = write(tmp_path, {"regions": {"BR": BR}, "entries": [JP_EXTRA, br, hk]})
+    extended = registry_from_file(path, extend=True)
+    assert len(extended.entries) == len(REGISTRY.entries) + 2
+    assert "0570-783-556" in render_resources(Locale.EN, "JP", extended)
+    assert "0120-279-338" in render_resources(Locale.EN, "JP", extended)
+    assert "188" in render_resources(Locale.EN, "BR", extended)
+    hk_text = render_resources(Locale.EN, "HK", extended)
+    assert "2389 2223" in hk_text and "2389 2222" not in hk_text
+    assert unverified_numbers("call 2389 2222", region="HK", registry=extended) != ()
+
+
+def test_replace_makes_the_file_the_whole_registry(tmp_path: Path) -> None:
+    path = write(tmp_path, {"regions": {"JP": REGISTRY.regions["JP"]}, "entries": [JP_EXTRA]})
+    replaced = registry_from_file(path, extend=False)
+    assert [e.id for e in replaced.entries] == ["jp-inochi-test"]
+    assert UNKNOWN_NOTICE[Locale.EN] in render_resources(Locale.EN, "US", replaced)
+    assert unverified_numbers("call 988", region="US", registry=replaced) != ()
+    assert registry_from_file(None, extend=True) is REGISTRY
+
+
+@pytest.mark.parametrize("extend", [True, False])
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (None, "No such file"),
+        ("{not json", "resource registry"),
+        ({"entries": [{**JP_EXTRA, "source": None}]}, "source"),
+        ({"entries": [{k: v for k, v in JP_EXTRA.items() if k != "checked"}]}, "checked"),
+    ],
+)
+def test_a_bad_resources_file_is_a_config_error(
+    tmp_path: Path, extend: bool, content: Any, problem: str
+) -> None:
+    path = tmp_path / "missing.json" if content is None else write(tmp_path, content)
+    if not extend and isinstance(content, dict):
+        content["regions"] = {"JP": REGISTRY.regions["JP"]}
+        path = write(tmp_path, content)
+    with pytest.raises(ConfigError, match=problem):
+        registry_from_file(path, extend=extend)
 
 
 # --- property: separators, invisible marks and numerals never hide a number -----------------

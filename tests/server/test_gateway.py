@@ -78,7 +78,9 @@ async def test_a_crisis_message_carries_resources_and_its_risk() -> None:
     assert block["policy"] == "restricted"
     assert block["risk"] == {"status": "ok", "level": "high", "confirmed": False, "tier": "L2"}
     assert block["candidate_sha256"] != block["delivered_sha256"] == sha256_hex(text)
-    assert "988" in text  # the code-rendered resource block
+    # The code-rendered resource block: no region was given, so no country's lines.
+    assert "We do not have verified crisis lines for where you are." in text
+    assert "findahelpline.com" in text and "988" not in text
 
 
 async def test_region_and_locale_shape_the_code_rendered_text() -> None:

@@ -9,9 +9,11 @@ from rich.table import Table
 
 from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load
 from foureyes.config import Config
+from foureyes.core.budget import utc_day
 from foureyes.core.errors import ConfigError
 from foureyes.core.roles import Role
 from foureyes.llm.routes import known_kinds
+from foureyes.risk.resources import registry_from_file, stale_entries
 
 app = typer.Typer(no_args_is_help=True, help="Inspect and validate configuration.")
 
@@ -25,9 +27,12 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     that is missing or malformed (a template without a slot), or a model Counselor whose
     replies no second model reviews (the Supervisor on the offline route) unless
     ``[gate] supervisor_unreviewed`` says so; then the output lists it under
-    ``unreviewed``. Key values are never printed: only the variables' names and whether
-    they are set. Warns (exit 0, ``crisis_shared_routes`` in ``--json``) about each model
-    route that ``risk_l1``/``risk_l2`` share with other roles.
+    ``unreviewed``. A ``[risk] resources_file`` that is missing or malformed fails it too;
+    registry entries whose check is older than their review period are listed under
+    ``stale_resources`` (a warning: the config is still OK). Warns (exit 0,
+    ``crisis_shared_routes`` in ``--json``) about each model route that
+    ``risk_l1``/``risk_l2`` share with other roles. Key values are never printed: only the
+    variables' names and whether they are set.
     """
     cfg = load(config, as_json=as_json)
     kinds = known_kinds()
@@ -39,6 +44,8 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     problems += [f"environment variable {n} is not set" for n in cfg.missing_secrets(os.environ)]
     problems += cfg.review_problems()
     problems += _evidence_problems(cfg)
+    registry_problems, stale = _resource_report(cfg)
+    problems += registry_problems
     if problems:
         fail(ConfigError(problems), as_json=as_json)
     secrets = sorted(
@@ -57,6 +64,7 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
                 "secrets": secret_status,
                 "unreviewed": unreviewed,
                 "crisis_shared_routes": shared,
+                "stale_resources": stale,
             }
         )
         return
@@ -76,7 +84,25 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         console.print(f"[yellow]accepted by gate.supervisor_unreviewed:[/] {problem}")
     for entry in shared:
         console.print(f"[yellow]warning:[/] {entry['warning']}")
+    for line in stale:
+        console.print(f"[yellow]crisis resource past its review period:[/] {line}")
     console.print("[green]config OK[/]")
+
+
+def _resource_report(cfg: Config) -> tuple[list[str], list[str]]:
+    """Problems with the crisis-resource registry ``serve`` would load, and its stale entries."""
+    try:
+        registry = registry_from_file(
+            cfg.risk.resources_file, extend=cfg.risk.resources_mode == "extend"
+        )
+    except ConfigError as exc:
+        return list(exc.problems), []
+    stale = [
+        f"{e.id} ({e.region}): checked {e.checked.isoformat()}, review every "
+        f"{e.review_days} days, source {e.source}"
+        for e in stale_entries(registry, today=utc_day())
+    ]
+    return [], stale
 
 
 def _evidence_problems(cfg: Config) -> list[str]:

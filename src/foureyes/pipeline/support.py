@@ -54,7 +54,7 @@ from foureyes.risk.assess import Turn as RiskTurn
 from foureyes.risk.guardian import AlertOutcome, GuardianAlerts
 from foureyes.risk.l0 import L0Gate
 from foureyes.risk.notifiers import build_notifier
-from foureyes.risk.resources import ResourceRegistry
+from foureyes.risk.resources import ResourceRegistry, registry_from_file
 from foureyes.risk.result import TriageResult
 from foureyes.risk.triage import Triage, TriageRequest
 from foureyes.store import Store
@@ -98,13 +98,21 @@ class SupportPipeline:
             alerts: the guardian-alert service; ``None``: alerts are off (what a
                 confirmed triage would have met is recorded as ``disabled``).
             l0: the keyword gate (the packaged lexicon by default).
-            registry: the crisis-resource registry (the packaged one by default).
+            registry: the crisis-resource registry (by default the one ``[risk]
+                resources_file`` configures, else the packaged one).
             observer: called with every trace event of the pipeline's runs as it is
                 appended (metrics); what it raises is logged and changes nothing.
 
         Raises:
-            ConfigError: ``gate.extra_rules`` redefines a built-in rule.
+            ConfigError: ``gate.extra_rules`` redefines a built-in rule, or the
+                ``[risk] resources_file`` is missing or malformed.
         """
+        if registry is None:
+            registry = registry_from_file(
+                config.risk.resources_file, extend=config.risk.resources_mode == "extend"
+            )
+        self.registry = registry
+        """The crisis-resource registry the gate and rendered resources use."""
         self.config = config
         self._traces = HeldTraces(store.traces, observer=observer)
         self.caller = ModelCaller(routes, ledger=store.ledger, trace=self._traces)

@@ -2,9 +2,13 @@
 
 Crisis numbers reach a user only two ways: rendered by code from this registry, or inside
 a model's text that the gate's rules found to hold no number outside it. The registry is a
-packaged JSON file of real, public hotlines, each with its source and the day it was
-verified; :func:`stale_entries` reports entries older than a configured age, so a
-deployment notices before a number goes out of date.
+packaged JSON file of real, public hotlines, each with the public page it was checked
+against, the day it was checked and a review period; :func:`stale_entries` reports entries
+whose check is older than their review period (or a configured age), so a deployment
+notices before a number goes out of date. ``[risk] resources_file`` replaces or extends
+the packaged registry (:func:`registry_from_file`, validated at start-up). A user whose
+region the registry does not serve (or whose region is not known) is told so and given
+international guidance instead of another country's lines.
 
 :func:`find_phone_numbers` finds every phone number in a text. It reads the text's digit
 fold (:func:`foureyes.core.fold.normalise_digits`): every Unicode space and separator, dash
@@ -29,7 +33,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import phonenumbers
 from phonenumbers import Leniency, PhoneNumberMatcher
@@ -54,6 +58,7 @@ __all__ = [
     "default_registry",
     "find_phone_numbers",
     "load_registry",
+    "registry_from_file",
     "render_resources",
     "resources_for",
     "stale_entries",
@@ -100,12 +105,15 @@ class ResourceEntry(_Frozen):
     """Numbers as dialled inside the region, e.g. ``010-82951332`` or ``116 123``."""
     hours: dict[Locale, str]
     """When it answers, in every locale."""
-    languages: tuple[Locale, ...] = Field(min_length=1)
-    """Locales its staff answer in."""
+    languages: tuple[Locale, ...] = ()
+    """Locales of ours its staff answer in (none when they answer only in others)."""
     source: str = Field(min_length=1)
-    """Where the entry was taken from."""
-    verified_on: dt.date
+    """The public page or official listing the entry was checked against (a URL)."""
+    checked: dt.date
     """The day it was last checked against its source."""
+    review_days: int = Field(default=180, ge=1, le=3650)
+    """Days after ``checked`` by which the entry must be checked again; past them
+    :func:`stale_entries` reports it."""
 
     @model_validator(mode="after")
     def _complete(self) -> ResourceEntry:
@@ -181,23 +189,68 @@ class PhoneMention:
     """Its international form when written with a leading ``+``, else ``None``."""
 
 
+def _read(path: Path | None) -> Any:
+    try:
+        source = resources.files("foureyes.risk").joinpath(_PACKAGED) if path is None else path
+        return json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError([f"resource registry {path or 'packaged'}: {exc}"]) from None
+
+
+def _validated(raw: Any, path: Path | None) -> ResourceRegistry:
+    try:
+        return ResourceRegistry.model_validate(raw)
+    except ValidationError as exc:
+        where = path or "packaged"
+        problems = [
+            f"resource registry {where}: {'.'.join(map(str, e['loc']))}: {e['msg']}"
+            for e in exc.errors()
+        ]
+        raise ConfigError(problems) from None
+
+
 def load_registry(path: Path | None = None) -> ResourceRegistry:
     """Load and validate a registry file (the packaged one when ``path`` is ``None``).
 
     Raises:
         ConfigError: the file cannot be read, is not JSON, or breaks the schema.
     """
-    try:
-        source = resources.files("foureyes.risk").joinpath(_PACKAGED) if path is None else path
-        raw = source.read_text(encoding="utf-8")
-        return ResourceRegistry.model_validate(json.loads(raw))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError([f"resource registry {path or 'packaged'}: {exc}"]) from None
-    except ValidationError as exc:
-        problems = [
-            f"resource registry: {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
-        ]
-        raise ConfigError(problems) from None
+    return _validated(_read(path), path)
+
+
+def registry_from_file(path: Path | None, *, extend: bool) -> ResourceRegistry:
+    """The registry ``[risk] resources_file`` configures.
+
+    Without a file, the packaged registry. With ``extend``, the file's regions and
+    entries are added to the packaged ones, an entry with a packaged entry's id
+    replacing it in place; otherwise the file is the whole registry. Either way the
+    result is validated as one registry (every entry with its source and check date).
+
+    Raises:
+        ConfigError: the file is missing, is not JSON, or the result breaks the schema.
+    """
+    if path is None:
+        return default_registry()
+    raw = _read(path)
+    if not extend:
+        return _validated(raw, path)
+    if not isinstance(raw, dict):
+        raise ConfigError([f"resource registry {path}: not a JSON object"])
+    packaged = _read(None)
+    added = raw.get("entries", [])
+    if not isinstance(added, list) or not all(isinstance(e, dict) for e in added):
+        raise ConfigError([f"resource registry {path}: entries: not a list of objects"])
+    by_id = {e.get("id"): e for e in added}
+    entries = [by_id.pop(e["id"], e) for e in packaged["entries"]]
+    regions = raw.get("regions", {})
+    if not isinstance(regions, dict):
+        raise ConfigError([f"resource registry {path}: regions: not an object"])
+    merged = {
+        **{k: v for k, v in raw.items() if k not in ("regions", "entries")},
+        "regions": {**packaged["regions"], **regions},
+        "entries": [*entries, *by_id.values()],
+    }
+    return _validated(merged, path)
 
 
 @functools.cache
@@ -207,10 +260,14 @@ def default_registry() -> ResourceRegistry:
 
 
 def stale_entries(
-    registry: ResourceRegistry, *, today: dt.date, max_age_days: int
+    registry: ResourceRegistry, *, today: dt.date, max_age_days: int | None = None
 ) -> tuple[ResourceEntry, ...]:
-    """Entries last verified more than ``max_age_days`` before ``today``."""
-    return tuple(e for e in registry.entries if (today - e.verified_on).days > max_age_days)
+    """Entries checked longer ago than their review period (or ``max_age_days``, if shorter)."""
+    return tuple(
+        e
+        for e in registry.entries
+        if (today - e.checked).days > min(e.review_days, max_age_days or e.review_days)
+    )
 
 
 # --- finding numbers --------------------------------------------------------------------
@@ -233,8 +290,8 @@ _LONG_DIGITS = 7
 _SHORT_MATCH_DIGITS = 5
 _MIN_DIGITS = 3
 _KNOWN_SHORT_CODES = frozenset(
-    "000 110 111 112 119 120 122 911 988 995 999 1925 1980 1995 "
-    "12320 12355 12356 85258 116111 116123 741741".split()
+    "000 024 109 110 111 112 119 120 122 911 988 995 999 1737 1767 1925 1980 1995 "
+    "3114 12320 12355 12356 14416 85258 116111 116123 741741".split()
 )
 _CONTEXT_CHARS = 16
 _PHONE_WORDS = re.compile(
@@ -348,6 +405,22 @@ _FOOTER = {
     Locale.ZH_HANS: "如果以上都不在你所在的地区，请拨打当地的紧急电话。",
     Locale.ZH_HANT: "如果以上都不在你所在的地區，請撥打當地的緊急電話。",
 }
+_UNKNOWN_REGION = {
+    Locale.EN: "We do not have verified crisis lines for where you are.",
+    Locale.ZH_HANS: "我们没有你所在地区经过核实的危机热线。",
+    Locale.ZH_HANT: "我們沒有你所在地區經過核實的危機熱線。",
+}
+_INTERNATIONAL = {
+    Locale.EN: "- If you are in danger now, call your local emergency number.\n"
+    "- To find a crisis line where you are, see the international directory "
+    "at findahelpline.com, or ask a doctor or someone you trust to help you find one.",
+    Locale.ZH_HANS: "- 如果你现在有危险，请拨打当地的紧急电话。\n"
+    "- 要查找你所在地区的危机热线，可访问国际求助热线目录 findahelpline.com，"
+    "或请医生或你信任的人帮你找到。",
+    Locale.ZH_HANT: "- 如果你現在有危險，請撥打當地的緊急電話。\n"
+    "- 要查找你所在地區的危機熱線，可瀏覽國際求助熱線目錄 findahelpline.com，"
+    "或請醫生或你信任的人幫你找到。",
+}
 # "110 / 120" reads to the phone matcher as one number; a word keeps the numbers apart.
 _OR = {Locale.EN: " or ", Locale.ZH_HANS: " 或 ", Locale.ZH_HANT: " 或 "}
 _LINE = {
@@ -362,13 +435,12 @@ def resources_for(
 ) -> tuple[ResourceEntry, ...]:
     """The entries shown to a user: their region's, crisis lines first.
 
-    When the region is unknown, or the registry has nothing for it, the entries whose
-    staff answer in ``locale`` are shown instead, each labelled with its region.
+    None when the region is unknown or the registry has nothing for it: another
+    country's lines would not answer there (``locale`` does not change that).
     """
+    del locale  # the entries shown depend on the region alone
     listing = registry or default_registry()
     chosen = listing.entries_for(region) if region is not None else ()
-    if not chosen:
-        chosen = tuple(e for e in listing.entries if locale in e.languages)
     order = list(ResourceKind)
     return tuple(sorted(chosen, key=lambda e: order.index(e.kind)))
 
@@ -376,10 +448,18 @@ def resources_for(
 def render_resources(
     locale: Locale, region: str | None, registry: ResourceRegistry | None = None
 ) -> str:
-    """The resource block for a user, rendered by code from the registry alone."""
+    """The resource block for a user, rendered by code from the registry alone.
+
+    For a region the registry does not serve (or no region), the block says so and
+    gives international guidance and the advice to call the local emergency number,
+    with no number of another country.
+    """
     listing = registry or default_registry()
+    entries = resources_for(locale, region, listing)
+    if not entries:
+        return "\n".join([_HEADER[locale], _UNKNOWN_REGION[locale], _INTERNATIONAL[locale]])
     lines = [_HEADER[locale]]
-    for entry in resources_for(locale, region, listing):
+    for entry in entries:
         lines.append(
             _LINE[locale].format(
                 name=entry.name[locale],

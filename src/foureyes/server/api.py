@@ -158,7 +158,7 @@ def api_router() -> APIRouter:
         document = result.as_dict(with_evidence=True) | {"applied_policy": applied.as_json()}
         if applied.policy is not GenerationPolicy.NORMAL:
             region = body.region or service.config.gate.region
-            document["resources"] = render_resources(result.locale, region)
+            document["resources"] = render_resources(result.locale, region, pipeline.registry)
         return document
 
     return router

@@ -177,4 +177,10 @@ def screen_refused_text(request: Request, texts: Sequence[str], body: Any) -> st
     if locale is None and gate.locale != "auto":
         locale = Locale(gate.locale)
     screening: L0Gate = service.l0
-    return crisis_resources(screening, texts, locale=locale, region=region or gate.region)
+    return crisis_resources(
+        screening,
+        texts,
+        locale=locale,
+        region=region or gate.region,
+        registry=service.pipeline.registry,
+    )
