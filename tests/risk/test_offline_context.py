@@ -123,6 +123,26 @@ async def test_first_person_crisis_keeps_its_level(
     assert result.level is level and result.policy is GenerationPolicy.RESTRICTED
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "妈的，想死",  # a curse, not a mother
+        "他妈的想死",
+        "她媽的想死",
+        "其他人都很好，就是想死",  # 其他: others, said by the writer
+        "吉他弹不好，想死",  # 吉他: a guitar
+        "long story short, want to die",  # no story
+        "game over, want to die",
+        "人生就是个故事，想死",
+        "生活中的角色太累了，想死",
+    ],
+)
+def test_words_that_only_look_like_a_cue_set_no_flag(text: str) -> None:
+    """Unsure is unflagged: a subject-dropped statement is the writer's own."""
+    assessment = parse_assessment(offline_report(text, source="a"), Tier.L1, offline=True)
+    assert not assessment.flagged and assessment.level is RiskLevel.HIGH
+
+
 def test_joke_cues_are_cues_of_the_packaged_lexicon(gate: L0Gate) -> None:
     cues = {entry.term for entry in gate.lexicon.entries if entry.kind == "cue"}
     assert cues >= JOKE_CUES

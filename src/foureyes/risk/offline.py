@@ -91,11 +91,20 @@ _RELATIONS_ZH = (
     "弟弟|弟|妹妹|妹|老公|老婆|男朋友|女朋友|男友|女友|儿子|兒子|女儿|女兒|孩子|表哥|表姐|"
     "学生|學生|邻居|鄰居|老师|老師)"
 )
-_FICTION_EN = (
-    r"(?:novel|story|stories|fiction|fanfic|fan fiction|character|characters|protagonist|"
-    r"hero|heroine|role-?play|rp|screenplay|script|game|chapter|plot|oc)"
+# Works of fiction, and the frames that place words inside one. A bare "story", "game" or
+# 故事 is no frame ("long story short", "game over", 我的故事): it only names the writer's.
+_WORKS_EN = (
+    r"(?:novel|story|book|fanfic|fan fiction|script|screenplay|game|chapter|movie|film|"
+    r"show|character|characters|protagonist|oc)"
 )
-_FICTION_ZH = "(?:小说|小說|故事|主角|角色|剧本|劇本|剧情|劇情|游戏里|遊戲裡|同人|人设|人設|扮演)"
+_WORKS_ZH = "(?:小说|小說|故事|剧本|劇本|角色|同人)"
+_FICTION = re.compile(
+    rf"\bin (?:my|the|a|this|our) {_WORKS_EN}\b|"
+    r"\b(?:the|my|this|a) (?:character|protagonist|narrator|villain|heroine)\b|"
+    r"\brole-?play(?:ing)?\b|\bfan ?fic(?:tion)?\b|"
+    "(?:小说|小說|故事|剧本|劇本|剧情|劇情|游戏|遊戲)[里裡裏中]|主角|主人公|同人|角色扮演|人设|人設",
+    re.IGNORECASE,
+)
 
 _FIRST_PERSON = re.compile(
     r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves|im|ive)\b|我|咱|俺|本人", re.IGNORECASE
@@ -106,18 +115,20 @@ _OTHERS_ZH = f"我的?好?{_RELATIONS_ZH}|(?:告诉|告訴)我|(?:跟|对|對|�
 _NOT_ME: dict[str, re.Pattern[str]] = {
     "third_party": re.compile(f"{_OTHERS_EN}|{_OTHERS_ZH}", re.IGNORECASE),
     "fiction": re.compile(
-        rf"{_OTHERS_EN}|\bmy {_FICTION_EN}\b|\bi(?:'m| am) writing\b|\bi wrote\b|"
-        f"{_OTHERS_ZH}|我的?(?:在)?(?:写的|寫的)?{_FICTION_ZH}|我在(?:写|寫)|我(?:写|寫)的",
+        rf"{_OTHERS_EN}|\bmy {_WORKS_EN}\b|\bi(?:'m| am) writing\b|\bi wrote\b|"
+        f"{_OTHERS_ZH}|我的?(?:在)?(?:写的|寫的)?{_WORKS_ZH}|我在(?:写|寫)|我(?:写|寫)的",
         re.IGNORECASE,
     ),
 }
 # A quote is named by whoever or whatever it comes from, a story included.
 _NOT_ME["quote"] = _NOT_ME["fiction"]
+# In Chinese only 他/她 outside 其他, 吉他, 他人 and the curse 他妈的, or "my" relative: a
+# bare 妈 or 哥 is as often an interjection or a curse (妈的) as a person.
 _THIRD_PERSON = re.compile(
-    rf"\b(?:he|she|they|him|her|his|them|someone|somebody|{_RELATIONS_EN})\b|他|她|{_RELATIONS_ZH}",
+    rf"\b(?:he|she|they|him|her|his|them|someone|somebody|{_RELATIONS_EN})\b|"
+    f"(?<![其吉])[他她](?![人妈媽])|我的?好?{_RELATIONS_ZH}",
     re.IGNORECASE,
 )
-_FICTION = re.compile(rf"\b{_FICTION_EN}\b|{_FICTION_ZH}", re.IGNORECASE)
 _SOURCE = re.compile(
     r"\b(?:song|songs|lyric|lyrics|line|lines|quote|quoted|poem|book|movie|film|show|meme|"
     r"title|says|said|goes|sings|sang|wrote|writes)\b|歌|唱|台词|台詞|臺詞|名言|诗|詩|书|書|"
