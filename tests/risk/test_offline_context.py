@@ -106,6 +106,10 @@ FIRST_PERSON = [
     ("他想死，我也想死", RiskLevel.HIGH),
     ("她說她想死，其實我也想死", RiskLevel.HIGH),
     ('I keep thinking "I want to die"', RiskLevel.HIGH),
+    ("The song goes I want to die, me too", RiskLevel.HIGH),
+    ("the song goes I want to die and I do too", RiskLevel.HIGH),
+    ("歌里唱着我想死，其实我也是", RiskLevel.HIGH),
+    ("我住233房间，我想死", RiskLevel.HIGH),  # 233 is also a number
     ("“我想死”这句话一直在我脑子里", RiskLevel.HIGH),
     ("I'm writing a story and I want to die", RiskLevel.HIGH),
     ("this is killing me lol... I want to die", RiskLevel.HIGH),

@@ -66,14 +66,14 @@ JOKE_CUES = frozenset(
     {
         *("lol", "lmao", "lmfao", "rofl", "haha", "hahaha", "hahah", "hehe", "jk", "xd"),
         *("just kidding", "just joking", "i'm joking", "😂", "🤣"),
-        *("哈哈", "笑死", "笑死我了", "hhh", "233", "开玩笑", "开个玩笑", "逗你的"),
+        *("哈哈", "笑死", "笑死我了", "hhh", "开玩笑", "开个玩笑", "逗你的"),
         *("[笑cry]", "[二哈]", "[doge]", "[哈哈]", "[偷笑]"),
     }
 )
 """The L0 cues (as their source lists write them) that mark a joke, not mere hyperbole.
 
-Hyperbole cues ("killing me", "i'm dying", 累死了) and crying (😭, 💀) are left out: said
-beside a real wish to die they do not make it a joke.
+Hyperbole cues ("killing me", "i'm dying", 累死了), crying (😭, 💀) and 233 (also a mere
+number) are left out: said beside a real wish to die they do not make it a joke.
 """
 
 # Sentences: split at end punctuation, ellipses and line breaks; commas do not split.
@@ -142,6 +142,10 @@ _SONG_FRAME = re.compile(
     re.IGNORECASE,
 )
 
+_SONG_END = re.compile(
+    r"[,，、:：]|\b(?:and|but|so|too|also|honestly|really)\b|但|可是|其实|其實|也", re.IGNORECASE
+)
+
 
 @functools.cache
 def _gate() -> L0Gate:
@@ -174,7 +178,9 @@ def _quoted_spans(text: str, sentences: Sequence[tuple[int, int]]) -> list[tuple
     spans = [m.span() for m in _QUOTED.finditer(text)]
     for frame in _SONG_FRAME.finditer(text):
         end = next((e for s, e in sentences if s <= frame.end() <= e), len(text))
-        spans.append((frame.end(), end))
+        # Unmarked words end at a comma or a joining word: what follows is the writer's.
+        own = _SONG_END.search(text, frame.end(), end)
+        spans.append((frame.end(), own.start() if own else end))
     return spans
 
 
