@@ -47,6 +47,7 @@ __all__ = [
     "ESCALATION_THRESHOLD",
     "EntryKind",
     "L0Category",
+    "L0Cue",
     "L0Gate",
     "L0Match",
     "L0Result",
@@ -82,6 +83,18 @@ class L0Match:
 
 
 @dataclass(frozen=True)
+class L0Cue:
+    """One joke or hyperbole cue found in a text that also holds a counted term."""
+
+    term: str
+    """The cue as its source list writes it (``lol``, 笑死), whichever variant matched."""
+    start: int
+    """Start of the cue in the original text."""
+    end: int
+    """End of the cue in the original text (exclusive)."""
+
+
+@dataclass(frozen=True)
 class L0Result:
     """What L0 found in one text."""
 
@@ -95,6 +108,10 @@ class L0Result:
     """The terms found, in text order, with spans into the original text."""
     dampened_by: tuple[str, ...]
     """The cues and negations that lowered the score, as matched, in text order."""
+    cues: tuple[L0Cue, ...] = ()
+    """Every cue in the text, in text order, with spans into the original text, whether or
+    not it lowered the score (empty when no term was counted). The offline assessor reads
+    them to tell a joke (:mod:`foureyes.risk.offline`)."""
 
     @classmethod
     def nothing(cls) -> L0Result:
@@ -262,7 +279,14 @@ def _score(
         categories=frozenset(match.category for match in matches),
         matches=tuple(matches),
         dampened_by=tuple(dict.fromkeys(key for _, key in sorted(dampeners))),
+        cues=tuple(_cue(cue, folded) for cue in sorted(cues, key=_start)) if cues else (),
     )
+
+
+def _cue(hit: _Hit, folded: Normalised) -> L0Cue:
+    span = folded.original_span(hit.start, hit.end)
+    assert span is not None  # checked in scan
+    return L0Cue(hit.entry.term, *span)
 
 
 def _negation_before(start: int, negations: dict[int, str], chars: str) -> tuple[int, str] | None:
