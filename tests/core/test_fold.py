@@ -75,7 +75,11 @@ _HAN_CHARS = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
 # What people put between the characters of a word, as typed (before step 1 folds it).
 _GAP_CHARS = st.one_of(
     st.sampled_from(" .,/~\\|!?;:+*^#-_…。，、．／～｜！？；：·•❤★☆♡🔪😭\u3000\uff0d\u200b"),
-    st.characters(categories=["Po", "Pd", "Ps", "Pe", "Sm", "So", "Sk", "Zs"]),
+    # Every punctuation and symbol of the BMP, and the emoji and symbol blocks.
+    st.characters(
+        categories=["Po", "Pd", "Ps", "Pe", "Sm", "So", "Sk", "Zs"], max_codepoint=0xFFFF
+    ),
+    st.characters(min_codepoint=0x1F000, max_codepoint=0x1FAFF),
 )
 _FULL_WIDTH_PUNCTUATION = [
     chr(code)

@@ -381,18 +381,20 @@ def _apply(text: str, edits: list[_Edit], maps: list[_OffsetMap]) -> str:
 def _han_gap() -> re.Pattern[str]:
     """Spaces, punctuation and symbols between two Han characters (step 2 removes them).
 
-    The gap's characters are the space and every punctuation (``P*``) and symbol (``S*``)
-    character that step 1 leaves (``，``, ``。``, ``/``, ``~``, ``❤``); computed once per
-    process from the running Python's Unicode database.
+    The gap's characters are the space, every punctuation (``P*``) and symbol (``S*``)
+    character of the BMP that step 1 leaves (``，``, ``。``, ``/``, ``~``, ``❤``), and the
+    emoji and symbol blocks U+1F000-U+1FAFF (one range: a class of many astral ranges
+    would cost the regex engine a comparison per range on every character). Computed
+    once per process from the running Python's Unicode database.
     """
     table, _ = _fold_table()
-    every = "".join(chr(code) for block in (range(0x21, 0x7F), *_SCAN) for code in block)
+    every = "".join(map(chr, range(0x21, 0x10000)))
     gap = [
         char
         for char, category in zip(every, map(unicodedata.category, every), strict=True)
-        if category[0] in "PS" and char not in table
+        if category[0] in "PS" and char not in table and not 0xD800 <= ord(char) < 0xE000
     ]
-    return re.compile(f"[{_HAN}]((?:[ ]|{_char_class(gap)})+)(?=[{_HAN}])")
+    return re.compile(f"[{_HAN}]((?:[ \U0001f000-\U0001faff]|{_char_class(gap)})+)(?=[{_HAN}])")
 
 
 @functools.cache
