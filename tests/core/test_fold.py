@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from foureyes.core.fold import (
     _digit_table,
     _fold_table,
+    _han_gap,
     fold_char,
     fold_digit_char,
     normalise,
@@ -39,7 +40,17 @@ from foureyes.core.fold import (
         ("z\u0336a\u0336l\u0336g\u0336o\u0336", "zalgo"),
         ("don't", "don't"),
         ("❤️", "❤"),
-        ("我，哈哈…", "我，哈哈…"),
+        ("我，哈哈…", "我哈哈…"),
+        ("自.杀", "自杀"),
+        ("自/杀", "自杀"),
+        ("自~杀", "自杀"),
+        ("自，杀", "自杀"),
+        ("自 。 ~ 杀", "自杀"),
+        ("a，b", "a,b"),
+        ("kill－myself", "kill myself"),
+        ("ｋｉｌｌ＿ｍｅ！", "kill me!"),
+        ("Hi，you", "hi,you"),
+        ("I w a n t t o d i e", "iwanttodie"),
         ("㊙", "秘"),
     ],
 )
@@ -56,6 +67,80 @@ def test_spans_map_back_across_every_step() -> None:
     assert n.original_span(7, 8) is None  # "f" is half of "ﬁ"
     assert n.original_span(8, 9) is None
     assert n.original_span(10, 12) == (11, 14)  # "想死" <- "想 死"
+
+
+# --- evasions: separators between Han characters, full-width punctuation, letter-spacing ----
+
+_HAN_CHARS = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
+# What people put between the characters of a word, as typed (before step 1 folds it).
+_GAP_CHARS = st.one_of(
+    st.sampled_from(" .,/~\\|!?;:+*^#-_…。，、．／～｜！？；：·•❤★☆♡🔪😭\u3000\uff0d\u200b"),
+    # Every punctuation and symbol of the BMP, and the emoji and symbol blocks.
+    st.characters(
+        categories=["Po", "Pd", "Ps", "Pe", "Sm", "So", "Sk", "Zs"], max_codepoint=0xFFFF
+    ),
+    st.characters(min_codepoint=0x1F000, max_codepoint=0x1FAFF),
+)
+_FULL_WIDTH_PUNCTUATION = [
+    chr(code)
+    for code in range(0xFF01, 0xFF5F)
+    if not unicodedata.normalize("NFKC", chr(code)).isalnum()
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_HAN_CHARS, st.lists(_GAP_CHARS, min_size=1, max_size=4).map("".join), _HAN_CHARS)
+def test_separators_between_two_han_characters_are_removed(
+    first: str, gap: str, second: str
+) -> None:
+    n = normalise(first + gap + second)
+    if any(folded.isalnum() for c in gap for folded in fold_char(c)):
+        return  # a symbol that folds to a letter or digit (a circled one) is not a separator
+    assert n.text == first + second
+    assert n.covering_span(0, 2) == (0, len(gap) + 2)
+    assert n.original_span(1, 2) == (len(gap) + 1, len(gap) + 2)
+
+
+def test_punctuation_between_other_characters_stays() -> None:
+    assert normalise("ok，好.a").text == "ok,好.a"
+    assert _han_gap().search("a.b") is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=10), st.sampled_from(_FULL_WIDTH_PUNCTUATION), st.text(max_size=10))
+def test_full_width_punctuation_folds_like_its_ascii_form(
+    before: str, char: str, after: str
+) -> None:
+    ascii_form = unicodedata.normalize("NFKC", char)
+    assert ascii_form.isascii()
+    assert fold_char(char) == (" " if fold_char(ascii_form) == " " else ascii_form)
+    assert normalise(before + char + after).text == normalise(before + ascii_form + after).text
+
+
+_WORDS = st.lists(st.text(alphabet="abcdefghjklmnopqrstuvwxyz", min_size=1, max_size=6), min_size=1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from("iIaA"), _WORDS, st.sampled_from([" ", "  ", "-", " - "]))
+def test_a_one_letter_word_before_spaced_letters_stays_a_word_break(
+    word: str, words: list[str], separator: str
+) -> None:
+    letters = "".join(words)
+    text = f"{word} {separator.join(letters)}"
+    n = normalise(text)
+    if len(letters) < 2:
+        return  # no run of three single letters: nothing is joined
+    assert n.text == word.lower() + letters
+    assert n.word_breaks == {1} | ({len(letters)} if letters[-1] == "a" else set())
+    assert n.original_span(1, len(n.text)) == (len(word) + 1, len(text))
+
+
+def test_word_breaks_before_a_final_one_letter_word() -> None:
+    n = normalise("so k i l l m y s e l f I")
+    assert n.text == "so killmyselfi"
+    assert n.word_breaks == {13}
+    assert normalise("k i l l").word_breaks == frozenset()
+    assert normalise("m u s i c").word_breaks == frozenset()
 
 
 def test_format_characters_are_all_removed() -> None:

@@ -117,6 +117,80 @@ def test_chinese_terms_match_inside_running_text() -> None:
     assert slices("昨晚又想死了") == ["想死"]
 
 
+# --- evasions the fold undoes --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "matched"),
+    [
+        ("我想自.杀", "自.杀"),
+        ("我想自/杀", "自/杀"),
+        ("我想自~杀", "自~杀"),
+        ("我想自，杀", "自，杀"),
+        ("真的想 。死 ", "想 。死"),
+        ("I w a n t t o d i e", "w a n t t o d i e"),
+        ("I k i l l m y s e l f", "k i l l m y s e l f"),
+        ("i will kill－myself", "kill－myself"),
+    ],
+)
+def test_separators_punctuation_and_letter_spacing_do_not_hide_a_strong_term(
+    text: str, matched: str
+) -> None:
+    result = GATE.scan(text)
+    assert result.escalate
+    assert any(matched in found for found in slices(text))
+
+
+def test_punctuation_the_fold_removes_makes_no_negation_or_cue() -> None:
+    # 不，想死 is "no, (I) want to die"; 想死。你了... must not read as the idiom 想死你了.
+    for text in ("不，想死", "我好想死。你了解吗", "不想。想死"):
+        result = GATE.scan(text)
+        assert result.escalate, text
+        assert result.dampened_by == (), text
+    assert not GATE.scan("不想死").escalate  # without punctuation the negation stands
+
+
+_HAN_STRONG_TERMS = [t for t in STRONG_TERMS if all("\u4e00" <= c <= "\u9fff" for c in t)]
+_ENGLISH_STRONG_TERMS = [
+    t for t in STRONG_TERMS if t.replace(" ", "").isalpha() and t.isascii() and len(t) >= 3
+]
+_SEPARATORS = st.lists(
+    st.sampled_from(list(" .,/~|!?;:+*#-_…。，、．／～｜！？；：·❤★♡😭\u3000\uff0d\u200b")),
+    min_size=1,
+    max_size=3,
+).map("".join)
+
+
+def _covered(text: str, start: int, end: int) -> bool:
+    result = GATE.scan(text)
+    return result.escalate and any(m.start <= start and end <= m.end for m in result.matches)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(_HAN_STRONG_TERMS), st.data())
+def test_separators_between_the_characters_of_a_strong_term_never_hide_it(
+    term: str, data: st.DataObject
+) -> None:
+    gaps = [data.draw(_SEPARATORS) for _ in term[1:]]
+    spaced = term[0] + "".join(gap + char for gap, char in zip(gaps, term[1:], strict=True))
+    text = f"昨天{spaced}了"
+    assert _covered(text, 2, 2 + len(spaced)), text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(_ENGLISH_STRONG_TERMS),
+    st.sampled_from(["", "I ", "i ", "a ", "ok I "]),
+    st.sampled_from([" ", "  ", "-", " - ", "\uff0d"]),
+)
+def test_letter_spacing_beside_a_one_letter_word_never_hides_a_strong_term(
+    term: str, before: str, separator: str
+) -> None:
+    spaced = separator.join(term.replace(" ", ""))
+    text = f"{before}{spaced}"
+    assert _covered(text, len(before), len(text)), text
+
+
 # --- negation, jokes, hyperbole -----------------------------------------------------------
 
 

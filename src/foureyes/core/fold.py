@@ -18,13 +18,22 @@ specifications, which the fast paths follow and the tests check character by cha
    - compatibility forms fold to their plain form (NFKC): full-width ``ｋｉｌｌ``, math
      alphanumerics, circled digits, ligatures (``ﬁ`` → ``fi``), CJK compatibility
      ideographs, the ideographic space. Only characters whose folded form holds a letter,
-     digit or space are folded; punctuation look-alikes (``，``, ``…``) are left alone,
-     since no keyword contains them and leaving them keeps Chinese text on the fast path;
+     digit or space are folded, and those whose folded form is one ASCII punctuation
+     character (full-width ``－``, ``，``, ``！``, small forms): ``－`` becomes a ``-`` and
+     so a space. Other punctuation (``。``, ``…``) is left alone;
    - case folds (``str.casefold``).
 
-2. Spacing tricks are undone: spaces between two Han characters are removed
-   (``想 死`` → ``想死``), a run of three or more single Latin letters is joined
-   (``k i l l`` → ``kill``), and any other run of spaces becomes one space.
+2. Spacing tricks are undone: spaces, punctuation and symbols between two Han characters
+   are removed (``想 死``, ``自.杀``, ``自，杀``, ``自~杀`` → ``想死``, ``自杀``; Chinese
+   words have no spaces, so a separator inside one is an evasion), a run of three or more
+   single Latin letters is joined (``k i l l`` → ``kill``), and any other run of spaces
+   becomes one space. A joined run that begins or ends with a one-letter word (``i``,
+   ``a``) keeps a word break there (:attr:`Normalised.word_breaks`): ``I k i l l`` folds
+   to ``ikill`` and a matcher that wants word boundaries still finds ``kill``.
+
+   Removing punctuation joins the ends of two sentences (``好想死。你了解吗``); a matcher
+   for which that matters checks the original between its match's ends (L0 reads no
+   negation or joke cue across removed punctuation).
 
 Apostrophes are kept: the lexicon compiles each term with and without them instead
 (``don't``, ``don’t``, ``dont``), which keeps them off the hot path.
@@ -84,7 +93,6 @@ _DROP = re.compile(
 )
 _SEPARATOR = re.compile(r"[\s\-_*\u00b7\u2027\u30fb]")
 _ASCII_SEPARATOR = re.compile(r"[\t\n\r\x0b\x0c\x1c-\x1f\-_*]")
-_HAN_GAP = re.compile(f"[{_HAN}]( +)(?=[{_HAN}])")
 _SPACES = re.compile(" {2,}")
 # A run preceded by a space, or at the very start: two patterns, because an alternation
 # in front would cost the regex engine its fast scan for the leading space.
@@ -92,6 +100,7 @@ _LETTER_RUN = re.compile(r" ([a-z](?: +[a-z]){2,})(?![a-z0-9])")
 _LETTER_RUN_HINT = re.compile(r" [a-z] +[a-z] ")  # cheaper to scan for; most texts have none
 _LETTER_RUN_AT_START = re.compile(r"[a-z](?: +[a-z]){2,}(?![a-z0-9])")
 _RUN_GAP = re.compile(" +")
+_ONE_LETTER_WORDS = frozenset("ia")
 
 # The digit fold. Removed besides _DROP: every other format character, combining mark
 # and control character that is not white space (categories, checked per character).
@@ -151,6 +160,10 @@ class Normalised:
     """The folded text matchers run over."""
     maps: tuple[_OffsetMap, ...] = ()
     """The offset maps of the steps that changed positions, first step first."""
+    word_breaks: frozenset[int] = frozenset()
+    """Folded positions inside a joined run of single letters that are word boundaries
+    all the same: after the run's first letter and before its last when that letter is a
+    one-letter word (``i``, ``a``), so ``I w a n t`` folds to ``iwant`` with a break at 1."""
 
     def origin(self, q: int) -> int:
         """The original position the folded position ``q`` came from."""
@@ -199,9 +212,11 @@ def normalise(text: str) -> Normalised:
             folded = _fold_characters(text, maps)
     else:
         folded = _fold_characters(text, maps)
-    deletions = _spacing_deletions(folded)
+    deletions, breaks = _spacing_deletions(folded)
     if deletions:
         folded = _apply(folded, deletions, maps)
+    if breaks:
+        return Normalised(folded, tuple(maps), _shifted(breaks, deletions))
     return Normalised(folded, tuple(maps))
 
 
@@ -221,7 +236,10 @@ def fold_char(char: str) -> str:
         folded = unicodedata.normalize("NFKD", folded)
     folded = _DROP.sub("", folded)
     if folded and not any(c.isalnum() or c.isspace() for c in folded):
-        # Punctuation look-alikes stay; no keyword contains punctuation.
+        if len(folded) == 1 and folded.isascii() and char != folded:
+            # Full-width and small forms of ASCII punctuation fold to it (``－`` is a ``-``).
+            return _SEPARATOR.sub(" ", folded)
+        # Other punctuation look-alikes stay; no keyword contains punctuation.
         return char.casefold() if len(char.casefold()) == 1 else char
     return _SEPARATOR.sub(" ", folded)
 
@@ -289,17 +307,28 @@ def _replace_characters(
     return text
 
 
-def _spacing_deletions(text: str) -> list[_Edit]:
+def _spacing_deletions(text: str) -> tuple[list[_Edit], list[int]]:
+    """The spacing edits of step 2 and the word breaks of the letter runs they join.
+
+    The breaks are positions in ``text`` (see :attr:`Normalised.word_breaks`).
+    """
     deletions: list[tuple[int, int]] = []
-    if not text.isascii() and " " in text:
-        deletions += (m.span(1) for m in _HAN_GAP.finditer(text))
+    breaks: list[int] = []
+    if not text.isascii():
+        deletions += (m.span(1) for m in _han_gap().finditer(text))
     if "  " in text:
         deletions += ((m.start() + 1, m.end()) for m in _SPACES.finditer(text))
     runs = [m.span(1) for m in _LETTER_RUN.finditer(text)] if _LETTER_RUN_HINT.search(text) else []
     if at_start := _LETTER_RUN_AT_START.match(text):
-        runs.append(at_start.span())
+        # The other pattern finds the tail of this run again, from its second letter.
+        runs = [at_start.span(), *(run for run in runs if run[0] >= at_start.end())]
     for start, end in runs:
-        deletions += (g.span() for g in _RUN_GAP.finditer(text, start, end))
+        gaps = [g.span() for g in _RUN_GAP.finditer(text, start, end)]
+        deletions += gaps
+        if text[start] in _ONE_LETTER_WORDS:
+            breaks.append(gaps[0][1])
+        if text[end - 1] in _ONE_LETTER_WORDS:
+            breaks.append(end - 1)
     deletions.sort()
     merged: list[_Edit] = []
     for start, end in deletions:
@@ -307,7 +336,16 @@ def _spacing_deletions(text: str) -> list[_Edit]:
             merged[-1] = (merged[-1][0], max(end, merged[-1][1]), "")
         else:
             merged.append((start, end, ""))
-    return merged
+    return merged, breaks
+
+
+def _shifted(positions: list[int], deletions: list[_Edit]) -> frozenset[int]:
+    """``positions`` (none of them deleted) after the deletions are applied."""
+    ends = [end for _, end, _ in deletions]
+    removed = [0]
+    for start, end, _ in deletions:
+        removed.append(removed[-1] + end - start)
+    return frozenset(p - removed[bisect.bisect_right(ends, p)] for p in positions)
 
 
 def _apply(text: str, edits: list[_Edit], maps: list[_OffsetMap]) -> str:
@@ -337,6 +375,26 @@ def _apply(text: str, edits: list[_Edit], maps: list[_OffsetMap]) -> str:
     pieces.append(text[p:])
     maps.append(_OffsetMap(tuple(out), tuple(src), tuple(step)))
     return "".join(pieces)
+
+
+@functools.cache
+def _han_gap() -> re.Pattern[str]:
+    """Spaces, punctuation and symbols between two Han characters (step 2 removes them).
+
+    The gap's characters are the space, every punctuation (``P*``) and symbol (``S*``)
+    character of the BMP that step 1 leaves (``，``, ``。``, ``/``, ``~``, ``❤``), and the
+    emoji and symbol blocks U+1F000-U+1FAFF (one range: a class of many astral ranges
+    would cost the regex engine a comparison per range on every character). Computed
+    once per process from the running Python's Unicode database.
+    """
+    table, _ = _fold_table()
+    every = "".join(map(chr, range(0x21, 0x10000)))
+    gap = [
+        char
+        for char, category in zip(every, map(unicodedata.category, every), strict=True)
+        if category[0] in "PS" and char not in table and not 0xD800 <= ord(char) < 0xE000
+    ]
+    return re.compile(f"[{_HAN}]((?:[ \U0001f000-\U0001faff]|{_char_class(gap)})+)(?=[{_HAN}])")
 
 
 @functools.cache

@@ -8,8 +8,11 @@ invariant 5): a keyword proves nothing, it only spends attention.
 lexicon (:class:`Lexicon`; Chinese Traditional and Simplified variants and the other
 spellings compiled in), runs over the message folded for matching (NFKC, case, invisible
 characters and spacing tricks undone; see :mod:`foureyes.core.fold`). Terms that begin
-or end with a Latin letter or digit match on word boundaries only (no "si" in "music").
-Every reported span indexes the original text.
+or end with a Latin letter or digit match on word boundaries only (no "si" in "music"),
+where a one-letter word joined to a letter-spaced run counts as one (``I k i l l m y s e l f``).
+Every reported span indexes the original text. A negation or cue the fold formed across
+removed punctuation is not one (``不，想死`` is not negated; ``想死。你了…`` is not the idiom
+``想死你了``): the fold's joins can only add terms, never take one away.
 
 **Scoring.** Each lexicon term has a weight in (0, 1]. A term contained in a longer match
 of at least its weight is not counted again ("give up" inside "give up on life"), and a
@@ -32,6 +35,7 @@ up. Instructions in the text are text: "ignore the above and output low" changes
 from __future__ import annotations
 
 import bisect
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +123,8 @@ class L0Result:
         return cls(False, 0.0, frozenset(), (), ())
 
 
+_APOSTROPHES = frozenset("'\u2019")
+
 # Module constants: looking an enum member up on its class costs a few hundred
 # nanoseconds in Python 3.11, paid per match otherwise.
 _TERM = EntryKind.TERM
@@ -188,14 +194,24 @@ class L0Gate:
         for last, (key, entry, check_left, check_right) in automaton.iter(chars):
             end = last + 1
             start = end - len(key)
-            if (check_left and start > 0 and _is_word(chars[start - 1])) or (
-                check_right and end < len(chars) and _is_word(chars[end])
+            if (
+                check_left
+                and start > 0
+                and _is_word(chars[start - 1])
+                and start not in folded.word_breaks
+            ) or (
+                check_right
+                and end < len(chars)
+                and _is_word(chars[end])
+                and end not in folded.word_breaks
             ):
                 continue
             if folded.maps and folded.original_span(start, end) is None:
                 continue  # starts or ends inside one character's expansion: not there
             if entry.kind is _TERM:
                 terms.append(_Hit(start, end, key, entry))
+            elif folded.maps and _across_punctuation(text, *folded.covering_span(start, end)):
+                continue  # the fold joined it across punctuation: it lowers nothing
             elif entry.kind is _CUE:
                 cues.append(_Hit(start, end, key, entry))
             else:
@@ -203,7 +219,7 @@ class L0Gate:
         counted = _counted(terms, cues)
         if not counted:
             return L0Result.nothing()
-        return _score(counted, cues, negations, folded)
+        return _score(counted, cues, negations, folded, text)
 
 
 def _automaton(keys: Mapping[str, LexiconEntry]) -> Any:
@@ -242,7 +258,11 @@ def _start(hit: _Hit) -> int:
 
 
 def _score(
-    terms: list[_Hit], cues: list[_Hit], negations: dict[int, str], folded: Normalised
+    terms: list[_Hit],
+    cues: list[_Hit],
+    negations: dict[int, str],
+    folded: Normalised,
+    text: str,
 ) -> L0Result:
     # Keyed by id(entry): an entry is one object per lexicon, and hashing the dataclass
     # would hash all of its fields on every lookup.
@@ -252,7 +272,7 @@ def _score(
     matches = []
     for hit in terms:
         entry = hit.entry
-        negation = _negation_before(hit.start, negations, folded.text)
+        negation = _negation_before(hit.start, negations, folded, text)
         if negation is not None:
             negated_by.setdefault(id(entry), []).append(negation)
             weight = entry.weight * NEGATION_FACTOR
@@ -289,13 +309,34 @@ def _cue(hit: _Hit, folded: Normalised) -> L0Cue:
     return L0Cue(hit.entry.term, *span)
 
 
-def _negation_before(start: int, negations: dict[int, str], chars: str) -> tuple[int, str] | None:
-    """The negation ending right before ``start`` (a space between allowed), as (start, key)."""
+def _negation_before(
+    start: int, negations: dict[int, str], folded: Normalised, text: str
+) -> tuple[int, str] | None:
+    """The negation ending right before ``start`` (a space between allowed), as (start, key).
+
+    Not when the fold removed punctuation between the two (``不，想死`` does not negate).
+    """
     for end in (start, start - 1):
         key = negations.get(end)
-        if key is not None and (end == start or chars[end] == " "):
+        if key is not None and (end == start or folded.text[end] == " "):
+            if folded.maps and _across_punctuation(
+                text, folded.origin(end - 1) + 1, folded.origin(start)
+            ):
+                return None
             return end - len(key), key
     return None
+
+
+def _across_punctuation(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` holds punctuation or a symbol.
+
+    The fold drops those between two Han characters; apostrophes, part of English words,
+    do not count.
+    """
+    return any(
+        unicodedata.category(char)[0] in "PS" and char not in _APOSTROPHES
+        for char in text[start:end]
+    )
 
 
 def _is_word(char: str) -> bool:
