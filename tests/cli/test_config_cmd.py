@@ -5,6 +5,7 @@ import pytest
 from typer.testing import CliRunner
 
 from foureyes.cli import app
+from tests.helpers.resources import resource_entry
 
 runner = CliRunner()
 
@@ -248,17 +249,7 @@ def test_check_is_quiet_when_the_crisis_roles_have_their_own_route(tmp_path: Pat
 
 
 def _resources(tmp_path: Path, checked: str, review_days: int = 180) -> Path:
-    entry = {
-        "id": "jp-test-line",
-        "region": "JP",
-        "kind": "crisis_line",
-        "name": {"en": "Test line", "zh-Hans": "测试热线", "zh-Hant": "測試熱線"},
-        "numbers": ["0570-783-556"],
-        "hours": {"en": "24 hours", "zh-Hans": "24小时", "zh-Hant": "24小時"},
-        "source": "https://example.org/listing",
-        "checked": checked,
-        "review_days": review_days,
-    }
+    entry = resource_entry(checked=checked, review_days=review_days)
     path = tmp_path / "resources.json"
     path.write_text(json.dumps({"entries": [entry]}), encoding="utf-8")
     return path

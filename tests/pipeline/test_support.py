@@ -38,6 +38,7 @@ from foureyes.risk.levels import RiskLevel, RiskStatus
 from foureyes.risk.notifiers import FileNotifier
 from foureyes.risk.resources import render_resources
 from foureyes.store import Store
+from tests.helpers.resources import resource_entry
 from tests.helpers.scripted import Reply, ScriptedProvider, approve, insufficient
 from tests.helpers.stores import refuse_assessment_writes
 from tests.pipeline._support import assessment
@@ -479,16 +480,7 @@ async def test_the_configured_resources_file_is_loaded_at_start_up_or_fails_it(
         risk = base.risk.model_copy(update={"resources_file": path, "resources_mode": mode})
         return base.model_copy(update={"risk": risk})
 
-    entry: dict[str, Any] = {
-        "id": "br-test",
-        "region": "BR",
-        "kind": "crisis_line",
-        "name": {"en": "Test line", "zh-Hans": "测试热线", "zh-Hant": "測試熱線"},
-        "numbers": ["188"],
-        "hours": {"en": "24 hours", "zh-Hans": "24小时", "zh-Hant": "24小時"},
-        "source": "https://example.org/listing",
-        "checked": "2026-12-01",
-    }
+    entry = resource_entry(id="br-test", region="BR", numbers=["188"])
     extra = {
         "regions": {"BR": {"en": "Brazil", "zh-Hans": "巴西", "zh-Hant": "巴西"}},
         "entries": [entry],

@@ -22,6 +22,7 @@ from foureyes.risk.resources import (
     stale_entries,
     unverified_numbers,
 )
+from tests.helpers.resources import resource_entry
 
 REGISTRY = default_registry()
 
@@ -305,16 +306,7 @@ def test_a_custom_registry_changes_what_is_verified(tmp_path: Path) -> None:
     assert unverified_numbers("拨打 400-161-9995", region=region) != ()
 
 
-JP_EXTRA = {
-    "id": "jp-inochi-test",
-    "region": "JP",
-    "kind": "crisis_line",
-    "name": {"en": "Test line", "zh-Hans": "测试热线", "zh-Hant": "測試熱線"},
-    "numbers": ["0570-783-556"],
-    "hours": {"en": "24 hours", "zh-Hans": "24小时", "zh-Hant": "24小時"},
-    "source": "https://example.org/listing",
-    "checked": "2026-12-01",
-}
+JP_EXTRA = resource_entry(id="jp-inochi-test")
 BR = {"en": "Brazil", "zh-Hans": "巴西", "zh-Hant": "巴西"}
 
 
