@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zlib
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 
 from foureyes.cli.risk_cmd import app
 from foureyes.core.errors import ConfigError
+from foureyes.core.fold import normalise
 from foureyes.risk import screen_model
 from foureyes.risk.lexicon_report import DATA_FILES
 from foureyes.risk.screen_model import (
@@ -26,6 +28,7 @@ from foureyes.risk.screen_model import (
     WEIGHTS_FILE,
     default_screen_model,
     feature_buckets,
+    feature_strings,
     load_screen_model,
 )
 from foureyes.risk.screen_train import train_screen
@@ -230,3 +233,11 @@ def test_the_shipped_manifest_names_the_shared_data_it_was_trained_on() -> None:
     }
     assert manifest.cv["zh"]["recall"] >= manifest.training["target_recall"]
     assert manifest.cv["en"]["recall"] >= manifest.training["target_recall"]
+
+
+@given(st.text(max_size=120))
+def test_the_fast_hashing_is_crc32_of_the_feature_strings(text: str) -> None:
+    expected = {
+        zlib.crc32(f.encode("utf-8")) % BUCKETS for f in feature_strings(normalise(text).text)
+    }
+    assert feature_buckets(text) == sorted(expected)

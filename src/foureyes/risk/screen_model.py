@@ -63,6 +63,7 @@ __all__ = [
     "ScreenModel",
     "default_screen_model",
     "feature_buckets",
+    "feature_strings",
     "language_of",
     "load_screen_model",
     "score",
@@ -109,10 +110,61 @@ def _features(folded: str) -> set[str]:
     return found
 
 
+def feature_strings(folded: str) -> set[str]:
+    """The features of folded text as prefixed strings: the specification of the hashing."""
+    return _features(folded)
+
+
+_CRC = {prefix: zlib.crc32(prefix.encode()) for prefix in ("h:", "w:", "b:", "c:")}
+
+
+@functools.lru_cache(maxsize=2**15)
+def _word_crcs(word: str) -> frozenset[int]:
+    """The CRCs of a word's own features (itself, its character n-grams); words repeat."""
+    crc32, c = zlib.crc32, _CRC["c:"]
+    crcs = {crc32(word.encode(), _CRC["w:"])}
+    padded = f" {word} "
+    if padded.isascii():
+        raw = padded.encode()
+        crcs.update(crc32(raw[i : i + n], c) for n in (2, 3, 4) for i in range(len(raw) - n + 1))
+    else:
+        crcs.update(
+            crc32(padded[i : i + n].encode(), c)
+            for n in (2, 3, 4)
+            for i in range(len(padded) - n + 1)
+        )
+    return frozenset(crcs)
+
+
 def feature_buckets(text: str) -> list[int]:
-    """The sorted distinct buckets of ``text``'s features (version :data:`FEATURE_VERSION`)."""
-    mask = BUCKETS - 1
-    return sorted({zlib.crc32(f.encode("utf-8")) & mask for f in _features(normalise(text).text)})
+    """The sorted distinct buckets of ``text``'s features (version :data:`FEATURE_VERSION`).
+
+    Each is ``zlib.crc32`` of the UTF-8 of a string of :func:`feature_strings`, modulo
+    :data:`BUCKETS`; computed from the prefix's CRC and byte slices, without building the
+    strings, each word's own once per process (a word's features do not depend on its
+    neighbours).
+    """
+    crc32 = zlib.crc32
+    h, b = _CRC["h:"], _CRC["b:"]
+    found: set[int] = set()
+    previous: bytes | None = None
+    for match in _TOKEN.finditer(normalise(text).text):
+        run = match.group("han")
+        if run is not None:
+            previous = None
+            found.update(
+                crc32(run[i : i + n].encode(), h)
+                for n in (1, 2, 3)
+                for i in range(len(run) - n + 1)
+            )
+            continue
+        text_word = match.group("word")
+        word = text_word.encode()
+        found.update(_word_crcs(text_word))
+        if previous is not None:
+            found.add(crc32(b" " + word, crc32(previous, b)))
+        previous = word
+    return sorted({v & (BUCKETS - 1) for v in found})
 
 
 def language_of(text: str) -> Language:
