@@ -115,6 +115,7 @@ def feature_strings(folded: str) -> set[str]:
     return _features(folded)
 
 
+_MASK = BUCKETS - 1
 _CRC = {prefix: zlib.crc32(prefix.encode()) for prefix in ("h:", "w:", "b:", "c:")}
 
 
@@ -133,7 +134,7 @@ def _word_crcs(word: str) -> frozenset[int]:
             for n in (2, 3, 4)
             for i in range(len(padded) - n + 1)
         )
-    return frozenset(crcs)
+    return frozenset(v & _MASK for v in crcs)
 
 
 def feature_buckets(text: str) -> list[int]:
@@ -144,6 +145,10 @@ def feature_buckets(text: str) -> list[int]:
     strings, each word's own once per process (a word's features do not depend on its
     neighbours).
     """
+    return sorted(_bucket_set(text))
+
+
+def _bucket_set(text: str) -> set[int]:
     crc32 = zlib.crc32
     h, b = _CRC["h:"], _CRC["b:"]
     found: set[int] = set()
@@ -153,7 +158,7 @@ def feature_buckets(text: str) -> list[int]:
         if run is not None:
             previous = None
             found.update(
-                crc32(run[i : i + n].encode(), h)
+                crc32(run[i : i + n].encode(), h) & _MASK
                 for n in (1, 2, 3)
                 for i in range(len(run) - n + 1)
             )
@@ -162,9 +167,9 @@ def feature_buckets(text: str) -> list[int]:
         word = text_word.encode()
         found.update(_word_crcs(text_word))
         if previous is not None:
-            found.add(crc32(b" " + word, crc32(previous, b)))
+            found.add(crc32(b" " + word, crc32(previous, b)) & _MASK)
         previous = word
-    return sorted({v & (BUCKETS - 1) for v in found})
+    return found
 
 
 def language_of(text: str) -> Language:
@@ -222,7 +227,7 @@ class ScreenModel:
 
     def score(self, text: str) -> float:
         """The model's probability that ``text`` is at risk, in ``(0, 1)``."""
-        buckets = feature_buckets(text)
+        buckets = _bucket_set(text)
         z = self.bias
         if buckets:
             weights = self.weights
