@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Annotated
 
@@ -20,14 +21,14 @@ from foureyes.risk.lexicon_report import (
     load_risk_data,
 )
 
-__all__ = ["app", "lexicon_report", "risk"]
+__all__ = ["app", "lexicon_report", "risk", "train_screen"]
 
 app = typer.Typer(no_args_is_help=True)
 
 
 @app.callback()
 def risk() -> None:
-    """Crisis triage: evidence for the L0 lexicon."""
+    """Crisis triage: evidence for the L0 lexicon, and training of the learned screen."""
 
 
 # Columns of the per-term table: labels, with the sos1k levels grouped as in its level
@@ -87,6 +88,64 @@ def lexicon_report(
         emit_json({"ok": True, "data": str(directory), **report.to_json()})
         return
     _print(report, top)
+
+
+@app.command("train-screen")
+def train_screen(
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="Calibration data directory (default: ../shared/data/risk next to the "
+            "working directory or the checkout).",
+            file_okay=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Where to write screen_manifest.json and screen_weights.json (default: "
+            "the package's foureyes/risk/data).",
+            file_okay=False,
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Train the learned risk screen on the labelled data and write its two files.
+
+    Cross-validates (SOS-1K by its folds 1-4, the English sets by a seeded 4-way split),
+    picks each language's threshold on the out-of-fold scores, trains on everything and
+    writes the weights and the manifest. The same data gives the same bytes. Fails
+    (exit 1) when the data is missing or malformed.
+    """
+    from foureyes.risk.screen_train import train_screen as train
+
+    try:
+        directory = data or find_data_dir(Path.cwd())
+        if directory is None:
+            raise ConfigError(["no calibration data found: pass --data DIR"])
+        target = out or Path(str(resources.files("foureyes.risk") / "data"))
+        result = train(directory, target)
+    except ConfigError as exc:
+        fail(exc, as_json=as_json)
+    manifest = result.manifest
+    if as_json:
+        emit_json({"ok": True, "data": str(directory), "out": str(target), **manifest})
+        return
+    table = Table(title=f"risk screen, cross-validated (written to {target})")
+    for column in ("language", "threshold", "recall", "false escalation", "auc"):
+        table.add_column(column, justify="left" if column == "language" else "right")
+    for language, threshold in sorted(manifest["thresholds"].items()):
+        cv = manifest["cv"][language]
+        table.add_row(
+            language,
+            f"{threshold:.4f}",
+            f"{cv['recall']:.1%}",
+            f"{cv['false_escalation_rate']:.1%}",
+            f"{cv['auc']:.3f}",
+        )
+    console.print(table)
 
 
 def _print(report: LexiconReport, top: int | None) -> None:

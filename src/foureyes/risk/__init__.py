@@ -46,6 +46,7 @@ from foureyes.risk.resources import (
     unverified_numbers,
 )
 from foureyes.risk.result import RunPurpose, SuppressReason, TriageResult
+from foureyes.risk.screen_model import ScreenModel, default_screen_model, load_screen_model
 from foureyes.risk.trend import Trend, compute_trend
 from foureyes.risk.triage import Screening, Triage, TriageRequest
 
@@ -79,6 +80,7 @@ __all__ = [
     "RiskReport",
     "RiskStatus",
     "RunPurpose",
+    "ScreenModel",
     "Screening",
     "SuppressReason",
     "Thresholds",
@@ -95,9 +97,11 @@ __all__ = [
     "confirm",
     "decide_alert",
     "default_registry",
+    "default_screen_model",
     "find_phone_numbers",
     "load_cases",
     "load_registry",
+    "load_screen_model",
     "load_thresholds",
     "policy_for",
     "registry_from_file",

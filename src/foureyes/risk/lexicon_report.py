@@ -29,6 +29,7 @@ from foureyes.risk._lexicon import LexiconEntry
 from foureyes.risk.l0 import L0Gate
 
 __all__ = [
+    "DATA_FILES",
     "Band",
     "Dataset",
     "LabelStats",
@@ -43,6 +44,8 @@ __all__ = [
 _SOS1K_FILES = tuple(f"zh/sos1k_fold{n}.tsv" for n in (1, 2, 3, 4))
 _TWITTER_FILE = "en/twitter_suicidal_intention.csv"
 _SDCNL_FILE = "en/sdcnl_combined.csv"
+DATA_FILES = (*_SOS1K_FILES, _TWITTER_FILE, _SDCNL_FILE)
+"""Every file :func:`load_risk_data` reads, relative to the data directory."""
 _DATA_FROM_REPO = Path("..") / "shared" / "data" / "risk"
 
 
@@ -92,6 +95,8 @@ class LabelledText:
     """Its label in that set."""
     text: str
     """The text (for sdcnl: title and body)."""
+    source: str = ""
+    """The file it was read from, relative to the data directory (e.g. the SOS-1K fold)."""
 
 
 @dataclass(frozen=True)
@@ -282,4 +287,4 @@ def _read(
                 continue
             # sdcnl keeps the title apart from the body; a reader sees both.
             text = row[text_column] if text_column else f"{row['title']}\n\n{row['selftext']}"
-            yield LabelledText(dataset, label, text or "")
+            yield LabelledText(dataset, label, text or "", name)

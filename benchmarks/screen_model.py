@@ -1,0 +1,83 @@
+"""How fast is the learned risk screen's ``score``?
+
+Times ``foureyes.risk.screen_model.score`` (folding, hashing the n-grams, the weighted
+sum) and, for scale on the same machine, ``L0Gate.scan``, over messages of up to 500
+characters drawn from the calibration data (../shared/data/risk);
+each message's time is the median of several calls, median and p99 are across messages.
+
+    python benchmarks/screen_model.py [--data DIR] [--texts 1000] [--json]
+
+Results and how to read them: benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from foureyes.risk.l0 import L0Gate
+from foureyes.risk.lexicon_report import find_data_dir, load_risk_data
+from foureyes.risk.screen_model import default_screen_model
+
+MAX_CHARS = 500
+REPEATS = 11
+SEED = 4
+
+
+def _time(texts: list[str], call: Callable[[str], object]) -> list[float]:
+    times = []
+    for text in texts:
+        runs = []
+        for _ in range(REPEATS):
+            start = time.perf_counter_ns()
+            call(text)
+            runs.append(time.perf_counter_ns() - start)
+        times.append(statistics.median(runs) / 1000)
+    return times
+
+
+def _summary(times: list[float]) -> dict[str, float]:
+    ordered = sorted(times)
+    return {
+        "messages": len(ordered),
+        "median_us": round(statistics.median(ordered), 1),
+        "p99_us": round(ordered[max(0, int(0.99 * len(ordered)) - 1)], 1),
+        "max_us": round(ordered[-1], 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path)
+    parser.add_argument("--texts", type=int, default=1000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    directory = args.data or find_data_dir(Path.cwd())
+    if directory is None:
+        raise SystemExit("no calibration data found: pass --data DIR")
+    pool = [t.text[:MAX_CHARS] for t in load_risk_data(directory) if t.text.strip()]
+    texts = random.Random(SEED).sample(pool, min(args.texts, len(pool)))
+    default_screen_model()  # loading is not timed
+    score, scan = default_screen_model().score, L0Gate.default().scan
+    full = [t for t in texts if len(t) == MAX_CHARS]
+    results = {
+        "all": _summary(_time(texts, score)),
+        "500 chars": _summary(_time(full, score)),
+        "L0 scan, all": _summary(_time(texts, scan)),
+        "L0 scan, 500 chars": _summary(_time(full, scan)),
+        "mean_chars": round(statistics.mean(len(t) for t in texts), 1),
+    }
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    for name, row in results.items():
+        print(name, row)
+
+
+if __name__ == "__main__":
+    main()
