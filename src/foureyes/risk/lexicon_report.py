@@ -29,8 +29,8 @@ from foureyes.risk._lexicon import LexiconEntry
 from foureyes.risk.l0 import L0Gate
 
 __all__ = [
-    "DATA_FILES",
     "Band",
+    "DATA_FILES",
     "Dataset",
     "LabelStats",
     "LabelledText",
