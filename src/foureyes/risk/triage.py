@@ -82,9 +82,9 @@ __all__ = [
     "Triage",
     "TriageRequest",
     "conversation_score",
-    "outcome",
     "l1_limit_key",
     "l1_tenant_limit_key",
+    "outcome",
 ]
 
 _log = logging.getLogger(__name__)
