@@ -286,7 +286,15 @@ class RiskConfig(_Section):
     and rotated ids included); callers without a key share the ``local`` namespace and
     its allowance. Past it a triage is ``unknown`` with reason ``key_daily_cap``."""
     context_turns: int = Field(default=10, ge=0, le=100)
-    """Earlier turns L2 sees."""
+    """Earlier turns L2 sees; under ``l1_policy = "screened"`` also the user turns whose
+    L0 scores add up with the current message's."""
+    l1_policy: Literal["escalated", "always", "screened"] = "escalated"
+    """When L1 assesses a message. ``escalated``: when L0 escalates. ``always``: every
+    message (no speculative draft then; with the offline route as ``risk_l1`` this costs
+    microseconds). ``screened``: when L0 escalates, or L0's scores of the current message
+    and of the last ``context_turns`` user turns of the request's history add up to L0's
+    escalation threshold. Under every policy a message in a language the screen does not
+    cover goes to L1 and is ``unscreened`` unless a model assessed it."""
     trend_days: int = Field(default=7, ge=1, le=90)
     """Days of assessment history L2's trend covers."""
     deadline_s: float = Field(default=20.0, gt=0, le=600)

@@ -10,7 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from foureyes.core.locale import _PAIRS, _SIMPLIFIED, _TRADITIONAL, Locale, detect_locale
+from foureyes.core.locale import (
+    _PAIRS,
+    _SIMPLIFIED,
+    _TRADITIONAL,
+    Locale,
+    detect_locale,
+    is_covered,
+)
 
 WEIBO = Path("/work/shared/data/risk/zh/sos1k_fold1.tsv")
 
@@ -177,3 +184,47 @@ def test_detection_matches_a_character_by_character_count(text: str, default: Lo
 )
 def test_non_letters_inside_a_word_split_it(text: str, expected: Locale) -> None:
     assert detect_locale(text, default=Locale.ZH_HANT) is expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I want to die tonight",
+        "I'm writing a story and I want to die",
+        "Long day at work, but dinner with friends was nice.",
+        "我不想活了",
+        "我真的好累 so tired",
+        "help",
+        "",
+        "😢😢",
+    ],
+)
+def test_chinese_and_english_are_covered(text: str) -> None:
+    assert is_covered(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Ich will nicht mehr leben",
+        "Quiero morir",
+        "No quiero vivir más",
+        "Je veux mourir ce soir",
+        "Я хочу умереть",
+        "死にたい",
+    ],
+)
+def test_other_languages_are_not_covered(text: str) -> None:
+    assert not is_covered(text)
+
+
+@pytest.mark.skipif(not WEIBO.exists(), reason="shared data not present")
+def test_the_labelled_chinese_and_english_posts_are_covered() -> None:
+    """The screen's own data (../shared/data/risk) stays covered: no flood of unscreened."""
+    with WEIBO.open(encoding="utf-8") as f:
+        posts = [max(row, key=len) for row in csv.reader(f, delimiter="\t") if row]
+    english = WEIBO.parent.parent / "en" / "sdcnl_combined.csv"
+    with english.open(encoding="utf-8") as f:
+        posts += [max(row, key=len) for row in csv.reader(f) if row]
+    assert len(posts) > 2000
+    assert [p[:60] for p in posts if not is_covered(p)] == []

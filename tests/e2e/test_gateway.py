@@ -301,3 +301,49 @@ def test_foureyes_serve_without_config_answers_the_openai_sdk_offline(
             model="foureyes-support",
             messages=[{"role": "tool", "content": "42", "tool_call_id": "call_1"}],
         )
+
+
+UNSCREENED = ["Ich will nicht mehr leben", "Quiero morir"]
+
+
+@pytest.mark.parametrize("text", UNSCREENED)
+def test_a_message_the_screen_does_not_cover_reaches_the_l1_model_with_resources(
+    text: str, simulator: RunningSimulator, start_server: Start, tmp_path: Path
+) -> None:
+    simulator.load(SCENARIO)
+    server = start_server(sim_config(simulator, f"sqlite+aiosqlite:///{tmp_path / 'g.db'}"))
+
+    reply = ask(client_of(server), text)
+
+    block = reply.model_extra["foureyes"]
+    # L0 finds nothing in German or Spanish; the L1 model (here: high) assessed it instead.
+    assert block["risk"] == {"status": "ok", "level": "high", "confirmed": False, "tier": "L2"}
+    assert block["policy"] == "restricted"
+    assert reply.choices[0].message.content == resources(DRAFT)
+    asked = [r["model"] for r in simulator.requests()]
+    # Not drafted speculatively: the draft was asked for after both assessments.
+    assert asked.index("counselor-sim") > max(asked.index("l1-sim"), asked.index("l2-sim"))
+    events = trace_of(server, block["trace_id"])["events"]
+    [triage] = [e["data"] for e in events if e.get("stage") == "triage"]
+    assert (triage["covered"], triage["path"]) == (False, "unscreened")
+
+
+@pytest.mark.parametrize("text", UNSCREENED)
+def test_a_message_the_screen_does_not_cover_is_unscreened_offline(
+    text: str, served: RunningServer
+) -> None:
+    reply = ask(client_of(served), text)
+
+    block = reply.model_extra["foureyes"]
+    assert block["risk"] == {
+        "status": "unscreened",
+        "level": None,
+        "confirmed": False,
+        "tier": "L1",
+    }
+    assert block["policy"] == "restricted"
+    content = reply.choices[0].message.content
+    assert content.endswith(PART_SEPARATOR + render_resources(Locale.EN, None))
+    events = trace_of(served, block["trace_id"])["events"]
+    [triage] = [e["data"] for e in events if e.get("stage") == "triage"]
+    assert triage["status"] == "unscreened" and triage["level"] is None

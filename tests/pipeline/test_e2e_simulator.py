@@ -45,11 +45,12 @@ async def sim_pipeline(simulator: RunningSimulator, store: Store) -> AsyncIterat
     """Pipelines whose every role is a simulator model; their routes are closed after."""
     built: list[tuple[SupportPipeline, Routes]] = []
 
-    def make(*, speculative_draft: bool = True) -> SupportPipeline:
+    def make(*, speculative_draft: bool = True, **risk: Any) -> SupportPipeline:
         config = Config(
             routes={role: simulator.route(model, timeout_s=5) for role, model in MODELS.items()},
             roles=RolesConfig(**{role: role for role in MODELS}),
             gate={"speculative_draft": speculative_draft},  # type: ignore[arg-type]
+            risk=risk,  # type: ignore[arg-type]
         )
         routes = Routes.build(config, {})
         pipeline = SupportPipeline(config, routes, store, l0=_L0)
@@ -131,3 +132,23 @@ async def test_a_message_l0_lets_through_is_drafted_at_once(
     assert record is not None
     [gate] = [e.data for e in record.events if e.kind is EventKind.DECISION]
     assert gate["context"]["speculative_draft"] == {"state": "used"}
+
+
+@pytest.mark.parametrize(
+    ("text", "risk"),
+    [
+        (CALM, {"l1_policy": "always"}),
+        ("Quiero morir", {}),
+    ],
+    ids=["always", "unscreened"],
+)
+async def test_a_message_sent_to_l1_by_policy_or_language_is_not_drafted_speculatively(
+    text: str, risk: dict[str, Any], simulator: RunningSimulator, sim_pipeline: MakePipeline
+) -> None:
+    simulator.load(scenario({"content": assessment("low")}, {"content": assessment("low")}))
+
+    outcome = await sim_pipeline(**risk).handle(SupportMessage(text=text, conversation_id="c1"))
+
+    assert not outcome.triage.l0.escalate and outcome.triage.tier.value == "L1"
+    assert not outcome.speculative
+    assert arrivals(simulator) == ["l1-sim", "counselor-sim", "supervisor-sim"]

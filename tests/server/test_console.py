@@ -290,7 +290,7 @@ def test_the_script_never_builds_markup_from_strings() -> None:
 FAMILIES: dict[str, list[str]] = {
     "reason": [r.value for r in ReasonCode],
     "outcome": [o.value for o in Outcome],
-    "level": [level.value for level in RiskLevel] + ["unknown"],
+    "level": [level.value for level in RiskLevel] + ["unknown", "unscreened"],
     "status": [s.value for s in RiskStatus],
     "tier": [t.value for t in Tier],
     "category": [c.value for c in L0Category],

@@ -125,3 +125,28 @@ async def test_observations_written_before_0011_belong_to_the_local_tenant(
     finally:
         await store.close()
     assert (row.id, row.tenant) == ("o1", "local")
+
+
+async def test_an_unscreened_triage_can_be_recorded_after_0012(
+    sqlite_path: Path, sqlite_url: str, open_store: OpenStore
+) -> None:
+    insert = text(
+        "INSERT INTO risk_assessments (id, conversation_id, purpose, day, at, status, tier, "
+        "text_fingerprint, "
+        "confirmed, policy, reasons, detail) VALUES (:id, 'c', 'test', '2026-12-01', "
+        "'2026-12-01 00:00:00', :status, 'L0', 'f', 0, 'restricted', '[]', '{}')"
+    )
+    engine = create_engine(f"sqlite:///{sqlite_path}")
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "0011")
+    with pytest.raises(Exception, match="CHECK"), engine.begin() as conn:
+        conn.execute(insert, {"id": "a0", "status": "unscreened"})
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "0012")
+        conn.execute(insert, {"id": "a1", "status": "unscreened"})
+    with pytest.raises(Exception, match="CHECK"), engine.begin() as conn:
+        conn.execute(insert, {"id": "a2", "status": "maybe"})
+    engine.dispose()
+    with sqlite3.connect(sqlite_path) as db:
+        [[ddl]] = db.execute("SELECT sql FROM sqlite_master WHERE name = 'risk_assessments'")
+    assert "ck_risk_assessments_ck_risk_assessments_purpose" in ddl and "'unscreened'" in ddl

@@ -210,3 +210,18 @@ async def test_a_naive_date_bound_is_refused(open_store: OpenStore, sqlite_url: 
     store = await open_store(sqlite_url)
     with pytest.raises(UsageError):
         await store.traces.list_runs(RunFilter(since=dt.datetime(2026, 1, 1)))  # noqa: DTZ001
+
+
+async def test_the_level_filter_tells_unscreened_from_unknown(
+    open_store: OpenStore, store_url: str
+) -> None:
+    clock = ManualClock()
+    store = await open_store(store_url, clock=clock)
+    unknown = await _run(store, clock, level=None, status="unknown")
+    unscreened = await _run(store, clock, level=None, status="unscreened")
+
+    async def ids(level: str) -> list[str]:
+        return [r.trace_id for r in await store.traces.list_runs(RunFilter(risk_level=level))]
+
+    assert await ids("unknown") == [unknown]
+    assert await ids("unscreened") == [unscreened]

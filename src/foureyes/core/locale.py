@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
-__all__ = ["Locale", "detect_locale"]
+__all__ = ["Locale", "detect_locale", "is_covered"]
 
 
 class Locale(StrEnum):
@@ -101,3 +101,67 @@ def detect_locale(text: str, default: Locale = Locale.EN) -> Locale:
     if simplified > traditional or default != Locale.ZH_HANT:
         return Locale.ZH_HANS
     return Locale.ZH_HANT
+
+
+# Frequent function words (and the commonest verb forms of wanting and being) of the
+# Latin-script languages nearest to English that foureyes does not screen. A word that is
+# also an English word ("will", "die", "me", "no", "a"...) is left out of them, so it never
+# votes against English.
+_ENGLISH_WORDS = frozenset(
+    "i me my you your he she it we they them is am are was were be been have has had do "
+    "does did not no and or but if the a an of to in on at for with from this that these "
+    "what who why how when can can't cannot will would should could just so very want "
+    "feel im i'm don't dont it's its there here all any some about like".split()
+)
+_OTHER_WORDS = (
+    frozenset(
+        # German
+        "ich du er sie wir ihr nicht nichts kein keine mehr und oder aber ist bin bist sind "
+        "war habe hast hat haben mein meine mich mir dich dir der das den dem des ein eine "
+        "einen zu mit von auf für ohne auch noch schon nur wie was wer warum wenn weil ja "
+        "leben sterben möchte heute immer alles".split()
+        # Spanish
+        + "yo tú tu él ella nosotros ellos ella no quiero quiere quieres estoy estás está soy "
+        "eres es son y o pero el la los las un una unos de del que qué en con sin por para "
+        "mi mis me te se muy más ya nada todo vivir morir hoy siempre".split()
+        # French
+        + "je tu il elle nous vous ils elles ne pas plus et ou mais le la les un une des du "
+        "de que qui en avec sans pour sur mon ma mes moi toi suis es est sommes sont veux "
+        "veut vivre mourir aujourd'hui toujours rien tout".split()
+    )
+    - _ENGLISH_WORDS
+)
+_LATIN_WORD = re.compile(r"[a-zà-ɏ]+(?:['’][a-zà-ɏ]+)?", re.IGNORECASE)
+_LATIN_LETTER = re.compile(r"[A-Za-zÀ-ɏ]")
+
+
+def is_covered(text: str) -> bool:
+    """Whether ``text`` is in a language the crisis screen reads: Chinese or English.
+
+    Covered: text whose Han ideographs outweigh its other words (as in
+    :func:`detect_locale`), and text mostly in Latin letters whose English function words
+    are at least as many as those of German, Spanish or French. Not covered: text mostly in
+    another script (Cyrillic, Arabic, kana, Hangul...) and Latin-script text where the
+    function words of those three languages outnumber the English ones ("Ich will nicht
+    mehr leben", "Quiero morir"). Text with no letters, or Latin letters and no function
+    word of any list, is covered: nothing in it says it is another language, and the
+    screen reads it as English.
+
+    A pure function of the text, cheap enough for every message (the triage uses it to
+    mark an uncovered message ``unscreened``: :mod:`foureyes.risk.triage`).
+    """
+    han = len(_HAN.findall(text))
+    words = _words(text)
+    if han and han >= words * _CHARS_PER_WORD:
+        return True
+    latin_letters = len(_LATIN_LETTER.findall(text))
+    if sum(ch.isalpha() for ch in text) - han > latin_letters:
+        # Mostly letters of another script.
+        return False
+    latin = _LATIN_WORD.findall(text)
+    english = other = 0
+    for word in latin:
+        folded = word.lower().replace("’", "'")
+        english += folded in _ENGLISH_WORDS
+        other += folded in _OTHER_WORDS
+    return english >= other

@@ -232,7 +232,8 @@ class SupportPipeline:
                 trace_id=trace_id,
             )
         )
-        # A message L0 escalated goes to no Counselor before triage has set its policy:
+        # A message on its way to L1 (L0 escalated it, its language is not screened, or
+        # risk.l1_policy sends it) goes to no Counselor before triage has set its policy:
         # it may be a crisis whose generation triage prohibits (invariant 2).
         speculate = speculate_allowed and not screening.escalates
         pending: PendingReply | None = None

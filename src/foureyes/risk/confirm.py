@@ -10,6 +10,7 @@ The generation policy a triage sets for the Counselor:
 triage outcome                              policy
 ==========================================  =========================================
 ``unknown`` (any failure, limit or drop)    ``restricted``
+``unscreened`` (language not covered)       ``restricted``
 ``low`` or ``medium``                       ``normal``
 ``high``                                    ``restricted``
 ``critical``, not confirmed                 ``restricted``
@@ -108,7 +109,8 @@ def policy_for(level: RiskLevel | None, *, confirmed: bool) -> GenerationPolicy:
     """The generation policy of a triage outcome (see the module's table).
 
     Args:
-        level: the triage's level, or ``None`` when its status is ``unknown``.
+        level: the triage's level, or ``None`` when its status is ``unknown`` or
+            ``unscreened``.
         confirmed: whether double confirmation held.
 
     Raises:

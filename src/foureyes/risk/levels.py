@@ -65,3 +65,7 @@ class RiskStatus(StrEnum):
     """A level was assessed."""
     UNKNOWN = "unknown"
     """No usable assessment (failure, limit, drop); never read as low or as high."""
+    UNSCREENED = "unscreened"
+    """The message is in a language the screen does not cover
+    (:func:`~foureyes.core.locale.is_covered`) and no model assessed it: L0 cannot clear
+    it and the offline assessor reads no other language, so it is never read as low."""

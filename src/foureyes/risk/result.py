@@ -109,9 +109,10 @@ def l0_summary(l0: L0Result, *, with_terms: bool) -> dict[str, Any]:
 class TriageResult:
     """The outcome of one triage: what the pipeline acts on and the store records.
 
-    ``level`` is ``None`` exactly when ``status`` is ``unknown``; ``confirmed`` is only ever
-    true with two independent critical assessments (see :mod:`foureyes.risk.confirm`), and
-    never for a triage that could not be recorded (:meth:`unrecorded`).
+    ``level`` is ``None`` exactly when ``status`` is ``unknown`` or ``unscreened``;
+    ``confirmed`` is only ever true with two independent critical assessments (see
+    :mod:`foureyes.risk.confirm`), and never for a triage that could not be recorded
+    (:meth:`unrecorded`).
     """
 
     conversation_id: str
@@ -119,7 +120,8 @@ class TriageResult:
     purpose: RunPurpose
     """Live, test or calibration."""
     status: RiskStatus
-    """``ok``, or ``unknown`` when no usable assessment exists."""
+    """``ok``; ``unknown`` when no usable assessment exists; ``unscreened`` when the
+    message's language is not covered and no model assessed it."""
     level: RiskLevel | None
     """The level (the higher of L1 and L2), ``None`` when unknown."""
     confirmed: bool
@@ -155,6 +157,12 @@ class TriageResult:
     """The stored assessment, once recorded."""
     tenant: str = LOCAL_TENANT
     """The namespace of ``conversation_id`` (:mod:`foureyes.core.tenancy`)."""
+    covered: bool = True
+    """Whether the screen covers the message's language; ``False`` makes the status
+    ``unscreened`` unless a model assessed the message."""
+    path: str | None = None
+    """Why the message went to L1 (:class:`~foureyes.risk.triage.ScreenPath`'s value);
+    ``None``: it stopped at L0."""
 
     @property
     def conversation_key(self) -> str:
@@ -209,6 +217,8 @@ class TriageResult:
         return self.risk_block() | {
             "conversation_id": self.conversation_id,
             "purpose": self.purpose.value,
+            "covered": self.covered,
+            "path": self.path,
             "policy": self.policy.value,
             "reasons": [r.value for r in self.reasons],
             "locale": self.locale.value,

@@ -2,8 +2,9 @@
 
 ::
 
-    L0 keyword gate ──no──▶ ok, low, tier L0 (no model call)
-        │ escalates
+    screen: L0 keyword gate, language coverage, ``risk.l1_policy``
+        │         ──no path to L1──▶ ok, low, tier L0 (no model call)
+        │ a path to L1 (ScreenPath: l0, always, conversation, unscreened)
     text too long? ─yes─▶ unknown (text_too_long)
     analysis running for this conversation? ─yes─▶ unknown (concurrency_drop), not queued
     L1 ──fails──▶ unknown (l1_timeout / l1_failed / l1_malformed / daily_cap / key_daily_cap /
@@ -12,6 +13,12 @@
     L2 (blind to L1) ──fails──▶ keep L1, not confirmed (l2_*)
         │
     double confirmation ──▶ level, confirmed, generation policy
+
+A message in a language the screen does not cover (:func:`~foureyes.core.locale.is_covered`)
+always goes to L1; it is ``unscreened`` (restricted, resources shown) unless a model, not
+the offline assessor, assessed it. Under ``l1_policy = "screened"`` the conversation's
+recent light signals add up (:func:`conversation_score`); a learned scorer's signal
+plugs in beside them as another :class:`ScreenPath`.
 
 Every failure degrades to ``unknown`` or to "not confirmed", never towards alerting
 (DESIGN.md 4, invariants 4 and 5). Every triage, dropped and failed ones included, is
@@ -35,6 +42,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Literal
 
 from foureyes.config import Config
@@ -50,7 +58,7 @@ from foureyes.core.errors import (
     StoreError,
     UsageError,
 )
-from foureyes.core.locale import Locale, detect_locale
+from foureyes.core.locale import Locale, detect_locale, is_covered
 from foureyes.core.roles import Role
 from foureyes.core.tenancy import LOCAL_TENANT, scoped_conversation
 from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
@@ -60,7 +68,7 @@ from foureyes.llm.structured import ParseFailure, complete_structured
 from foureyes.risk import offline as _offline  # noqa: F401  (registers the offline assessors)
 from foureyes.risk.assess import Assessment, RiskReport, Tier, Turn, l1_request, l2_request
 from foureyes.risk.confirm import Confirmation, combined_level, confirm, policy_for
-from foureyes.risk.l0 import L0Gate, L0Result
+from foureyes.risk.l0 import ESCALATION_THRESHOLD, L0Gate, L0Result
 from foureyes.risk.levels import RiskLevel, RiskStatus
 from foureyes.risk.result import RunPurpose, SuppressReason, TriageResult, l0_summary
 from foureyes.risk.trend import Trend, compute_trend
@@ -69,11 +77,14 @@ from foureyes.store.assessments import NewAssessment, SqlAssessmentLog
 
 __all__ = [
     "FAILURE_REASONS",
+    "ScreenPath",
     "Screening",
     "Triage",
     "TriageRequest",
+    "conversation_score",
     "l1_limit_key",
     "l1_tenant_limit_key",
+    "outcome",
 ]
 
 _log = logging.getLogger(__name__)
@@ -143,6 +154,35 @@ class TriageRequest:
         return scoped_conversation(self.tenant, self.conversation_id)
 
 
+class ScreenPath(StrEnum):
+    """Why a screened message goes to L1 (the first that holds, in this order)."""
+
+    L0 = "l0"
+    """L0 escalated the message itself."""
+    UNSCREENED = "unscreened"
+    """The message is in a language the screen does not cover; L0 cannot clear it."""
+    ALWAYS = "always"
+    """``risk.l1_policy = "always"``."""
+    CONVERSATION = "conversation"
+    """``risk.l1_policy = "screened"``: the message's and the conversation's recent L0
+    scores add up to the escalation threshold (:func:`conversation_score`). A learned
+    scorer's lower threshold is to join here as a path of its own."""
+
+
+def conversation_score(
+    gate: L0Gate, current: L0Result, history: Sequence[Turn], turns: int
+) -> float:
+    """L0's score of the message plus those of the last ``turns`` user turns of ``history``.
+
+    The seed's trend applied within one conversation: light terms spread over several
+    messages, none escalating alone, add up. Pure: L0 scans each of those turns again
+    (microseconds each); nothing is stored. ``turns`` 0 counts the message alone.
+    """
+    user = [turn.text for turn in history if turn.speaker == "user"]
+    recent = user[-turns:] if turns else []
+    return current.score + sum(gate.scan(text).score for text in recent)
+
+
 @dataclass(frozen=True, slots=True)
 class Screening:
     """A message the keyword gate has screened, its triage not finished yet.
@@ -160,11 +200,20 @@ class Screening:
     """The message's language."""
     started: float
     """When the triage started (``time.monotonic()``), for its latency."""
+    covered: bool = True
+    """Whether the screen covers the message's language
+    (:func:`~foureyes.core.locale.is_covered`)."""
+    path: ScreenPath | None = None
+    """Why L1 will assess the message; ``None``: it stops at L0."""
 
     @property
     def escalates(self) -> bool:
-        """Whether L0 escalated: L1 (and perhaps L2) will assess the message."""
-        return self.l0.escalate
+        """Whether L1 (and perhaps L2) will assess the message.
+
+        The one predicate for "this message may need more than L0", which also forbids a
+        speculative draft.
+        """
+        return self.path is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,9 +287,30 @@ class Triage:
     def screen(self, request: TriageRequest) -> Screening:
         """Run the keyword gate (L0) on ``request``: microseconds, no I/O, nothing recorded."""
         started = time.monotonic()
+        l0 = self._gate.scan(request.text)
+        covered = is_covered(request.text)
         return Screening(
-            request, self._gate.scan(request.text), detect_locale(request.text), started
+            request,
+            l0,
+            detect_locale(request.text),
+            started,
+            covered=covered,
+            path=self._path(request, l0, covered=covered),
         )
+
+    def _path(self, request: TriageRequest, l0: L0Result, *, covered: bool) -> ScreenPath | None:
+        risk = self.config.risk
+        if l0.escalate:
+            return ScreenPath.L0
+        if not covered:
+            return ScreenPath.UNSCREENED
+        if risk.l1_policy == "always":
+            return ScreenPath.ALWAYS
+        if risk.l1_policy == "screened":
+            score = conversation_score(self._gate, l0, request.history, risk.context_turns)
+            if score >= ESCALATION_THRESHOLD:
+                return ScreenPath.CONVERSATION
+        return None
 
     async def finish(self, screening: Screening) -> TriageResult:
         """Finish the triage L0 screened: L1 and L2 if it escalated; record the outcome.
@@ -250,8 +320,7 @@ class Triage:
         Raises:
             UsageError: a programming error (e.g. a naive clock).
         """
-        request, l0, locale = screening.request, screening.l0, screening.locale
-        started = screening.started
+        request, l0 = screening.request, screening.l0
         run = _Run()
         trace_id = request.trace_id
         own_run = trace_id is None and self._trace is not None
@@ -265,11 +334,16 @@ class Triage:
                     meta={"purpose": request.purpose.value, "tenant": request.tenant},
                 )
             await self._event(trace_id, "l0", l0_summary(l0, with_terms=False))
-            if l0.escalate:
+            if screening.escalates:
                 await self._escalate(request, run, trace_id)
-            result = self._result(request, l0, locale, run, trace_id, started)
+            result = self._result(screening, run, trace_id)
             row = _row(result, at=self._clock())
-            if self._hold_quiet and not own_run and trace_id is not None and not l0.escalate:
+            if (
+                self._hold_quiet
+                and not own_run
+                and trace_id is not None
+                and not screening.escalates
+            ):
                 assessment_id = self._log.hold(row, text=request.text)
             else:
                 assessment_id = await self._log.record(row, text=request.text)
@@ -283,7 +357,7 @@ class Triage:
             # Invariants 4 and 5: an outcome that could not be recorded confirms nothing
             # (no alert), yet restricts the reply at least as much as it computed.
             _log.warning("triage of trace %s could not be recorded: %s", trace_id, exc)
-            return self._result(request, l0, locale, run, trace_id, started).unrecorded()
+            return self._result(screening, run, trace_id).unrecorded()
 
     async def _escalate(self, request: TriageRequest, run: _Run, trace_id: str | None) -> None:
         risk = self.config.risk
@@ -419,25 +493,13 @@ class Triage:
             data["finish_reason"] = stage.calls[-1].finish_reason
         await self._event(trace_id, tier.value.lower(), data)
 
-    def _result(
-        self,
-        request: TriageRequest,
-        l0: L0Result,
-        locale: Locale,
-        run: _Run,
-        trace_id: str | None,
-        started: float,
-    ) -> TriageResult:
+    def _result(self, screening: Screening, run: _Run, trace_id: str | None) -> TriageResult:
+        request, l0 = screening.request, screening.l0
         confirmation: Confirmation | None = None
-        level: RiskLevel | None
-        if l0.escalate and run.l1 is None:
-            status, level = RiskStatus.UNKNOWN, None
-        elif run.l1 is None:
-            status, level = RiskStatus.OK, RiskLevel.LOW
-        else:
-            status, level = RiskStatus.OK, combined_level(run.l1, run.l2)
+        if run.l1 is not None:
             confirmation = confirm(run.l1, run.l2, threshold=self.config.risk.confirm_confidence)
-        confirmed = confirmation is not None and confirmation.confirmed
+        status, level = outcome(screening.escalates, screening.covered, run.l1, run.l2)
+        confirmed = status is RiskStatus.OK and confirmation is not None and confirmation.confirmed
         return TriageResult(
             conversation_id=request.conversation_id,
             purpose=request.purpose,
@@ -447,7 +509,7 @@ class Triage:
             tier=run.tier,
             policy=policy_for(level, confirmed=confirmed),
             reasons=tuple(run.reasons),
-            locale=locale,
+            locale=screening.locale,
             l0=l0,
             l1=run.l1,
             l2=run.l2,
@@ -455,9 +517,11 @@ class Triage:
             trend=run.trend,
             calls=len(run.calls),
             cost_usd=self._cost(run.calls),
-            latency_ms=round((time.monotonic() - started) * 1000, 3),
+            latency_ms=round((time.monotonic() - screening.started) * 1000, 3),
             trace_id=trace_id,
             tenant=request.tenant,
+            covered=screening.covered,
+            path=None if screening.path is None else screening.path.value,
         )
 
     def _cost(self, calls: Sequence[ChatResult]) -> float:
@@ -473,6 +537,25 @@ class Triage:
                 price_out=route.price_out or 0.0,
             )
         return total
+
+
+def outcome(
+    to_l1: bool, covered: bool, l1: Assessment | None, l2: Assessment | None
+) -> tuple[RiskStatus, RiskLevel | None]:
+    """A triage's status and level: pure, from what ran.
+
+    A message sent to L1 without an L1 assessment is ``unknown``; an uncovered message that
+    no model assessed (none ran, or only the offline assessor, which reads no other
+    language) is ``unscreened``; a covered one that L0 cleared is ``ok``, ``low``.
+    """
+    if to_l1 and l1 is None:
+        return RiskStatus.UNKNOWN, None
+    modelled = [a for a in (l1, l2) if a is not None and not a.offline]
+    if not covered and not modelled:
+        return RiskStatus.UNSCREENED, None
+    if l1 is None:
+        return RiskStatus.OK, RiskLevel.LOW
+    return RiskStatus.OK, combined_level(l1, l2)
 
 
 def _row(result: TriageResult, *, at: dt.datetime) -> NewAssessment:

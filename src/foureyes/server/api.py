@@ -54,7 +54,7 @@ def _moment(value: object) -> object:
 
 
 _Moment = Annotated[dt.datetime | None, BeforeValidator(_moment)]
-_Level = Literal["low", "medium", "high", "critical", "unknown"]
+_Level = Literal["low", "medium", "high", "critical", "unknown", "unscreened"]
 _Filter = Annotated[Text | None, Query(min_length=1, max_length=256)]
 
 

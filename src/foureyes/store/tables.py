@@ -214,7 +214,7 @@ risk_assessments = Table(
     Column("reasons", _JSON, nullable=False),
     Column("detail", _JSON, nullable=False),
     CheckConstraint("purpose IN ('live', 'test', 'calibration')", name="purpose"),
-    CheckConstraint("status IN ('ok', 'unknown')", name="status"),
+    CheckConstraint("status IN ('ok', 'unknown', 'unscreened')", name="status"),
     Index(None, "conversation_id", "purpose", "day"),
 )
 """Every triage, dropped and failed ones included: outcome, reasons and per-tier facts."""

@@ -20,7 +20,8 @@ __all__ = ["MAX_LIST", "RunFilter", "RunSummary", "list_query"]
 
 MAX_LIST = 1000
 """The most runs :meth:`~foureyes.store.traces.SqlTraceWriter.list_runs` returns at once."""
-_UNKNOWN_LEVEL = "unknown"
+_NO_LEVEL = frozenset({"unknown", "unscreened"})
+"""Filter values naming a triage status that has no level."""
 
 
 def _id_floor(at: dt.datetime) -> str:
@@ -39,7 +40,8 @@ class RunFilter:
     outcome: str | None = None
     """Runs finished with this outcome (``released``, ``fallback``, ...)."""
     risk_level: str | None = None
-    """Runs whose triage found this level; ``unknown`` for triages without a level."""
+    """Runs whose triage found this level; ``unknown`` or ``unscreened``: triages of that
+    status (which have no level)."""
     conversation_id: str | None = None
     """Runs of this conversation."""
     since: dt.datetime | None = None
@@ -127,8 +129,8 @@ def list_query(where: RunFilter) -> Select[Any]:
     ):
         if value is not None:
             query = query.where(column == value)
-    if where.risk_level == _UNKNOWN_LEVEL:
-        query = query.where(risk.status == _UNKNOWN_LEVEL)
+    if where.risk_level in _NO_LEVEL:
+        query = query.where(risk.status == where.risk_level)
     elif where.risk_level is not None:
         query = query.where(risk.level == where.risk_level)
     if where.since is not None:

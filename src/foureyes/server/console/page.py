@@ -26,7 +26,7 @@ from foureyes.server.console.catalogue import Catalogue
 
 __all__ = ["LEVEL_FILTERS", "PageAssets", "json_for_script", "render_page"]
 
-LEVEL_FILTERS = ("low", "medium", "high", "critical", "unknown")
+LEVEL_FILTERS = ("low", "medium", "high", "critical", "unknown", "unscreened")
 """Values of the trace list's risk filter: the four levels, and ``unknown`` (no level)."""
 
 _ENDONYMS = {Locale.EN: "English", Locale.ZH_HANS: "简体中文", Locale.ZH_HANT: "繁體中文"}

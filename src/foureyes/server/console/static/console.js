@@ -83,7 +83,8 @@
   }
 
   function levelChip(status, level) {
-    const value = status === "unknown" || !level ? "unknown" : level;
+    // No level is shown as its status: unknown (failed) or unscreened (language not covered).
+    const value = status === "unscreened" ? "unscreened" : status === "unknown" || !level ? "unknown" : level;
     return h("span", { class: `level level-${value}`, dataset: { level: value } },
       label("level", value));
   }
