@@ -46,17 +46,32 @@ _COLUMNS: tuple[tuple[str, Dataset, range], ...] = (
 )
 
 
+_DataOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--data",
+        help="Calibration data directory (default: ../shared/data/risk next to the "
+        "working directory or the checkout).",
+        file_okay=False,
+    ),
+]
+
+
+def _data_dir(data: Path | None) -> Path:
+    """``--data`` or the calibration data found from here.
+
+    Raises:
+        ConfigError: none was given and none is found.
+    """
+    directory = data or find_data_dir(Path.cwd())
+    if directory is None:
+        raise ConfigError(["no calibration data found: pass --data DIR"])
+    return directory
+
+
 @app.command("lexicon-report")
 def lexicon_report(
-    data: Annotated[
-        Path | None,
-        typer.Option(
-            "--data",
-            help="Calibration data directory (default: ../shared/data/risk next to the "
-            "working directory or the checkout).",
-            file_okay=False,
-        ),
-    ] = None,
+    data: _DataOption = None,
     lexicon: Annotated[
         Path | None,
         typer.Option(
@@ -77,9 +92,7 @@ def lexicon_report(
     matched in. Fails (exit 1) when the data or a lexicon list is missing or malformed.
     """
     try:
-        directory = data or find_data_dir(Path.cwd())
-        if directory is None:
-            raise ConfigError(["no calibration data found: pass --data DIR"])
+        directory = _data_dir(data)
         gate = L0Gate.from_directory(lexicon) if lexicon else L0Gate.default()
         report = build_report(gate, load_risk_data(directory))
     except ConfigError as exc:
@@ -92,15 +105,7 @@ def lexicon_report(
 
 @app.command("train-screen")
 def train_screen(
-    data: Annotated[
-        Path | None,
-        typer.Option(
-            "--data",
-            help="Calibration data directory (default: ../shared/data/risk next to the "
-            "working directory or the checkout).",
-            file_okay=False,
-        ),
-    ] = None,
+    data: _DataOption = None,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -122,9 +127,7 @@ def train_screen(
     from foureyes.risk.screen_train import train_screen as train
 
     try:
-        directory = data or find_data_dir(Path.cwd())
-        if directory is None:
-            raise ConfigError(["no calibration data found: pass --data DIR"])
+        directory = _data_dir(data)
         target = out or Path(str(resources.files("foureyes.risk") / "data"))
         result = train(directory, target)
     except ConfigError as exc:
