@@ -8,8 +8,9 @@ from typing import Any, Protocol
 
 import pytest
 
-from foureyes.config import PrivacyConfig, StoreConfig
+from foureyes.config import Config, PrivacyConfig, StoreConfig
 from foureyes.llm.calls import ModelCaller
+from foureyes.llm.routes import Routes
 from foureyes.risk.l0 import L0Gate
 from foureyes.risk.triage import Triage
 from foureyes.store import Store
@@ -72,3 +73,13 @@ def make_triage(
         return Triage(config, caller, target.assessments, gate, clock=clock)
 
     return _make
+
+
+@pytest.fixture
+async def offline_triage(store: Store, gate: L0Gate) -> AsyncIterator[Triage]:
+    """A triage on the built-in offline routes (no model), over the test's store."""
+    config = Config()
+    routes = Routes.build(config, {})
+    caller = ModelCaller(routes, ledger=store.ledger, trace=store.traces)
+    yield Triage(config, caller, store.assessments, gate)
+    await routes.aclose()

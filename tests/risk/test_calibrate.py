@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from foureyes.config import Config
 from foureyes.core.errors import ConfigError
 from foureyes.core.roles import Role
-from foureyes.llm.calls import ModelCaller
-from foureyes.llm.routes import Routes
 from foureyes.risk.calibrate import (
     Case,
     CaseFormat,
@@ -24,10 +20,8 @@ from foureyes.risk.calibrate import (
     sos1k_level,
     summarise,
 )
-from foureyes.risk.l0 import L0Gate
 from foureyes.risk.levels import RiskLevel
 from foureyes.risk.triage import Triage
-from foureyes.store import Store
 from tests.helpers.answers import answer
 from tests.helpers.simulator import SHARED_DATA
 from tests.risk._support import ScriptedProvider
@@ -36,15 +30,6 @@ from tests.risk.conftest import MakeTriage
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "risk"
 CASES = FIXTURES / "cases.jsonl"
 LOW, MEDIUM, HIGH, CRITICAL = RiskLevel
-
-
-@pytest.fixture
-async def offline_triage(store: Store, gate: L0Gate) -> AsyncIterator[Triage]:
-    config = Config()
-    routes = Routes.build(config, {})
-    caller = ModelCaller(routes, ledger=store.ledger, trace=store.traces)
-    yield Triage(config, caller, store.assessments, gate)
-    await routes.aclose()
 
 
 def test_jsonl_cases_are_read_strictly(tmp_path: Path) -> None:

@@ -7,33 +7,17 @@ cap lowers the level to medium, and first-person crisis statements keep their le
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from foureyes.config import Config
 from foureyes.core.policy import GenerationPolicy
-from foureyes.llm.calls import ModelCaller
-from foureyes.llm.routes import Routes
 from foureyes.risk.assess import Tier, parse_assessment
 from foureyes.risk.confirm import confirm
 from foureyes.risk.l0 import L0Gate
 from foureyes.risk.levels import RiskLevel, RiskStatus
 from foureyes.risk.offline import JOKE_CUES, offline_report
 from foureyes.risk.triage import Triage, TriageRequest
-from foureyes.store import Store
-
-
-@pytest.fixture
-async def offline_triage(store: Store, gate: L0Gate) -> AsyncIterator[Triage]:
-    config = Config()
-    routes = Routes.build(config, {})
-    caller = ModelCaller(routes, ledger=store.ledger, trace=store.traces)
-    yield Triage(config, caller, store.assessments, gate)
-    await routes.aclose()
-
 
 FLAGGED = [
     # third party

@@ -3,27 +3,22 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from foureyes.config import Config, load_config
+from foureyes.config import load_config
 from foureyes.core.errors import ConfigError, RouteBadResponse
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.roles import Role
-from foureyes.llm.calls import ModelCaller
 from foureyes.llm.offline import OfflineProvider, offline_roles
 from foureyes.llm.provider import ChatMessage, ChatRequest
-from foureyes.llm.routes import Routes
 from foureyes.risk.assess import Tier, parse_assessment
 from foureyes.risk.confirm import confirm
-from foureyes.risk.l0 import L0Gate
 from foureyes.risk.levels import RiskLevel, RiskStatus
 from foureyes.risk.offline import OFFLINE_CONFIDENCE, offline_report
 from foureyes.risk.triage import Triage, TriageRequest
-from foureyes.store import Store
 
 PLAN_EN = "I wrote my suicide note and bought a rope"
 IDEATION_ZH = "我不想活了"
@@ -78,15 +73,6 @@ def test_offline_can_never_confirm(text: str, threshold: float) -> None:
     l1 = parse_assessment(offline_report(text, source="a"), Tier.L1)
     l2 = parse_assessment(offline_report(text, source="b"), Tier.L2)
     assert not confirm(l1, l2, threshold=threshold).confirmed
-
-
-@pytest.fixture
-async def offline_triage(store: Store, gate: L0Gate) -> AsyncIterator[Triage]:
-    config = Config()
-    routes = Routes.build(config, {})
-    caller = ModelCaller(routes, ledger=store.ledger, trace=store.traces)
-    yield Triage(config, caller, store.assessments, gate)
-    await routes.aclose()
 
 
 @pytest.mark.parametrize("text", [PLAN_EN, "我已经写好遗书了，明天就去跳楼"])
