@@ -75,6 +75,20 @@ def test_each_new_region_renders_its_own_lines(
     assert all(e.source.startswith("http") for e in REGISTRY.entries_for(region))
 
 
+@pytest.mark.parametrize("region", sorted(REGISTRY.regions))
+def test_every_shipped_region_has_a_crisis_line_and_an_emergency_number_with_hours(
+    region: str,
+) -> None:
+    entries = REGISTRY.entries_for(region)
+    assert {e.kind for e in entries} == set(ResourceKind)
+    for locale in Locale:
+        lines = render_resources(locale, region).splitlines()
+        # Each line is shown with when it answers, so a user knows whether to call now.
+        for entry in entries:
+            [shown] = [line for line in lines if entry.name[locale] in line]
+            assert shown.endswith((f"({entry.hours[locale]})", f"（{entry.hours[locale]}）"))
+
+
 @pytest.mark.parametrize(("region", "numbers"), sorted(NEW_REGIONS.items()))
 def test_the_phone_rule_accepts_each_new_region_numbers_and_no_made_up_one(
     region: str, numbers: list[str]
