@@ -279,6 +279,37 @@ def test_check_lists_no_stale_resource_for_a_fresh_file(tmp_path: Path) -> None:
     assert json.loads(result.output)["stale_resources"] == []
 
 
+def test_check_warns_about_resources_checked_only_against_a_secondary_source(
+    tmp_path: Path,
+) -> None:
+    news = resource_entry(
+        id="jp-news-line", source="https://news.example/a", source_kind="secondary"
+    )
+    resources = tmp_path / "resources.json"
+    japan = {"en": "Japan", "zh-Hans": "日本", "zh-Hant": "日本"}
+    resources.write_text(
+        json.dumps({"regions": {"JP": japan}, "entries": [resource_entry(), news]}),
+        encoding="utf-8",
+    )
+    config = tmp_path / "f.toml"
+    config.write_text(
+        f"[risk]\nresources_file = '{resources}'\nresources_mode = 'replace'\n", encoding="utf-8"
+    )
+    result = runner.invoke(app, ["config", "check", "--config", str(config), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["secondary_resources"] == [
+        "jp-news-line (JP): source https://news.example/a, checked 2026-12-01"
+    ]
+    human = runner.invoke(app, ["config", "check", "--config", str(config)])
+    assert human.exit_code == 0 and "only against a secondary source" in human.output
+    assert "jp-news-line" in human.output and "config OK" in human.output
+    # The packaged registry's secondary-sourced entries are listed the same way.
+    packaged = json.loads(runner.invoke(app, ["config", "check", "--json"]).output)
+    listed = packaged["secondary_resources"]
+    assert any(line.startswith("sg-sos (SG): source https://") for line in listed)
+    assert not any(line.startswith("sg-mindline-1771 ") for line in listed)
+
+
 @pytest.mark.parametrize(
     ("content", "problem"),
     [(None, "No such file"), ("[", "resource registry"), ('{"entries": [{"id": "x"}]}', "source")],

@@ -17,5 +17,6 @@ def resource_entry(**fields: Any) -> dict[str, Any]:
         "numbers": ["0570-783-556"],
         "hours": {"en": "24 hours", "zh-Hans": "24小时", "zh-Hant": "24小時"},
         "source": "https://example.org/listing",
+        "source_kind": "official",
         "checked": "2026-12-01",
     } | fields

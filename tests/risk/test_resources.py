@@ -13,12 +13,14 @@ from foureyes.core.errors import ConfigError
 from foureyes.core.locale import Locale
 from foureyes.risk.resources import (
     ResourceKind,
+    SourceKind,
     default_registry,
     find_phone_numbers,
     load_registry,
     registry_from_file,
     render_resources,
     resources_for,
+    secondary_entries,
     stale_entries,
     unverified_numbers,
 )
@@ -38,7 +40,8 @@ def test_the_packaged_registry_lists_the_well_known_hotlines() -> None:
         ("GB", "116 123"),
     } <= numbers
     for entry in REGISTRY.entries:
-        assert entry.source and entry.checked >= dt.date(2026, 11, 30)
+        # Every entry names the public page it was checked against, not a description.
+        assert entry.source.startswith("http") and entry.checked >= dt.date(2026, 11, 30)
         assert entry.review_days == 180
         assert all(entry.name[loc] and entry.hours[loc] for loc in Locale)
 
@@ -51,11 +54,12 @@ NEW_REGIONS = {
     "ES": ["024", "112"],
     "FR": ["3114", "112"],
     "IE": ["116 123", "112"],
-    "IN": ["14416", "1-800-891-4416", "112"],
+    "IN": ["14416", "112"],
     "JP": ["0120-279-338", "119"],
     "KR": ["109", "119", "112"],
+    "MY": ["15555", "999"],
     "NZ": ["1737", "111"],
-    "SG": ["1767", "995"],
+    "SG": ["1767", "1771", "995"],
 }
 
 
@@ -71,6 +75,20 @@ def test_each_new_region_renders_its_own_lines(
     assert all(e.source.startswith("http") for e in REGISTRY.entries_for(region))
 
 
+@pytest.mark.parametrize("region", sorted(REGISTRY.regions))
+def test_every_shipped_region_has_a_crisis_line_and_an_emergency_number_with_hours(
+    region: str,
+) -> None:
+    entries = REGISTRY.entries_for(region)
+    assert {e.kind for e in entries} == set(ResourceKind)
+    for locale in Locale:
+        lines = render_resources(locale, region).splitlines()
+        # Each line is shown with when it answers, so a user knows whether to call now.
+        for entry in entries:
+            [shown] = [line for line in lines if entry.name[locale] in line]
+            assert shown.endswith((f"({entry.hours[locale]})", f"（{entry.hours[locale]}）"))
+
+
 @pytest.mark.parametrize(("region", "numbers"), sorted(NEW_REGIONS.items()))
 def test_the_phone_rule_accepts_each_new_region_numbers_and_no_made_up_one(
     region: str, numbers: list[str]
@@ -81,6 +99,13 @@ def test_the_phone_rule_accepts_each_new_region_numbers_and_no_made_up_one(
     assert [m.digits for m in unverified_numbers(made_up, region=region)] == ["08001234567"]
     # Another region's line is not this region's.
     assert unverified_numbers("Please call 1767 now.", region="NZ") != ()
+
+
+def test_a_number_its_secondary_sources_disagree_on_is_not_verified() -> None:
+    # Tele-MANAS's long number is given as 1-800-891-4416 and as 1-800-91-4416 by
+    # secondary pages and no official page settles it; only 14416 is listed.
+    for number in ("1-800-891-4416", "1800-91-4416"):
+        assert unverified_numbers(f"Please call {number} now.", region="IN") != ()
 
 
 @pytest.mark.parametrize(
@@ -279,6 +304,8 @@ def packaged() -> dict[str, Any]:
         (lambda d: d["entries"][0].pop("source"), "entries.0.source"),
         (lambda d: d["entries"][0].update(source=""), "entries.0.source"),
         (lambda d: d["entries"][0].update(review_days=0), "entries.0.review_days"),
+        (lambda d: d["entries"][0].pop("source_kind"), "entries.0.source_kind: Field required"),
+        (lambda d: d["entries"][0].update(source_kind="news"), "entries.0.source_kind: Input"),
     ],
 )
 def test_a_broken_registry_is_refused_naming_the_problem(
@@ -304,6 +331,22 @@ def test_a_custom_registry_changes_what_is_verified(tmp_path: Path) -> None:
     region = data["entries"][0]["region"]
     assert unverified_numbers("拨打 400-161-9995", region=region, registry=custom) == ()
     assert unverified_numbers("拨打 400-161-9995", region=region) != ()
+
+
+def test_entries_checked_against_a_secondary_source_are_listed_not_hidden(
+    tmp_path: Path,
+) -> None:
+    news = resource_entry(id="jp-news-line", numbers=["0120-000-000"], source_kind="secondary")
+    path = write(
+        tmp_path,
+        {"regions": {"JP": REGISTRY.regions["JP"]}, "entries": [resource_entry(), news]},
+    )
+    registry = registry_from_file(path, extend=False)
+    [listed] = secondary_entries(registry)
+    assert listed.id == "jp-news-line" and listed.source_kind is SourceKind.SECONDARY
+    # The line is still shown: a secondary source asks for confirmation, not removal.
+    text = render_resources(Locale.EN, "JP", registry)
+    assert "0120-000-000" in text and "0570-783-556" in text
 
 
 JP_EXTRA = resource_entry(id="jp-inochi-test")

@@ -13,7 +13,7 @@ from foureyes.core.budget import utc_day
 from foureyes.core.errors import ConfigError
 from foureyes.core.roles import Role
 from foureyes.llm.routes import known_kinds
-from foureyes.risk.resources import registry_from_file, stale_entries
+from foureyes.risk.resources import registry_from_file, secondary_entries, stale_entries
 
 app = typer.Typer(no_args_is_help=True, help="Inspect and validate configuration.")
 
@@ -29,7 +29,9 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     ``[gate] supervisor_unreviewed`` says so; then the output lists it under
     ``unreviewed``. A ``[risk] resources_file`` that is missing or malformed fails it too;
     registry entries whose check is older than their review period are listed under
-    ``stale_resources`` (a warning: the config is still OK). Warns (exit 0,
+    ``stale_resources``, and entries checked only against a secondary source (not the
+    operator's, a government's or a recognised directory's page) under
+    ``secondary_resources`` (warnings: the config is still OK). Warns (exit 0,
     ``crisis_shared_routes`` in ``--json``) about each model route that
     ``risk_l1``/``risk_l2`` share with other roles. Key values are never printed: only the
     variables' names and whether they are set.
@@ -44,7 +46,7 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     problems += [f"environment variable {n} is not set" for n in cfg.missing_secrets(os.environ)]
     problems += cfg.review_problems()
     problems += _evidence_problems(cfg)
-    registry_problems, stale = _resource_report(cfg)
+    registry_problems, stale, secondary = _resource_report(cfg)
     problems += registry_problems
     if problems:
         fail(ConfigError(problems), as_json=as_json)
@@ -65,6 +67,7 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
                 "unreviewed": unreviewed,
                 "crisis_shared_routes": shared,
                 "stale_resources": stale,
+                "secondary_resources": secondary,
             }
         )
         return
@@ -86,23 +89,29 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         console.print(f"[yellow]warning:[/] {entry['warning']}")
     for line in stale:
         console.print(f"[yellow]crisis resource past its review period:[/] {line}")
+    for line in secondary:
+        console.print(f"[yellow]crisis resource checked only against a secondary source:[/] {line}")
     console.print("[green]config OK[/]")
 
 
-def _resource_report(cfg: Config) -> tuple[list[str], list[str]]:
-    """Problems with the crisis-resource registry ``serve`` would load, and its stale entries."""
+def _resource_report(cfg: Config) -> tuple[list[str], list[str], list[str]]:
+    """Problems, stale entries and secondary-sourced entries of the registry ``serve`` loads."""
     try:
         registry = registry_from_file(
             cfg.risk.resources_file, extend=cfg.risk.resources_mode == "extend"
         )
     except ConfigError as exc:
-        return list(exc.problems), []
+        return list(exc.problems), [], []
     stale = [
         f"{e.id} ({e.region}): checked {e.checked.isoformat()}, review every "
         f"{e.review_days} days, source {e.source}"
         for e in stale_entries(registry, today=utc_day())
     ]
-    return [], stale
+    secondary = [
+        f"{e.id} ({e.region}): source {e.source}, checked {e.checked.isoformat()}"
+        for e in secondary_entries(registry)
+    ]
+    return [], stale, secondary
 
 
 def _evidence_problems(cfg: Config) -> list[str]:

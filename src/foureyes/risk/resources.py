@@ -5,10 +5,13 @@ a model's text that the gate's rules found to hold no number outside it. The reg
 packaged JSON file of real, public hotlines, each with the public page it was checked
 against, the day it was checked and a review period; :func:`stale_entries` reports entries
 whose check is older than their review period (or a configured age), so a deployment
-notices before a number goes out of date. ``[risk] resources_file`` replaces or extends
-the packaged registry (:func:`registry_from_file`, validated at start-up). A user whose
-region the registry does not serve (or whose region is not known) is told so and given
-international guidance instead of another country's lines.
+notices before a number goes out of date. An entry checked only against a secondary
+page (a news report, a reference work) says so (``source_kind``), and
+:func:`secondary_entries` lists those for an operator to confirm. ``[risk]
+resources_file`` replaces or extends the packaged registry (:func:`registry_from_file`,
+validated at start-up). A user whose region the registry does not serve (or whose region
+is not known) is told so and given international guidance instead of another country's
+lines.
 
 :func:`find_phone_numbers` finds every phone number in a text. It reads the text's digit
 fold (:func:`foureyes.core.fold.normalise_digits`): every Unicode space and separator, dash
@@ -55,12 +58,14 @@ __all__ = [
     "ResourceEntry",
     "ResourceKind",
     "ResourceRegistry",
+    "SourceKind",
     "default_registry",
     "find_phone_numbers",
     "load_registry",
     "registry_from_file",
     "render_resources",
     "resources_for",
+    "secondary_entries",
     "stale_entries",
     "unverified_numbers",
 ]
@@ -78,6 +83,18 @@ class ResourceKind(StrEnum):
     """A suicide-prevention or psychological crisis hotline."""
     EMERGENCY = "emergency"
     """The region's emergency number (police, ambulance)."""
+
+
+class SourceKind(StrEnum):
+    """Who wrote the text an entry was checked against."""
+
+    OFFICIAL = "official"
+    """The line's operator, a government body, or a recognised directory (IASP,
+    Befrienders Worldwide, findahelpline, WHO), also where another site carries that
+    text as issued (a government press release on a wire service)."""
+    SECONDARY = "secondary"
+    """Anyone else (a news report, a reference work, a third party's list): the entry
+    stands until an official page confirms it, and ``foureyes config check`` lists it."""
 
 
 class _Frozen(BaseModel):
@@ -109,6 +126,8 @@ class ResourceEntry(_Frozen):
     """Locales of ours its staff answer in (none when they answer only in others)."""
     source: str = Field(min_length=1)
     """The public page or official listing the entry was checked against (a URL)."""
+    source_kind: SourceKind
+    """Whether ``source`` is an official page or a secondary one (see :class:`SourceKind`)."""
     checked: dt.date
     """The day it was last checked against its source."""
     review_days: int = Field(default=180, ge=1, le=3650)
@@ -270,6 +289,11 @@ def stale_entries(
     )
 
 
+def secondary_entries(registry: ResourceRegistry) -> tuple[ResourceEntry, ...]:
+    """Entries checked only against a secondary source, for an operator to confirm."""
+    return tuple(e for e in registry.entries if e.source_kind is SourceKind.SECONDARY)
+
+
 # --- finding numbers --------------------------------------------------------------------
 
 # The patterns below read the digit fold, where digits are ASCII and every space, dash
@@ -291,7 +315,7 @@ _SHORT_MATCH_DIGITS = 5
 _MIN_DIGITS = 3
 _KNOWN_SHORT_CODES = frozenset(
     "000 024 109 110 111 112 119 120 122 911 988 995 999 1737 1767 1925 1980 1995 "
-    "3114 12320 12355 12356 14416 85258 116111 116123 741741".split()
+    "1771 3114 12320 12355 12356 14416 15555 85258 116111 116123 741741".split()
 )
 _CONTEXT_CHARS = 16
 _PHONE_WORDS = re.compile(
