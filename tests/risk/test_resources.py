@@ -304,7 +304,6 @@ def packaged() -> dict[str, Any]:
         (lambda d: d["entries"][0].pop("source"), "entries.0.source"),
         (lambda d: d["entries"][0].update(source=""), "entries.0.source"),
         (lambda d: d["entries"][0].update(review_days=0), "entries.0.review_days"),
-        (lambda d: d["entries"][0].pop("source_kind"), "entries.0.source_kind: Field required"),
         (lambda d: d["entries"][0].update(source_kind="news"), "entries.0.source_kind: Input"),
     ],
 )
@@ -331,6 +330,16 @@ def test_a_custom_registry_changes_what_is_verified(tmp_path: Path) -> None:
     region = data["entries"][0]["region"]
     assert unverified_numbers("拨打 400-161-9995", region=region, registry=custom) == ()
     assert unverified_numbers("拨打 400-161-9995", region=region) != ()
+
+
+def test_an_entry_that_does_not_say_its_source_is_official_counts_as_secondary(
+    tmp_path: Path,
+) -> None:
+    data = packaged()
+    official = next(e for e in data["entries"] if e["source_kind"] == "official")
+    official.pop("source_kind")
+    registry = load_registry(write(tmp_path, data))
+    assert official["id"] in {entry.id for entry in secondary_entries(registry)}
 
 
 def test_entries_checked_against_a_secondary_source_are_listed_not_hidden(

@@ -126,8 +126,10 @@ class ResourceEntry(_Frozen):
     """Locales of ours its staff answer in (none when they answer only in others)."""
     source: str = Field(min_length=1)
     """The public page or official listing the entry was checked against (a URL)."""
-    source_kind: SourceKind
-    """Whether ``source`` is an official page or a secondary one (see :class:`SourceKind`)."""
+    source_kind: SourceKind = SourceKind.SECONDARY
+    """Whether ``source`` is an official page or a secondary one (see :class:`SourceKind`).
+    Omitted, it is ``secondary``: an entry is taken as officially sourced only when its file
+    says so, and ``foureyes config check`` lists the others."""
     checked: dt.date
     """The day it was last checked against its source."""
     review_days: int = Field(default=180, ge=1, le=3650)
