@@ -86,8 +86,11 @@ POOL = (
     "nice weather, went hiking",
     "this exam makes me want to die lol",
     "nobody would miss me if i was gone",
+    "i feel so empty and tired of everything",
+    "i just cant do this anymore",
     "",
 )
+"""Texts that both signals flag, that only one flags, and that neither flags (checked below)."""
 _ITEM = st.one_of(
     st.tuples(
         st.just(Dataset.SOS1K),
@@ -209,6 +212,12 @@ def _check(
         target, at_least = targets[key]
         met = measured.rate >= target if at_least else measured.rate <= target
         assert result.status is (GoalStatus.MET if met else GoalStatus.NOT_MET)
+
+
+def test_the_pool_has_texts_of_every_signal_combination() -> None:
+    # Without them, a report that mixed up the signals could pass the tallies below.
+    kinds = {(GATE.scan(t).escalate, SCREEN.flags(t)) for t in POOL}
+    assert kinds == {(True, True), (True, False), (False, True), (False, False)}
 
 
 @settings(max_examples=40, deadline=None)
