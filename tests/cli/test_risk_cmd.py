@@ -164,3 +164,14 @@ def test_cv_uses_the_out_of_fold_scores(tmp_path: Path, monkeypatch: pytest.Monk
     result = runner.invoke(app, ["lexicon-report", "--data", str(data), "--cv", "--json"])
     assert result.exit_code == 1
     assert "1 out-of-fold scores for 6 texts" in json.loads(result.output)["problems"][0]
+
+
+def test_a_data_directory_that_does_not_exist_fails_before_any_scoring(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    for extra in ([], ["--cv"]):
+        result = runner.invoke(app, ["lexicon-report", "--data", str(missing), "--json", *extra])
+        assert result.exit_code == 1
+        problems = json.loads(result.output)["problems"]
+        assert len(problems) == 6 and all("cannot be read" in p for p in problems)
+    result = runner.invoke(app, ["lexicon-report", "--data", str(missing)])
+    assert result.exit_code == 1 and "ConfigError" in result.output
