@@ -30,6 +30,10 @@ def test_offline_calibration_passes_its_thresholds_as_json() -> None:
     assert body["ok"] is True and body["cases"] == 9
     assert body["confusion"]["critical"]["critical"] == 2
     assert [c["passed"] for c in body["checks"]] == [True] * 4
+    assert [row["signal"] for row in body["signals"]] == ["lexicon", "combined"]
+    combined = body["signals"][-1]
+    assert combined["at_risk"]["texts"] + combined["not_at_risk"]["texts"] == 9
+    assert body["metrics"]["screen_recall"] == pytest.approx(combined["at_risk"]["rate"], abs=1e-4)
 
 
 def test_a_failed_threshold_exits_one(tmp_path: Path) -> None:
@@ -56,5 +60,5 @@ def test_calibration_runs_on_the_shared_data_and_prints_its_tables(path: str, fm
         pytest.skip(f"shared data not present: {source}")
     code, out = calibrate("--cases", str(source), "--format", fmt, "--limit", "60")
     assert code == 0, out
-    for heading in ("60 cases", "confusion", "metrics", "elevated_recall", "kappa"):
+    for heading in ("60 cases", "confusion", "metrics", "elevated_recall", "kappa", "L0 screen"):
         assert heading in out

@@ -27,7 +27,13 @@ def test_json_report_has_rates_by_band_and_label_and_hits_by_term(
     report_json: dict[str, Any],
 ) -> None:
     assert report_json["ok"] is True
-    summary = {(row["dataset"], row["band"]): row for row in report_json["summary"]}
+    assert report_json["signals"] == ["lexicon", "scorer", "combined"]
+    assert report_json["scorer"] == "in_sample"
+    summary = {
+        (row["dataset"], row["band"]): row
+        for row in report_json["summary"]
+        if row["signal"] == "lexicon"
+    }
     assert set(summary) == {
         ("sos1k", "high_risk"),
         ("sos1k", "distress"),
@@ -40,7 +46,18 @@ def test_json_report_has_rates_by_band_and_label_and_hits_by_term(
     recall = summary[("sos1k", "high_risk")]
     assert recall["texts"] == 581
     assert recall["rate"] == pytest.approx(recall["escalated"] / recall["texts"], abs=1e-4)
-    assert len(report_json["labels"]) == 11 + 2 + 2
+    assert len(report_json["labels"]) == 3 * (11 + 2 + 2)  # per signal
+    # Combined escalates whatever either signal does, per label.
+    by_label: dict[tuple[str, int], dict[str, int]] = {}
+    for row in report_json["labels"]:
+        by_label.setdefault((row["dataset"], row["label"]), {})[row["signal"]] = row["escalated"]
+    for counts in by_label.values():
+        assert max(counts["lexicon"], counts["scorer"]) <= counts["combined"]
+        assert counts["combined"] <= counts["lexicon"] + counts["scorer"]
+    assert {row["fold"] for row in report_json["folds"]} == {1, 2, 3, 4}
+    goals = {goal["key"]: goal for goal in report_json["goals"]}
+    assert goals["zh_recall_grade4"]["measured"]["texts"] == 581
+    assert goals["en_user_recall"]["status"] == "not_measurable"
     terms = {t["term"]: t for t in report_json["terms"]}
     assert terms["想死"]["category"] == "suicidal_ideation"
     assert terms["想死"]["hits"]["sos1k:4"] > 0
@@ -55,6 +72,8 @@ def test_text_report_prints_the_tables() -> None:
     result = runner.invoke(app, ["lexicon-report", "--data", str(DATA), "--top", "5"])
     assert result.exit_code == 0, result.output
     assert "high_risk" in result.output and "everyday" in result.output
+    assert "goals of the combined screen" in result.output and "not_measurable" in result.output
+    assert "in-sample" in result.output and "fold 4 is held out" in result.output
     assert "s0-1" in result.output and "tw1" in result.output
     assert "想死" in result.output or "want to die" in result.output
 
@@ -90,3 +109,69 @@ def test_a_malformed_lexicon_fails(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert "zh.txt:1: unknown section [[nope]]" in json.loads(result.output)["problems"]
+
+
+def _tiny_data(root: Path) -> Path:
+    (root / "zh").mkdir()
+    (root / "en").mkdir()
+    for n in (1, 2, 3, 4):
+        (root / "zh" / f"sos1k_fold{n}.tsv").write_text("comment\tmyLabel\n我想死\t5\n", "utf-8")
+    (root / "en" / "twitter_suicidal_intention.csv").write_text("tweet,intention\nhi,0\n")
+    (root / "en" / "sdcnl_combined.csv").write_text("title,selftext,is_suicide\nt,b,1\n")
+    return root
+
+
+def test_cv_without_the_cross_validated_scorer_fails_clearly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from foureyes.risk import screen_train
+
+    monkeypatch.delattr(screen_train, "out_of_fold_scores", raising=False)
+    data = _tiny_data(tmp_path)
+    result = runner.invoke(app, ["lexicon-report", "--data", str(data), "--cv", "--json"])
+    assert result.exit_code == 1
+    (problem,) = json.loads(result.output)["problems"]
+    assert "needs the cross-validated scorer API" in problem
+
+
+def test_a_tiny_data_set_reports_every_signal(tmp_path: Path) -> None:
+    data = _tiny_data(tmp_path)
+    result = runner.invoke(app, ["lexicon-report", "--data", str(data), "--json"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    assert body["ok"] is True and body["scorer"] == "in_sample"
+    zh = [r for r in body["labels"] if r["dataset"] == "sos1k"]
+    assert {r["signal"] for r in zh} == {"lexicon", "scorer", "combined"}
+    assert {r["texts"] for r in zh} == {4}
+
+
+def test_cv_uses_the_out_of_fold_scores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stand-in until screen_train.out_of_fold_scores exists: every text scores 1.0, so the
+    # scorer flags all of them, whatever the shipped model would say.
+    from foureyes.risk import screen_train
+
+    monkeypatch.setattr(
+        screen_train, "out_of_fold_scores", lambda texts: [1.0] * len(texts), raising=False
+    )
+    data = _tiny_data(tmp_path)
+    result = runner.invoke(app, ["lexicon-report", "--data", str(data), "--cv", "--json"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    assert body["scorer"] == "cross_validated"
+    scorer = [r for r in body["labels"] if r["signal"] == "scorer"]
+    assert scorer and all(r["escalated"] == r["texts"] for r in scorer)
+    monkeypatch.setattr(screen_train, "out_of_fold_scores", lambda texts: [1.0], raising=False)
+    result = runner.invoke(app, ["lexicon-report", "--data", str(data), "--cv", "--json"])
+    assert result.exit_code == 1
+    assert "1 out-of-fold scores for 6 texts" in json.loads(result.output)["problems"][0]
+
+
+def test_a_data_directory_that_does_not_exist_fails_before_any_scoring(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    for extra in ([], ["--cv"]):
+        result = runner.invoke(app, ["lexicon-report", "--data", str(missing), "--json", *extra])
+        assert result.exit_code == 1
+        problems = json.loads(result.output)["problems"]
+        assert len(problems) == 6 and all("cannot be read" in p for p in problems)
+    result = runner.invoke(app, ["lexicon-report", "--data", str(missing)])
+    assert result.exit_code == 1 and "ConfigError" in result.output

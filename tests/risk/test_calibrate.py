@@ -20,7 +20,9 @@ from foureyes.risk.calibrate import (
     sos1k_level,
     summarise,
 )
+from foureyes.risk.l0 import L0Gate
 from foureyes.risk.levels import RiskLevel
+from foureyes.risk.lexicon_report import Signal, wilson
 from foureyes.risk.triage import Triage
 from tests.helpers.answers import answer
 from tests.helpers.simulator import SHARED_DATA
@@ -119,6 +121,48 @@ async def test_offline_calibration_escalates_but_never_confirms(offline_triage: 
     assert [c.passed for c in failing] == [False, False]
 
 
+async def test_calibration_breaks_the_l0_screen_down_by_signal(
+    offline_triage: Triage, gate: L0Gate, tmp_path: Path
+) -> None:
+    cases = [
+        *load_cases(CASES),
+        Case(text="this bug is killing me lol", label="risk"),  # at risk, L0 quiet
+        Case(text="I want to kill myself", label="no_risk"),  # not at risk, L0 escalates
+    ]
+    results = await run_cases(offline_triage, cases)
+    report = summarise(cases, results)
+    # An independent count: each case's text scanned here, tallied by its label.
+    tally = {True: [0, 0], False: [0, 0]}
+    for case in cases:
+        tally[case.at_risk][0] += 1
+        tally[case.at_risk][1] += gate.scan(case.text).escalate
+    assert [b.signal for b in report.signals] == [Signal.LEXICON, Signal.COMBINED]
+    for row in report.signals:  # the triage's L0 is the lexicon alone: combined is the same
+        assert (row.at_risk.texts, row.at_risk.escalated) == tuple(tally[True])
+        assert (row.not_at_risk.texts, row.not_at_risk.escalated) == tuple(tally[False])
+        assert row.at_risk.interval == wilson(tally[True][1], tally[True][0])
+    m = report.metrics
+    assert m["screen_recall"] == tally[True][1] / tally[True][0] < 1.0
+    assert m["screen_false_escalation_rate"] == tally[False][1] / tally[False][0] > 0.0
+    as_json = json.loads(json.dumps(report.as_dict()))
+    assert as_json["signals"][-1] == {
+        "signal": "combined",
+        "at_risk": report.signals[-1].at_risk.to_json(),
+        "not_at_risk": report.signals[-1].not_at_risk.to_json(),
+    }
+    assert set(as_json["signals"][0]["at_risk"]) == {"texts", "escalated", "rate", "ci95"}
+    gate_file = tmp_path / "t.toml"
+    gate_file.write_text(
+        f"min_screen_recall = {m['screen_recall']}\nmax_screen_false_escalation_rate = 0.0\n",
+        "utf-8",
+    )
+    checks = report.check(load_thresholds(gate_file))
+    assert [(c.name, c.passed) for c in checks] == [
+        ("min_screen_recall", True),
+        ("max_screen_false_escalation_rate", False),
+    ]
+
+
 async def test_model_calibration_measures_precision_kappa_and_cost(
     make_triage: MakeTriage, provider: ScriptedProvider
 ) -> None:
@@ -137,6 +181,9 @@ async def test_model_calibration_measures_precision_kappa_and_cost(
     assert report.metrics["cost_usd"] == pytest.approx(6 * (100 * 1 + 50 * 2) / 1e6)
     assert report.confusion["high"]["critical"] == 1
     assert json.loads(json.dumps(report.as_dict()))["cases"] == 3
+    combined = report.signals[-1]
+    assert (combined.at_risk.texts, combined.not_at_risk.texts) == (2, 1)
+    assert combined.at_risk.escalated == sum(r.l0.escalate for r in results[:2])
 
 
 def test_thresholds_files_are_strict(tmp_path: Path) -> None:

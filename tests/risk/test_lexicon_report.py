@@ -11,9 +11,11 @@ from foureyes.risk.lexicon_report import (
     Dataset,
     LabelledText,
     LexiconReport,
+    Signal,
     build_report,
     find_data_dir,
     load_risk_data,
+    wilson,
 )
 
 # The third-party calibration data (../shared/data/SOURCES.md): read in place, never copied.
@@ -62,7 +64,7 @@ def test_report_counts_escalations_and_hits_by_label() -> None:
         LabelledText(Dataset.SOS1K, 5, "我想死，想死"),
     ]
     report = build_report(GATE, texts)
-    rows = {(r.dataset, r.label): (r.texts, r.escalated) for r in report.labels}
+    rows = {(r.dataset, r.label): (r.texts, r.escalated[Signal.LEXICON]) for r in report.labels}
     assert rows == {
         (Dataset.SOS1K, 5): (1, 1),
         (Dataset.TWITTER, 0): (2, 1),
@@ -74,16 +76,19 @@ def test_report_counts_escalations_and_hits_by_label() -> None:
     assert "lol" not in hits  # a cue counts where it lowered a score; here nothing light
     assert report.terms[0].total == 2
     assert len(report.terms) == len(GATE.lexicon.entries)
-    everyday = report.band_stats(Dataset.TWITTER, Band.EVERYDAY)
+    everyday = report.band_stats(Dataset.TWITTER, Band.EVERYDAY, Signal.LEXICON)
     assert everyday is not None and everyday.rate == 0.5
-    assert report.band_stats(Dataset.SDCNL, Band.HIGH_RISK) is None
+    assert report.band_stats(Dataset.SDCNL, Band.HIGH_RISK, Signal.LEXICON) is None
     as_json = report.to_json()
     assert as_json["summary"][0] == {
         "dataset": "sos1k",
+        "language": "zh",
         "band": "high_risk",
+        "signal": "lexicon",
         "texts": 1,
         "escalated": 1,
         "rate": 1.0,
+        "ci95": [round(x, 4) for x in wilson(1, 1)],
     }
     assert {"term": "想死", "total": 1, "hits": {"sos1k:5": 1}}.items() <= next(
         t for t in as_json["terms"] if t["term"] == "想死"
@@ -135,7 +140,7 @@ def report() -> LexiconReport:
 
 
 def _rate(report: LexiconReport, dataset: Dataset, band: Band) -> float:
-    stats = report.band_stats(dataset, band)
+    stats = report.band_stats(dataset, band, Signal.LEXICON)
     assert stats is not None
     return stats.rate
 
@@ -173,7 +178,8 @@ def test_escalation_on_negative_talk(
 @needs_data
 def test_the_most_urgent_levels_are_nearly_all_caught(report: LexiconReport) -> None:
     urgent = [r for r in report.labels if r.dataset is Dataset.SOS1K and r.label >= 9]
-    assert sum(r.escalated for r in urgent) / sum(r.texts for r in urgent) >= 0.9
+    caught = sum(r.escalated[Signal.LEXICON] for r in urgent)
+    assert caught / sum(r.texts for r in urgent) >= 0.9
 
 
 @needs_data

@@ -47,8 +47,9 @@ def calibrate(
 
     Prints a confusion matrix per level, critical recall, the escalation recall and false
     escalation rate, alert precision, the unknown rate, L1/L2 agreement (Cohen's kappa),
-    cost and latency. With --thresholds, exits 1 when any threshold fails. Cases run as
-    ``calibration`` triages, kept apart from live records.
+    cost and latency, and per L0 screen signal its escalations among the cases at risk and
+    the others, with Wilson 95 % intervals. With --thresholds, exits 1 when any threshold
+    fails. Cases run as ``calibration`` triages, kept apart from live records.
     """
     cfg = load(config, as_json=as_json)
     try:
@@ -100,6 +101,17 @@ def _show(
     for name, value in report.metrics.items():
         metrics.add_row(name, _number(value))
     console.print(metrics)
+    if report.signals:
+        screen = Table(title="L0 screen signals: escalated (95% CI)")
+        for column in ("signal", "at risk (recall)", "not at risk (false escalation)"):
+            screen.add_column(column, justify="left" if column == "signal" else "right")
+        for signal in report.signals:
+            screen.add_row(
+                str(signal.signal),
+                f"{signal.at_risk} of {signal.at_risk.texts}",
+                f"{signal.not_at_risk} of {signal.not_at_risk.texts}",
+            )
+        console.print(screen)
     if report.reasons:
         console.print(
             "reasons: " + ", ".join(f"{k}={v}" for k, v in report.reasons.items()),

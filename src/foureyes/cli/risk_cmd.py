@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Annotated
@@ -14,12 +15,17 @@ from foureyes.cli._common import JsonOption, console, emit_json, fail
 from foureyes.core.errors import ConfigError
 from foureyes.risk.l0 import L0Gate
 from foureyes.risk.lexicon_report import (
+    HELD_OUT_FOLD,
     Dataset,
+    Escalation,
+    LabelledText,
     LexiconReport,
+    Signal,
     build_report,
     find_data_dir,
     load_risk_data,
 )
+from foureyes.risk.screen_model import default_screen_model
 
 __all__ = ["app", "lexicon_report", "risk", "train_screen"]
 
@@ -83,24 +89,57 @@ def lexicon_report(
     top: Annotated[
         int | None, typer.Option(min=1, help="Show only the N entries with most hits.")
     ] = None,
+    cv: Annotated[
+        bool,
+        typer.Option(
+            "--cv",
+            help="Score with out-of-fold scores of the learned screen (cross-validated) "
+            "instead of the shipped model on its own training data (in-sample).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Run the L0 gate over the labelled risk data and print the evidence.
+    """Run the screen over the labelled risk data and print the evidence.
 
-    Prints the escalation rate of every dataset label (recall on high-risk posts, rate on
-    everyday negative talk) and, for every lexicon entry, the texts of each label it
-    matched in. Fails (exit 1) when the data or a lexicon list is missing or malformed.
+    Prints, for the lexicon, the learned scorer and the two combined, the escalation rate
+    with its Wilson 95 % interval per dataset band, per language, per label and per SOS-1K
+    fold; the goals of the combined screen and where they stand; and, for every lexicon
+    entry, the texts of each label it matched in. The scorer's figures are in-sample
+    (optimistic) unless --cv. Fails (exit 1) when the data, a lexicon list or the scorer is
+    missing or malformed.
     """
     try:
         directory = _data_dir(data)
         gate = L0Gate.from_directory(lexicon) if lexicon else L0Gate.default()
-        report = build_report(gate, load_risk_data(directory))
+        texts = load_risk_data(directory)
+        screen = default_screen_model()
+        scores = _out_of_fold_scores(texts) if cv else None
+        report = build_report(gate, texts, screen=screen, scores=scores)
     except ConfigError as exc:
         fail(exc, as_json=as_json)
     if as_json:
         emit_json({"ok": True, "data": str(directory), **report.to_json()})
         return
     _print(report, top)
+
+
+def _out_of_fold_scores(texts: Sequence[LabelledText]) -> Sequence[float]:
+    """Out-of-fold scores of the learned screen, one per text.
+
+    Raises:
+        ConfigError: the cross-validated scorer API is not there, or gave another count.
+    """
+    from foureyes.risk import screen_train
+
+    out_of_fold = getattr(screen_train, "out_of_fold_scores", None)
+    if out_of_fold is None:
+        raise ConfigError(
+            ["--cv needs the cross-validated scorer API (screen_train.out_of_fold_scores)"]
+        )
+    scores = [float(v) for v in out_of_fold(texts)]
+    if len(scores) != len(texts):
+        raise ConfigError([f"--cv: {len(scores)} out-of-fold scores for {len(texts)} texts"])
+    return scores
 
 
 @app.command("train-screen")
@@ -151,27 +190,84 @@ def train_screen(
     console.print(table)
 
 
-def _print(report: LexiconReport, top: int | None) -> None:
-    summary = Table(title="L0 escalation by band (high_risk: recall; everyday: false alarms)")
-    for column in ("dataset", "band", "texts", "escalated", "rate"):
-        summary.add_column(column, justify="left" if column in ("dataset", "band") else "right")
-    for dataset, band, stats in report.summary():
-        summary.add_row(dataset, band, str(stats.texts), str(stats.escalated), f"{stats.rate:.1%}")
-    console.print(summary)
+def _signal_table(
+    title: str,
+    keys: tuple[str, ...],
+    rows: list[tuple[tuple[str, ...], dict[Signal, Escalation]]],
+    signals: tuple[Signal, ...],
+) -> Table:
+    table = Table(title=title)
+    for column in keys:
+        table.add_column(column)
+    table.add_column("texts", justify="right")
+    for signal in signals:
+        table.add_column(f"{signal} (95% CI)", justify="right")
+    for key, by_signal in rows:
+        texts = next(iter(by_signal.values())).texts
+        table.add_row(*key, str(texts), *(str(by_signal[s]) for s in signals))
+    return table
 
-    labels = Table(title="L0 escalation by label")
-    for column in ("dataset", "label", "band", "texts", "escalated", "rate"):
-        labels.add_column(column, justify="right" if column not in ("dataset", "band") else "left")
-    for stats in report.labels:
-        labels.add_row(
-            stats.dataset,
-            str(stats.label),
-            stats.band,
-            str(stats.texts),
-            str(stats.escalated),
-            f"{stats.rate:.1%}",
+
+def _print(report: LexiconReport, top: int | None) -> None:
+    for note in report.notes():
+        console.print(f"note: {note}", highlight=False)
+    signals = report.signals
+    goals = Table(title="goals of the combined screen (judged on the point estimate)")
+    for column in ("goal", "target", "measured (95% CI)", f"fold {HELD_OUT_FOLD}", "status"):
+        goals.add_column(column, justify="left" if column in ("goal", "status") else "right")
+    for result in report.goals():
+        goal = result.goal
+        shown = result.measured or result.proxy
+        value = "" if shown is None else f"{shown} of {shown.texts}"
+        status = str(result.status)
+        if result.measured is None and result.proxy is not None:
+            value = f"proxy {value}"
+            status += f" (proxy: {goal.proxy_description})"
+        held = result.held_out
+        goals.add_row(
+            goal.description,
+            f"{'>=' if goal.at_least else '<='} {goal.target:.2f}",
+            value,
+            "" if held is None else f"{held} of {held.texts}",
+            status,
         )
-    console.print(labels)
+    console.print(goals)
+    console.print(
+        _signal_table(
+            "escalation by band (high_risk: recall; everyday: false alarms)",
+            ("dataset", "band"),
+            [((str(d), str(b)), e) for (d, b), e in report.summary()],
+            signals,
+        )
+    )
+    console.print(
+        _signal_table(
+            "escalation by language",
+            ("language", "band"),
+            [((lang, str(b)), e) for (lang, b), e in report.languages()],
+            signals,
+        )
+    )
+    console.print(
+        _signal_table(
+            "escalation by label (sos1k: grade)",
+            ("dataset", "label", "band"),
+            [
+                ((str(r.dataset), str(r.label), str(r.band)), {s: r.of(s) for s in signals})
+                for r in report.labels
+            ],
+            signals,
+        )
+    )
+    console.print(
+        _signal_table(
+            f"escalation by SOS-1K fold (lexicon tuned on folds 1-{HELD_OUT_FOLD - 1}, "
+            f"fold {HELD_OUT_FOLD} held out)",
+            ("fold", "band"),
+            [((str(f), str(b)), e) for (f, b), e in report.fold_bands()],
+            signals,
+        )
+    )
 
     terms = Table(
         title="texts matched per lexicon entry (s = sos1k level, tw = twitter, sd = sdcnl)",

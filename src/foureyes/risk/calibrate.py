@@ -6,8 +6,9 @@ suicidal-intention set, SDCNL Reddit posts) are read in their own formats. Every
 runs through the real triage on whatever route the config names (the offline engine,
 ``foureyes simulate``, or a real endpoint) as a ``calibration`` run, kept apart from live
 records. The report has a confusion matrix per level, critical recall, alert precision,
-the unknown rate, L1/L2 agreement (Cohen's kappa), cost and latency; a thresholds file
-turns it into a pass/fail gate.
+the unknown rate, L1/L2 agreement (Cohen's kappa), cost and latency, and how often each L0
+screen signal escalated the cases at risk and not at risk (with Wilson 95 % intervals); a
+thresholds file turns it into a pass/fail gate.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from foureyes.config import read_text_file
 from foureyes.core.errors import ConfigError
 from foureyes.core.policy import GenerationPolicy
 from foureyes.risk.assess import Turn
+from foureyes.risk.l0 import L0Result
 from foureyes.risk.levels import RiskLevel
+from foureyes.risk.lexicon_report import Escalation, Signal, signals_of
 from foureyes.risk.result import RunPurpose, TriageResult
 from foureyes.risk.triage import Triage, TriageRequest
 
@@ -41,6 +44,7 @@ __all__ = [
     "Case",
     "CaseFormat",
     "CaseTurn",
+    "SignalBreakdown",
     "ThresholdCheck",
     "Thresholds",
     "cohen_kappa",
@@ -49,6 +53,7 @@ __all__ = [
     "run_cases",
     "sos1k_level",
     "summarise",
+    "triage_signals",
 ]
 
 # The column of the confusion matrix for triages without a level.
@@ -204,6 +209,10 @@ class Thresholds(_Strict):
     """Confirmed cases that must be truly critical (or labelled risk)."""
     max_unknown_rate: float | None = Field(default=None, ge=0, le=1)
     """Triages that may end ``unknown``."""
+    min_screen_recall: float | None = Field(default=None, ge=0, le=1)
+    """At-risk cases the L0 screen (every signal combined) must escalate."""
+    max_screen_false_escalation_rate: float | None = Field(default=None, ge=0, le=1)
+    """Cases not at risk the L0 screen (every signal combined) may escalate."""
     min_kappa: float | None = Field(default=None, ge=-1, le=1)
     """Agreement of L1 and L2 where both ran (Cohen's kappa)."""
     max_p95_latency_ms: float | None = Field(default=None, gt=0)
@@ -287,6 +296,30 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
 
 
+def triage_signals(l0: L0Result) -> dict[Signal, bool]:
+    """The L0 screen's signals as a triage recorded them (:func:`signals_of` of its L0)."""
+    return signals_of(l0)
+
+
+@dataclass(frozen=True, slots=True)
+class SignalBreakdown:
+    """How often one L0 screen signal escalated the cases at risk and the others."""
+
+    signal: Signal
+    at_risk: Escalation
+    """Among cases at risk (:attr:`Case.at_risk`): the signal's recall."""
+    not_at_risk: Escalation
+    """Among the other cases: its false escalations."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``signal``, ``at_risk`` and ``not_at_risk`` counts with ``ci95``."""
+        return {
+            "signal": str(self.signal),
+            "at_risk": self.at_risk.to_json(),
+            "not_at_risk": self.not_at_risk.to_json(),
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class CalibrationReport:
     """The measures of one calibration run."""
@@ -295,10 +328,13 @@ class CalibrationReport:
     confusion: dict[str, dict[str, int]]
     """Expected level → predicted level (or ``unknown``) → count, for level-labelled cases."""
     metrics: dict[str, float | None]
-    """critical_recall, elevated_recall, false_escalation_rate, alert_precision,
-    unknown_rate, kappa, cost_usd, latency_p50_ms, latency_p95_ms (``None``: no cases)."""
+    """critical_recall, elevated_recall, false_escalation_rate, screen_recall,
+    screen_false_escalation_rate, alert_precision, unknown_rate, kappa, cost_usd,
+    latency_p50_ms, latency_p95_ms (``None``: no cases)."""
     reasons: dict[str, int]
     """How often each suppress reason occurred."""
+    signals: tuple[SignalBreakdown, ...] = ()
+    """Per L0 screen signal the triages recorded (``combined`` last), its escalations."""
 
     def check(self, thresholds: Thresholds) -> list[ThresholdCheck]:
         """Each set threshold against its metric."""
@@ -306,6 +342,8 @@ class CalibrationReport:
             ("min_critical_recall", "critical_recall", True),
             ("min_elevated_recall", "elevated_recall", True),
             ("max_false_escalation_rate", "false_escalation_rate", False),
+            ("min_screen_recall", "screen_recall", True),
+            ("max_screen_false_escalation_rate", "screen_false_escalation_rate", False),
             ("min_alert_precision", "alert_precision", True),
             ("max_unknown_rate", "unknown_rate", False),
             ("min_kappa", "kappa", True),
@@ -329,6 +367,7 @@ class CalibrationReport:
             "confusion": self.confusion,
             "metrics": self.metrics,
             "reasons": self.reasons,
+            "signals": [b.as_dict() for b in self.signals],
         }
 
 
@@ -360,12 +399,18 @@ def summarise(cases: Sequence[Case], results: Sequence[TriageResult]) -> Calibra
                 if case.expected_level is not None
                 else case.label == "risk"
             )
+    signals = _breakdown(cases, results)
+    combined = next(b for b in signals if b.signal is Signal.COMBINED)
     pairs = [(r.l1.level, r.l2.level) for r in results if r.l1 is not None and r.l2 is not None]
     latencies = [r.latency_ms for r in results]
     metrics = {
         "critical_recall": _ratio(critical_hits, critical),
         "elevated_recall": _ratio(shown, at_risk),
         "false_escalation_rate": _ratio(false_shown, calm),
+        "screen_recall": _ratio(combined.at_risk.escalated, combined.at_risk.texts),
+        "screen_false_escalation_rate": _ratio(
+            combined.not_at_risk.escalated, combined.not_at_risk.texts
+        ),
         "alert_precision": _ratio(confirmed_right, confirmed),
         "unknown_rate": _ratio(unknown, len(results)),
         "kappa": cohen_kappa(pairs),
@@ -379,4 +424,28 @@ def summarise(cases: Sequence[Case], results: Sequence[TriageResult]) -> Calibra
         confusion=confusion,
         metrics=metrics,
         reasons=dict(sorted(reasons.items())),
+        signals=signals,
+    )
+
+
+def _breakdown(
+    cases: Sequence[Case], results: Sequence[TriageResult]
+) -> tuple[SignalBreakdown, ...]:
+    """Each signal's escalations among the cases at risk and the others."""
+    texts: Counter[bool] = Counter()
+    hits: Counter[tuple[Signal, bool]] = Counter()
+    seen: dict[Signal, None] = {}
+    for case, result in zip(cases, results, strict=True):
+        texts[case.at_risk] += 1
+        for signal, on in triage_signals(result.l0).items():
+            seen.setdefault(signal)
+            hits[(signal, case.at_risk)] += on
+    order = sorted(seen or {Signal.COMBINED: None}, key=list(Signal).index)
+    return tuple(
+        SignalBreakdown(
+            signal,
+            Escalation(texts[True], hits[(signal, True)]),
+            Escalation(texts[False], hits[(signal, False)]),
+        )
+        for signal in order
     )
