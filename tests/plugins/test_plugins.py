@@ -44,6 +44,10 @@ class LoggingProvider:
 
 def build(name, route, environ):
     return LoggingProvider(name, environ["ACME_LOG"])
+
+
+def two_arguments(name, route):
+    return LoggingProvider(name, "unused")
 '''
 
 ACME_RULE = """
@@ -234,14 +238,24 @@ def test_a_plugin_of_the_wrong_type_is_named_and_nothing_of_its_group_is_used(
     root = distribution(
         tmp_path / "site",
         {
-            "foureyes.route_kinds": {"acme": "acme_rules:NOT_A_RULE"},
+            "foureyes.route_kinds": {
+                "acme": "acme_rules:NOT_A_RULE",
+                "acme_two": "acme_kind:two_arguments",
+            },
             "foureyes.rules": {"acme_rule": "acme_rules:NOT_A_RULE"},
         },
+        acme_kind=ACME_KIND,
         acme_rules=ACME_RULE,
     )
 
     body = config_check(tmp_path, root)
 
+    assert body["problems"][1].startswith(
+        "foureyes.route_kinds entry point acme_two = acme_kind:two_arguments (acme-plugin 1.0): "
+        "<function two_arguments"
+    )
+    assert "does not take (name, route, environ)" in body["problems"][1]
+    del body["problems"][1]
     assert body["problems"] == [
         "foureyes.route_kinds entry point acme = acme_rules:NOT_A_RULE (acme-plugin 1.0): "
         "a str is not a provider factory (not callable)",
@@ -288,4 +302,24 @@ def test_a_plugin_clashing_with_a_builtin_id_is_refused(tmp_path: Path) -> None:
         f"(acme-plugin 1.0); openai = foureyes.llm.openai_compat:build_openai_provider {ours}",
         "foureyes.rules 'too_long' clashes with the built-in: too_long = acme_rules:CLASHING "
         f"(acme-plugin 1.0); too_long = foureyes.gate.rules:TOO_LONG {ours}",
+    ]
+
+
+def test_foureyes_own_entry_points_missing_is_a_stale_install(tmp_path: Path) -> None:
+    # A foureyes dist-info without entry points first on the path shadows the installed
+    # one, as an editable install made before the entry points were declared would.
+    root = tmp_path / "site"
+    info = root / f"foureyes-{foureyes.__version__}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: foureyes\nVersion: {foureyes.__version__}\n",
+        encoding="utf-8",
+    )
+
+    body = config_check(tmp_path, root)
+
+    assert body["problems"] == [
+        f"foureyes registers no {group} entry points: its installed metadata is stale "
+        "(reinstall it, e.g. pip install -e .)"
+        for group in ("foureyes.route_kinds", "foureyes.rules")
     ]
