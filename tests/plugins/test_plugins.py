@@ -46,6 +46,14 @@ def build(name, route, environ):
     return LoggingProvider(name, environ["ACME_LOG"])
 
 
+def build_failing(name, route, environ):
+    raise RuntimeError("acme endpoint not configured")
+
+
+def build_nothing(name, route, environ):
+    return None
+
+
 def two_arguments(name, route):
     return LoggingProvider(name, "unused")
 '''
@@ -322,4 +330,37 @@ def test_foureyes_own_entry_points_missing_is_a_stale_install(tmp_path: Path) ->
         f"foureyes registers no {group} entry points: its installed metadata is stale "
         "(reinstall it, e.g. pip install -e .)"
         for group in ("foureyes.route_kinds", "foureyes.rules")
+    ]
+
+
+def test_serve_names_a_factory_that_raises_or_builds_no_provider(tmp_path: Path) -> None:
+    root = distribution(
+        tmp_path / "site",
+        {
+            "foureyes.route_kinds": {
+                "acme": "acme_kind:build_failing",
+                "nil": "acme_kind:build_nothing",
+            }
+        },
+        acme_kind=ACME_KIND,
+    )
+    config = tmp_path / "foureyes.toml"
+    config.write_text(
+        ACME_ROUTE.replace('supervisor = "acme"', 'supervisor = "nil"')
+        + '\n[routes.nil]\nkind = "nil"\nmodel = "m"\n',
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [*FOUREYES, "serve", "--config", str(config), "--json"],
+        env=env_with(tmp_path, root),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1, result
+    assert json.loads(result.stdout)["problems"] == [
+        "routes.acme: route kind acme = acme_kind:build_failing (acme-plugin 1.0) failed: "
+        "RuntimeError: acme endpoint not configured",
+        "routes.nil: route kind nil = acme_kind:build_nothing (acme-plugin 1.0) built a "
+        "NoneType, not a provider (complete and aclose)",
     ]
