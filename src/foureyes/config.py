@@ -98,7 +98,8 @@ class RouteConfig(_Section):
     """``[routes.NAME]``: one model endpoint and its limits."""
 
     kind: str = Field(default="openai", pattern=r"^[a-z][a-z0-9_-]*$")
-    """Provider kind: ``openai`` (any OpenAI-compatible API) or ``offline`` (built-in engine)."""
+    """Provider kind: ``openai`` (any OpenAI-compatible API), ``offline`` (built-in engine),
+    or a kind an installed plugin registers (``foureyes.route_kinds``, docs/plugins.md)."""
     base_url: str | None = None
     """Endpoint base URL, e.g. ``https://api.deepseek.com/v1``; required for ``openai``."""
     model: str = "foureyes-offline"

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
@@ -13,7 +14,17 @@ from foureyes.config import GateConfig, load_config
 from foureyes.core.errors import ConfigError
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
-from foureyes.gate import BUILTIN_RULES, RuleCatalogue, RuleContext, fallback_text
+from foureyes.gate import (
+    BUILTIN_RULES,
+    Rule,
+    RuleCatalogue,
+    RuleCheck,
+    RuleContext,
+    RuleFinding,
+    RuleInput,
+    fallback_text,
+)
+from foureyes.gate.rules import registered_rules
 
 CTX = RuleContext(max_chars=300, region="CN")
 CATALOGUE = RuleCatalogue.builtin()
@@ -385,3 +396,66 @@ def test_separators_invisible_characters_and_numerals_never_hide_a_number(
     plain, disguise, positions = texts
     assert "unverified_resource" in fired(plain)
     assert_found_in_disguise(plain, disguise, positions, "unverified_resource")
+
+
+DESCRIBED = {
+    Locale.EN: "Mentions refunds.",
+    Locale.ZH_HANS: "提到退款。",
+    Locale.ZH_HANT: "提到退款。",
+}
+
+
+def _refunds(candidate: RuleInput) -> Iterator[RuleFinding]:
+    # Reads the folded view, so a zero-width space inside the word hides nothing.
+    for found in re.finditer("refund", candidate.folded.text):
+        span = candidate.folded.covering_span(*found.span())
+        yield RuleFinding("no_refunds", span, f"limit {candidate.context.max_chars}")
+
+
+def test_a_python_rule_reads_one_input_and_reports_spans_in_the_candidate() -> None:
+    catalogue = RuleCatalogue((*BUILTIN_RULES, Rule("no_refunds", DESCRIBED, check=_refunds)))
+    text = "We can re\u200bfund you."
+    [finding] = catalogue.check(text, CTX)
+    assert (finding.rule, finding.note) == ("no_refunds", "limit 300")
+    assert text[slice(*finding.span)] == "re\u200bfund"
+
+
+def _raises(candidate: RuleInput) -> Iterator[RuleFinding]:
+    raise KeyError("broken plugin")
+
+
+def _cites_another_rule(candidate: RuleInput) -> Iterator[RuleFinding]:
+    yield RuleFinding("too_long", (0, 1), "not mine")
+
+
+def _outside_the_text(candidate: RuleInput) -> Iterator[RuleFinding]:
+    yield RuleFinding("no_refunds", (0, len(candidate.text) + 1), "too far")
+
+
+def _not_a_finding(candidate: RuleInput) -> Iterator[object]:
+    yield ("no_refunds", (0, 1))
+
+
+@pytest.mark.parametrize(
+    ("check", "note"),
+    [
+        (_raises, "the check failed (KeyError)"),
+        (_cites_another_rule, "the check returned an invalid finding"),
+        (_outside_the_text, "the check returned an invalid finding"),
+        (_not_a_finding, "the check returned an invalid finding"),
+    ],
+)
+def test_a_check_that_misbehaves_breaks_its_rule_over_the_whole_text(
+    check: RuleCheck, note: str
+) -> None:
+    catalogue = RuleCatalogue((Rule("no_refunds", DESCRIBED, check=check),))
+    text = "A calm reply."
+    assert catalogue.check(text, CTX) == (RuleFinding("no_refunds", (0, len(text)), note),)
+
+
+def test_the_registered_rules_are_the_builtins_through_foureyes_entry_points() -> None:
+    registered = registered_rules()
+    assert tuple(plugin.obj for plugin in registered) == BUILTIN_RULES
+    assert {plugin.distribution for plugin in registered} == {"foureyes"}
+    assert all(plugin.name == plugin.obj.id for plugin in registered)
+    assert RuleCatalogue.from_config(GateConfig()).rules == BUILTIN_RULES

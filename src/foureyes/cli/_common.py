@@ -60,3 +60,33 @@ def load(path: Path | None, *, as_json: bool) -> Config:
         return load_config(path, environ=os.environ)
     except ConfigError as exc:
         fail(exc, as_json=as_json)
+
+
+def discover_plugins(config: Config) -> dict[str, list[dict[str, str]]]:
+    """The route kinds and rules registered by entry point, as ``config check`` lists them.
+
+    Loads both groups and builds the rule catalogue ``config`` makes, so that a broken
+    plugin, an id clash or an extra rule reusing a registered id fails here, at start-up.
+
+    Raises:
+        ConfigError: naming each plugin that cannot be used (see :mod:`foureyes.plugins`).
+    """
+    # Imported here so that commands that use no route or rule do not load the gate.
+    from foureyes.gate.rules import RuleCatalogue, registered_rules
+    from foureyes.llm.routes import route_kinds
+
+    problems: list[str] = []
+    listing: dict[str, list[dict[str, str]]] = {}
+    for group, discover in (("route_kinds", route_kinds), ("rules", registered_rules)):
+        try:
+            listing[group] = [plugin.as_json() for plugin in discover()]
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    if not problems:
+        try:
+            RuleCatalogue.from_config(config.gate)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(problems)
+    return listing

@@ -7,12 +7,19 @@ import os
 import typer
 from rich.table import Table
 
-from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load
+from foureyes.cli._common import (
+    ConfigOption,
+    JsonOption,
+    console,
+    discover_plugins,
+    emit_json,
+    fail,
+    load,
+)
 from foureyes.config import Config
 from foureyes.core.budget import utc_day
 from foureyes.core.errors import ConfigError
 from foureyes.core.roles import Role
-from foureyes.llm.routes import known_kinds
 from foureyes.risk.resources import registry_from_file, secondary_entries, stale_entries
 
 app = typer.Typer(no_args_is_help=True, help="Inspect and validate configuration.")
@@ -22,12 +29,15 @@ app = typer.Typer(no_args_is_help=True, help="Inspect and validate configuration
 def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     """Validate the config and print it as it takes effect, secrets masked.
 
-    Fails (exit 1) on unknown keys, values out of range, roles naming missing routes,
-    unknown route kinds, API-key variables that are not set, an ``[evidence]`` kinds file
-    that is missing or malformed (a template without a slot), or a model Counselor whose
-    replies no second model reviews (the Supervisor on the offline route) unless
-    ``[gate] supervisor_unreviewed`` says so; then the output lists it under
-    ``unreviewed``. A ``[risk] resources_file`` that is missing or malformed fails it too;
+    Lists the route kinds and rules registered by entry point with the distribution of each
+    (``plugins`` in ``--json``); a plugin that cannot be loaded, is of the wrong type or
+    reuses a registered name fails it, naming the entry point. Fails (exit 1) on unknown
+    keys, values out of range, roles naming missing routes, unknown route kinds, API-key
+    variables that are not set, an ``[evidence]`` kinds file that is missing or malformed
+    (a template without a slot), or a model Counselor whose replies no second model reviews
+    (the Supervisor on the offline route) unless ``[gate] supervisor_unreviewed`` says so;
+    then the output lists it under ``unreviewed``. A ``[risk] resources_file`` that is
+    missing or malformed fails it too;
     registry entries whose check is older than their review period are listed under
     ``stale_resources``, and entries checked only against a secondary source (not the
     operator's, a government's or a recognised directory's page) under
@@ -37,7 +47,11 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     variables' names and whether they are set.
     """
     cfg = load(config, as_json=as_json)
-    kinds = known_kinds()
+    try:
+        plugins = discover_plugins(cfg)
+    except ConfigError as exc:
+        fail(exc, as_json=as_json)
+    kinds = [kind["name"] for kind in plugins["route_kinds"]]
     problems = [
         f"routes.{name}.kind {route.kind!r} is unknown (known: {', '.join(kinds)})"
         for name, route in sorted(cfg.routes.items())
@@ -68,6 +82,7 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
                 "crisis_shared_routes": shared,
                 "stale_resources": stale,
                 "secondary_resources": secondary,
+                "plugins": plugins,
             }
         )
         return
@@ -80,6 +95,14 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         name, route = cfg.route_for(role)
         table.add_row(role.value, name, route.kind, route.model)
     console.print(table)
+    listed = Table(title="plugins (entry points)")
+    for column in ("group", "name", "object", "distribution"):
+        listed.add_column(column)
+    for group, entries in plugins.items():
+        for listed_entry in entries:
+            dist = f"{listed_entry['distribution']} {listed_entry['version']}"
+            listed.add_row(group, listed_entry["name"], listed_entry["value"], dist)
+    console.print(listed)
     console.print_json(data={k: v for k, v in cfg.masked().items()})
     for name, status in secret_status.items():
         console.print(f"secret variable {name}: {status}")

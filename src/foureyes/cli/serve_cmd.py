@@ -8,10 +8,19 @@ from typing import Annotated
 import typer
 import uvicorn
 
-from foureyes.cli._common import ConfigOption, JsonOption, console, fail, load, run
+from foureyes.cli._common import (
+    ConfigOption,
+    JsonOption,
+    console,
+    discover_plugins,
+    fail,
+    load,
+    run,
+)
 from foureyes.config import Config
 from foureyes.core.errors import ConfigError, StoreError
 from foureyes.core.roles import Role
+from foureyes.plugins import BUILTIN_DISTRIBUTION
 
 
 def serve(
@@ -20,11 +29,16 @@ def serve(
     port: Annotated[int | None, typer.Option(help="Port (default: server.port).")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Run the support service; with no config: offline routes and a local SQLite store."""
+    """Run the support service; with no config: offline routes and a local SQLite store.
+
+    Route kinds and rules registered by installed plugins are loaded first (a broken one
+    stops the start, named); each third-party one is printed on start.
+    """
     cfg = load(config, as_json=as_json)
     try:
         cfg.require_secrets(os.environ)
         cfg.require_review()
+        plugins = discover_plugins(cfg)
         run(_preflight(cfg))
     except (ConfigError, StoreError) as exc:
         fail(exc, as_json=as_json)
@@ -36,6 +50,15 @@ def serve(
     in_use = ", ".join(sorted({cfg.roles.route_for(role) for role in Role}))
     if not as_json:
         console.print(f"foureyes serving on http://{bind_host}:{bind_port} (routes: {in_use})")
+        for group, entries in plugins.items():
+            for entry in entries:
+                if entry["distribution"] != BUILTIN_DISTRIBUTION:
+                    console.print(
+                        f"plugin {group} {entry['name']} = {entry['value']} "
+                        f"({entry['distribution']} {entry['version']})",
+                        markup=False,
+                        highlight=False,
+                    )
     from foureyes.server._logging import logging_config
 
     bound = cfg.server.model_copy(update={"host": bind_host, "port": bind_port})

@@ -30,7 +30,15 @@ from foureyes.gate.release import (
 )
 from foureyes.gate.request import KeptUnknown, OpenUnknowns, ReplyRequest
 from foureyes.gate.review_input import ReviewInput, Source, Turn, assemble_review_input
-from foureyes.gate.rules import BUILTIN_RULES, Rule, RuleCatalogue, RuleContext, RuleFinding
+from foureyes.gate.rules import (
+    BUILTIN_RULES,
+    Rule,
+    RuleCatalogue,
+    RuleCheck,
+    RuleContext,
+    RuleFinding,
+    RuleInput,
+)
 from foureyes.gate.runner import RUN_KIND, GateRunner, PendingReply
 from foureyes.gate.supervisor import Review, review_candidate, supervisor_request
 from foureyes.gate.verdict import (
@@ -73,8 +81,10 @@ __all__ = [
     "RoleUsage",
     "Rule",
     "RuleCatalogue",
+    "RuleCheck",
     "RuleContext",
     "RuleFinding",
+    "RuleInput",
     "STAGE_FAILURES",
     "Source",
     "Stage",

@@ -18,7 +18,7 @@ from foureyes.llm.provider import (
     ToolCall,
     Usage,
 )
-from foureyes.llm.routes import Routes, build_provider, known_kinds, route_kind
+from foureyes.llm.routes import ProviderFactory, Routes, build_provider, known_kinds, route_kinds
 from foureyes.llm.structured import (
     Clamped,
     ParseFailure,
@@ -42,6 +42,7 @@ __all__ = [
     "OfflineProvider",
     "ParseFailure",
     "Provider",
+    "ProviderFactory",
     "Routes",
     "StructuredFailure",
     "StructuredSuccess",
@@ -56,6 +57,6 @@ __all__ = [
     "neutralise",
     "offline_responder",
     "parse_structured",
-    "route_kind",
+    "route_kinds",
     "route_limit",
 ]

@@ -28,12 +28,12 @@ from foureyes.core.errors import RouteBadResponse, RouteTimeout, UsageError
 from foureyes.core.locale import Locale, detect_locale
 from foureyes.core.roles import Role
 from foureyes.llm.provider import ChatRequest, ChatResult, Usage
-from foureyes.llm.routes import route_kind
 
 __all__ = [
     "OFFLINE_MODEL",
     "OfflineProvider",
     "Responder",
+    "build_offline_provider",
     "offline_counselor_digests",
     "offline_responder",
     "offline_roles",
@@ -155,10 +155,10 @@ class OfflineProvider:
         return f"OfflineProvider(route={self.route!r})"
 
 
-@route_kind("offline")
-def _build_offline_provider(
+def build_offline_provider(
     name: str, route: RouteConfig, environ: Mapping[str, str]
 ) -> OfflineProvider:
+    """Build the provider of an ``offline`` route (the ``offline`` route kind)."""
     return OfflineProvider(name)
 
 

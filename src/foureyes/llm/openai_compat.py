@@ -45,7 +45,6 @@ from foureyes.core.errors import (
     UsageError,
 )
 from foureyes.llm.provider import ChatRequest, ChatResult, Provider, ToolCall, Usage
-from foureyes.llm.routes import route_kind
 
 if TYPE_CHECKING:
     import aiohttp
@@ -459,7 +458,6 @@ class OpenAIProvider:
             await session.close()
 
 
-@route_kind("openai")
 def build_openai_provider(name: str, route: RouteConfig, environ: Mapping[str, str]) -> Provider:
     """Build the provider of an ``openai`` route, its key read from ``route.api_key_env``.
 
