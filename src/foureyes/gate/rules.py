@@ -16,7 +16,10 @@ found in their own digit fold (:func:`foureyes.risk.resources.find_phone_numbers
 
 The catalogue ships with built-in rules (:data:`BUILTIN_RULES`) and grows by config:
 ``[gate.extra_rules]`` adds ids with descriptions, ``[gate.rule_patterns]`` adds regular
-expressions that make an extra rule checked in code too. Everything here is pure.
+expressions that make an extra rule checked in code too. A candidate's tool calls
+(:mod:`foureyes.gate.candidate`) are checked by name against ``gate.tools_deny`` and a
+non-empty ``gate.tools_allow`` (rule :data:`TOOL_RULE`, reason ``tool_not_allowed``); a
+candidate of tool calls only is not empty. Everything here is pure.
 """
 
 from __future__ import annotations
@@ -32,10 +35,14 @@ from foureyes.core.errors import ConfigError
 from foureyes.core.fold import Normalised, normalise
 from foureyes.core.locale import Locale
 from foureyes.gate import _patterns
+from foureyes.gate.candidate import ToolCall
 from foureyes.llm.prompting import neutralise
 from foureyes.risk.resources import ResourceRegistry, unverified_numbers
 
-__all__ = ["BUILTIN_RULES", "Rule", "RuleCatalogue", "RuleContext", "RuleFinding"]
+__all__ = ["BUILTIN_RULES", "Rule", "RuleCatalogue", "RuleContext", "RuleFinding", "TOOL_RULE"]
+
+TOOL_RULE = "tool_not_allowed"
+"""The rule a call to a tool outside ``gate.tools_allow`` or in ``gate.tools_deny`` breaks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +83,10 @@ class RuleContext:
     """The user's region; numbers must be in the registry for it (any region if ``None``)."""
     registry: ResourceRegistry | None = None
     """The crisis-resource registry; the packaged one when ``None``."""
+    tools_allow: frozenset[str] = frozenset()
+    """Tool names a candidate may call; empty: any not in ``tools_deny``."""
+    tools_deny: frozenset[str] = frozenset()
+    """Tool names a candidate may never call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +95,11 @@ class _Candidate:
 
     text: str
     folded: Normalised
+    tool_calls: tuple[ToolCall, ...]
 
     @classmethod
-    def of(cls, text: str) -> _Candidate:
-        return cls(text, normalise(text))
+    def of(cls, text: str, tool_calls: tuple[ToolCall, ...]) -> _Candidate:
+        return cls(text, normalise(text), tool_calls)
 
 
 _Check = Callable[[_Candidate, RuleContext], Iterator[RuleFinding]]
@@ -166,6 +178,15 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         checked_in_code=True,
     ),
     Rule(
+        TOOL_RULE,
+        _text(
+            "Calls a tool the deployment does not allow.",
+            "调用了部署不允许的工具。",
+            "呼叫了部署不允許的工具。",
+        ),
+        checked_in_code=True,
+    ),
+    Rule(
         "harmful_content",
         _text(
             "Gives information or encouragement that could lead to self-harm or harm to others.",
@@ -222,8 +243,9 @@ def _matches(
 
 def _empty(candidate: _Candidate, ctx: RuleContext) -> Iterator[RuleFinding]:
     # The folded view has no invisible characters: zero-width spaces, bidi controls and
-    # fillers (U+3164, U+2800) alone are an empty reply.
-    if not candidate.folded.text.strip():
+    # fillers (U+3164, U+2800) alone are an empty reply. A candidate of tool calls only
+    # says what it does in its calls.
+    if not candidate.folded.text.strip() and not candidate.tool_calls:
         span = (0, len(candidate.text))
         yield RuleFinding("empty_text", span, "the reply has no visible text")
 
@@ -254,6 +276,19 @@ def _manipulation(candidate: _Candidate, ctx: RuleContext) -> Iterator[RuleFindi
     )
 
 
+def _tools(candidate: _Candidate, ctx: RuleContext) -> Iterator[RuleFinding]:
+    # A tool call has no span in the text: the finding's span is empty, at its end.
+    end = len(candidate.text)
+    for index, call in enumerate(candidate.tool_calls):
+        if call.name in ctx.tools_deny:
+            note = f"tool call {index} calls {call.name!r}, which gate.tools_deny names"
+        elif ctx.tools_allow and call.name not in ctx.tools_allow:
+            note = f"tool call {index} calls {call.name!r}, which gate.tools_allow does not name"
+        else:
+            continue
+        yield RuleFinding(TOOL_RULE, (end, end), note)
+
+
 def _pattern_check(rule: str, pattern: re.Pattern[str], note: str) -> _Check:
     def check(candidate: _Candidate, ctx: RuleContext) -> Iterator[RuleFinding]:
         return _matches(rule, pattern, candidate, note)
@@ -279,6 +314,7 @@ _BUILTIN_CHECKS: Mapping[str, _Check] = MappingProxyType(
             "unconfirmed_as_fact", _patterns.UNCONFIRMED_AS_FACT, "states a belief as fact"
         ),
         "reviewer_manipulation": _manipulation,
+        TOOL_RULE: _tools,
     }
 )
 
@@ -336,12 +372,15 @@ class RuleCatalogue:
         """The rule with id ``rule``, or ``None``."""
         return next((r for r in self.rules if r.id == rule), None)
 
-    def check(self, text: str, ctx: RuleContext) -> tuple[RuleFinding, ...]:
+    def check(
+        self, text: str, ctx: RuleContext, tool_calls: tuple[ToolCall, ...] = ()
+    ) -> tuple[RuleFinding, ...]:
         """Every finding of the rules checked in code, ordered by position.
 
         Spans index ``text``; a match found only in its folded view covers the characters
-        it was folded from (see the module docstring).
+        it was folded from (see the module docstring). A finding on a tool call has the
+        empty span at the end of ``text``.
         """
-        candidate = _Candidate.of(text)
+        candidate = _Candidate.of(text, tool_calls)
         found: Iterable[RuleFinding] = (f for check in self._checks for f in check(candidate, ctx))
         return tuple(sorted(found, key=lambda f: (f.span, f.rule)))
