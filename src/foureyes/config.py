@@ -201,6 +201,12 @@ class GateConfig(_Section):
     did not escalate the message; an escalated message is drafted only once triage has set
     its policy. A draft written before a prohibition is discarded unread; off: draft only
     after triage."""
+    tools_allow: tuple[str, ...] = ()
+    """Tool (function) names a candidate may call; empty: any tool not in ``tools_deny``.
+    A call outside a non-empty list falls back (``tool_not_allowed``) before any review."""
+    tools_deny: tuple[str, ...] = ()
+    """Tool names a candidate may never call (even when ``tools_allow`` names them); a
+    call to one falls back (``tool_not_allowed``) before any review."""
     supervisor_unreviewed: bool = False
     """No second model reviews these replies. ``true`` lets ``serve`` start with a model
     Counselor and the offline (rules-only) Supervisor; without it ``config check`` and
@@ -225,6 +231,9 @@ class GateConfig(_Section):
                     re.compile(pattern)
                 except re.error as exc:
                     problems.append(f"gate.rule_patterns.{rule}: {pattern!r} is invalid: {exc}")
+        for field in ("tools_allow", "tools_deny"):
+            if any(not name or len(name) > 256 for name in getattr(self, field)):
+                problems.append(f"gate.{field}: a tool name has 1 to 256 characters")
         if problems:
             raise ValueError("; ".join(problems))
         return self

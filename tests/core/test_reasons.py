@@ -1,6 +1,7 @@
 from foureyes.core.reasons import ReasonCode
 
-# DESIGN.md 5 pins these wire strings; users and dashboards rely on them.
+# DESIGN.md 5 pins these wire strings; users and dashboards rely on them
+# (``tool_not_allowed`` came with tool calls in the candidate, issue 15).
 PINNED = [
     "approved",
     "rejected",
@@ -14,6 +15,7 @@ PINNED = [
     "generation_prohibited",
     "deadline_exceeded",
     "budget_exhausted",
+    "tool_not_allowed",
 ]
 
 

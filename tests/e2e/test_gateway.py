@@ -77,6 +77,11 @@ def resources(text: str) -> str:
     return text + PART_SEPARATOR + render_resources(Locale.EN, None)
 
 
+DENIED_CALL = {
+    "id": "call_1",
+    "type": "function",
+    "function": {"name": "delete_account", "arguments": "{}"},
+}
 SWEEP: list[tuple[str, ReasonCode]] = [
     (CALM, ReasonCode.APPROVED),
     (f"supervisor-rejects: {CALM}", ReasonCode.REJECTED),
@@ -96,7 +101,7 @@ def test_every_reason_code_end_to_end(
     simulator: RunningSimulator, start_server: Start, store_url: str
 ) -> None:
     simulator.load(SCENARIO)
-    server = start_server(sim_config(simulator, store_url))
+    server = start_server(sim_config(simulator, store_url, tools_deny=("delete_account",)))
     budget = start_server(sim_config(simulator, store_url, max_calls=1))
     client = client_of(server)
     seen: set[ReasonCode] = set()
@@ -122,6 +127,22 @@ def test_every_reason_code_end_to_end(
         assert trace["summary"]["gate"]["reason"] == reason.value
         assert trace["summary"]["delivery"]["delivered_sha256"] == block["delivered_sha256"]
         seen.add(reason)
+
+    # A support-mode reply has no tool calls: a caller's draft calling a denied tool has.
+    draft = {"content": DRAFT, "tool_calls": [DENIED_CALL]}
+    checked = httpx2.post(
+        f"{server.base_url}/check",
+        json={"messages": [{"role": "user", "content": CALM}], "draft": draft},
+        timeout=10,
+    ).json()
+    assert (checked["decision"], checked["reason"], checked["tool_calls"]) == (
+        "fallback",
+        ReasonCode.TOOL_NOT_ALLOWED.value,
+        None,
+    )
+    trace = trace_of(server, checked["trace_id"])
+    assert trace["run"]["reason"] == trace["summary"]["gate"]["reason"] == checked["reason"]
+    seen.add(ReasonCode(checked["reason"]))
 
     assert seen == set(ReasonCode)
 

@@ -27,7 +27,12 @@ def test_reasons_map_to_families() -> None:
     assert family_of(ReasonCode.INSUFFICIENT) is FallbackFamily.CANNOT_JUDGE
     assert family_of(ReasonCode.GENERATION_PROHIBITED) is FallbackFamily.PROHIBITED
     held = {r for r in FALLBACKS if family_of(r) is FallbackFamily.HELD_BACK}
-    assert held == {ReasonCode.REJECTED, ReasonCode.RULE_VIOLATION, ReasonCode.VERDICT_MISMATCH}
+    assert held == {
+        ReasonCode.REJECTED,
+        ReasonCode.RULE_VIOLATION,
+        ReasonCode.TOOL_NOT_ALLOWED,
+        ReasonCode.VERDICT_MISMATCH,
+    }
     assert {r for r in FALLBACKS if r.is_review_failure} <= {
         r for r in FALLBACKS if family_of(r) is FallbackFamily.UNAVAILABLE
     }

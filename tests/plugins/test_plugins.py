@@ -17,6 +17,7 @@ from typing import Any
 import openai
 
 import foureyes
+from foureyes.gate.rules import BUILTIN_RULES
 from tests.helpers.server import start_serve_process, stop_process
 
 FOUREYES = [sys.executable, "-m", "foureyes.cli"]
@@ -158,7 +159,7 @@ def test_config_check_lists_builtins_and_a_third_party_kind_and_rule(tmp_path: P
     rules = [(r["name"], r["distribution"]) for r in body["plugins"]["rules"]]
     # The built-ins come first, in catalogue order, then third-party rules.
     assert rules[0] == ("empty_text", "foureyes") and rules[-1] == ("acme_rule", "acme-plugin")
-    assert len(rules) == 12
+    assert len(rules) == len(BUILTIN_RULES) + 1
 
 
 def test_a_kind_no_plugin_provides_fails_with_the_known_kinds(tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ _WHY = {
     ReasonCode.GENERATION_PROHIBITED: "triage prohibited free generation",
     ReasonCode.DEADLINE_EXCEEDED: "the run's deadline passed before a decision",
     ReasonCode.BUDGET_EXHAUSTED: "a call or spend budget ran out before a decision",
+    ReasonCode.TOOL_NOT_ALLOWED: "the candidate calls a tool the gate does not allow",
 }
 
 

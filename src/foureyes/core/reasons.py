@@ -37,6 +37,9 @@ class ReasonCode(StrEnum):
     """The run's deadline passed before a decision could be reached."""
     BUDGET_EXHAUSTED = "budget_exhausted"
     """A call or spend budget ran out before a decision could be reached."""
+    TOOL_NOT_ALLOWED = "tool_not_allowed"
+    """The candidate calls a tool that ``gate.tools_deny`` names or that a non-empty
+    ``gate.tools_allow`` does not; settled in code, before any review."""
 
     @property
     def is_fallback(self) -> bool:

@@ -2,9 +2,22 @@
 
 Start with :class:`GateRunner` (``await runner.reply(ReplyRequest(...))``); its
 :class:`GateOutcome` says which text went out, based on which data and rules, and if no
-candidate did, why not. Importing this package registers the offline Supervisor.
+candidate did, why not. A draft the caller already has (:class:`GivenDraft`: text and
+tool calls) is judged the same way; a candidate's digest covers its text and its tool
+calls (:func:`candidate_bytes` defines the bytes: the text in UTF-8, then, only when
+there are tool calls, the byte ``0xFF`` and the canonical JSON of the list of calls
+``{"arguments", "id", "name"}``). Importing this package registers the offline Supervisor.
 """
 
+from foureyes.gate.candidate import (
+    TOOL_SEPARATOR,
+    GivenDraft,
+    ToolCall,
+    ToolCallProblem,
+    ToolCallRefused,
+    candidate_bytes,
+    candidate_sha256,
+)
 from foureyes.gate.counselor import DRAFT_SCHEMA, Revision, counselor_request, draft_reply
 from foureyes.gate.failures import STAGE_FAILURES, Stage, reason_for
 from foureyes.gate.fallback import FallbackFamily, fallback_text, family_of
@@ -38,6 +51,7 @@ from foureyes.gate.rules import (
     RuleContext,
     RuleFinding,
     RuleInput,
+    TOOL_RULE,
 )
 from foureyes.gate.runner import RUN_KIND, GateRunner, PendingReply
 from foureyes.gate.supervisor import Review, review_candidate, supervisor_request
@@ -62,6 +76,7 @@ __all__ = [
     "FallbackFamily",
     "GateOutcome",
     "GateRunner",
+    "GivenDraft",
     "KeptUnknown",
     "MAX_MISSING",
     "MAX_VIOLATIONS",
@@ -88,13 +103,20 @@ __all__ = [
     "STAGE_FAILURES",
     "Source",
     "Stage",
+    "TOOL_RULE",
+    "TOOL_SEPARATOR",
     "Timings",
+    "ToolCall",
+    "ToolCallProblem",
+    "ToolCallRefused",
     "Turn",
     "Verdict",
     "VerdictDecision",
     "VerdictProblem",
     "Violation",
     "assemble_review_input",
+    "candidate_bytes",
+    "candidate_sha256",
     "check_verdict",
     "compose_release",
     "counselor_request",

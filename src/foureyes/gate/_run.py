@@ -5,6 +5,10 @@ is split into a draft phase, which needs no policy and may start before triage h
 decided one (:meth:`Run.speculate`), and a review-and-decide phase that takes the
 policy (:meth:`Run.attempts`). A speculative draft that the policy turns out to forbid
 is cancelled, or dropped unread if it already finished (:meth:`Run.discard`).
+
+A run may instead judge a draft the caller already has (``given``): no Counselor is
+called and the draft is not revised (it is not foureyes' to rewrite); the rules and the
+Supervisor judge it, text and tool calls, under one digest.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from foureyes.core.reasons import ReasonCode
 from foureyes.core.roles import Role
 from foureyes.core.trace import PrivateText
 from foureyes.gate._meter import Meter
+from foureyes.gate.candidate import GivenDraft, ToolCall
 from foureyes.gate.counselor import Revision, counselor_request, draft_reply
 from foureyes.gate.failures import Stage, reason_for
 from foureyes.gate.gate import Decision, decide
@@ -87,6 +92,7 @@ class Run:
         trace_id: str,
         locale: Locale,
         region: str | None,
+        given: GivenDraft | None = None,
     ) -> None:
         self.started = time.perf_counter()
         """When the run began (``perf_counter``), for its timings."""
@@ -98,6 +104,8 @@ class Run:
         self.trace_id = trace_id
         self.locale = locale
         self.region = region
+        self.given = given
+        """The caller's own draft, judged instead of a Counselor's (``None``: draft)."""
         self.scope = CallScope(
             Deadline.after(gate.deadline_s, clock=clock), CallBudget(gate.max_calls), trace_id
         )
@@ -108,7 +116,18 @@ class Run:
         """What became of a speculative first draft, for the record (``None``: none)."""
         self._unknowns_read: asyncio.Future[Sequence[KeptUnknown]] | None = None
         self._first: asyncio.Task[_Drafted] | None = None
-        self.rules = RuleContext(max_chars=gate.max_chars, region=region, registry=registry)
+        self.rules = RuleContext(
+            max_chars=gate.max_chars,
+            region=region,
+            registry=registry,
+            tools_allow=frozenset(gate.tools_allow),
+            tools_deny=frozenset(gate.tools_deny),
+        )
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The candidate's tool calls: the given draft's (a Counselor draft has none)."""
+        return () if self.given is None else self.given.tool_calls
 
     def speculate(self) -> None:
         """Start the first draft and the open-unknowns read now, before any policy is known.
@@ -165,11 +184,13 @@ class Run:
         attempts: list[Attempt] = []
         revision: Revision | None = None
         candidate: Proposal[str] | None = None
-        for n in range(self.gate.max_revisions + 1):
+        # A given draft is judged as it is: revising it would release words nobody asked for.
+        revisions = 0 if self.given is not None else self.gate.max_revisions
+        for n in range(revisions + 1):
             attempt, candidate = await self._attempt(n, revision, policy)
             attempts.append(attempt)
             retry = attempt.reason in (ReasonCode.REJECTED, ReasonCode.RULE_VIOLATION)
-            if not retry or candidate is None or n == self.gate.max_revisions:
+            if not retry or candidate is None or n == revisions:
                 break
             if self.scope.deadline.expired:
                 return attempts, ReasonCode.DEADLINE_EXCEEDED, candidate
@@ -199,7 +220,9 @@ class Run:
         self, n: int, revision: Revision | None, policy: GenerationPolicy
     ) -> tuple[Attempt, Proposal[str] | None]:
         try:
-            if n == 0 and self._first is not None:
+            if self.given is not None:
+                drafted = _Drafted(self._given_proposal(self.given), None)
+            elif n == 0 and self._first is not None:
                 first, self._first = self._first, None
                 drafted = await first
                 self.speculation = {"state": "used"}
@@ -211,7 +234,7 @@ class Run:
         if candidate is None:
             assert drafted.failed is not None
             return drafted.failed, None
-        findings = self.catalogue.check(candidate.content, self.rules)
+        findings = self.catalogue.check(candidate.content, self.rules, self.tool_calls)
         # Rules checked in code settle the candidate; a review would only spend a call.
         review, failure, error = (None, None, None) if findings else await self._review(candidate)
         decision = decide(
@@ -233,6 +256,17 @@ class Run:
             reason=decision.reason,
         )
         return attempt, candidate
+
+    @staticmethod
+    def _given_proposal(given: GivenDraft) -> Proposal[str]:
+        """The given draft as the run's candidate: its text, bound to its whole digest."""
+        return Proposal(
+            content=given.text,
+            sha256=given.sha256,
+            role="caller",
+            route="given",
+            meta={"tool_calls": len(given.tool_calls)},
+        )
 
     async def _draft(self, n: int, revision: Revision | None) -> _Drafted:
         """The draft phase of attempt ``n``: needs no policy, so it may run speculatively."""
@@ -305,6 +339,7 @@ class Run:
             open_unknowns=self.unknown_texts,
             counselor_summary=self.request.counselor_summary,
             history_turns=self.gate.history_turns,
+            tool_calls=self.tool_calls,
         )
         try:
             review = await review_candidate(
@@ -396,6 +431,8 @@ class Run:
             "rules": sorted(self.catalogue.ids),
             "stale_resources": [entry.id for entry in stale],
             "speculative_draft": self.speculation,
+            "given_draft": self.given is not None,
+            "tool_calls": [call.name for call in self.tool_calls],
         }
 
     def limits(self) -> dict[str, Any]:

@@ -23,8 +23,8 @@ class FallbackFamily(StrEnum):
     """The kind of fallback a reason calls for; one text per family and locale."""
 
     HELD_BACK = "held_back"
-    """A candidate existed but was judged unfit: rejected, a rule fired, or the verdict
-    named other text."""
+    """A candidate existed but was judged unfit: rejected, a rule fired, a tool it calls
+    is not allowed, or the verdict named other text."""
     CANNOT_JUDGE = "cannot_judge"
     """The Supervisor said it lacks information; the reply asks instead of assuming."""
     UNAVAILABLE = "unavailable"
@@ -38,6 +38,7 @@ _FAMILIES: Mapping[ReasonCode, FallbackFamily] = MappingProxyType(
         ReasonCode.REJECTED: FallbackFamily.HELD_BACK,
         ReasonCode.RULE_VIOLATION: FallbackFamily.HELD_BACK,
         ReasonCode.VERDICT_MISMATCH: FallbackFamily.HELD_BACK,
+        ReasonCode.TOOL_NOT_ALLOWED: FallbackFamily.HELD_BACK,
         ReasonCode.INSUFFICIENT: FallbackFamily.CANNOT_JUDGE,
         ReasonCode.REVIEW_TIMEOUT: FallbackFamily.UNAVAILABLE,
         ReasonCode.REVIEW_FAILED: FallbackFamily.UNAVAILABLE,

@@ -14,7 +14,7 @@ from enum import StrEnum
 from foureyes.core.errors import UsageError
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.reasons import ReasonCode
-from foureyes.gate.rules import RuleFinding
+from foureyes.gate.rules import TOOL_RULE, RuleFinding
 from foureyes.gate.verdict import Verdict, VerdictDecision
 
 __all__ = ["Decision", "Outcome", "decide"]
@@ -121,7 +121,8 @@ def decide(
        approval lifts a prohibition set upstream);
     2. a stage failed (draft, review, deadline, budget): that stage's reason;
     3. there is no candidate: ``draft_failed``;
-    4. a rule checked in code fired: ``rule_violation``, whatever the verdict says;
+    4. a tool call is not allowed (rule ``tool_not_allowed``): ``tool_not_allowed``;
+       another rule checked in code fired: ``rule_violation``; whatever the verdict says;
     5. there is no verdict: ``review_failed`` (invariant 1: no verdict is no approval);
     6. the verdict names another digest: ``verdict_mismatch`` (invariant 1);
     7. the verdict rejects, or cannot judge: ``rejected``, ``insufficient``;
@@ -145,6 +146,8 @@ def decide(
         return Decision.fallback(failure)
     if candidate_sha256 is None:
         return Decision.fallback(ReasonCode.DRAFT_FAILED)
+    if any(f.rule == TOOL_RULE for f in findings):
+        return Decision.fallback(ReasonCode.TOOL_NOT_ALLOWED)
     if findings:
         return Decision.fallback(ReasonCode.RULE_VIOLATION)
     if verdict is None:

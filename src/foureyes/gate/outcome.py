@@ -20,6 +20,7 @@ from foureyes.core.policy import GenerationPolicy
 from foureyes.core.reasons import ReasonCode
 from foureyes.core.roles import Role
 from foureyes.core.trace import PrivateText
+from foureyes.gate.candidate import ToolCall
 from foureyes.gate.fallback import family_of
 from foureyes.gate.gate import Outcome
 from foureyes.gate.release import PartKind, Release
@@ -186,6 +187,8 @@ class GateOutcome:
     """The language of code-rendered text."""
     region: str | None
     """The user's region, if known."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The released candidate's tool calls, exactly as digested; none for a fallback."""
 
     @property
     def calls(self) -> dict[Role, int]:
@@ -228,6 +231,7 @@ def decision_record(
             {"kind": p.kind.value, "sha256": p.sha256, "chars": len(p.text)} for p in release.parts
         ],
         "code_rendered": [p.kind.value for p in release.parts if p.kind is not PartKind.CANDIDATE],
+        "tool_calls_delivered": len(release.tool_calls),
         "attempts": [a.as_json() for a in attempts],
         "context": dict(context),
         "usage": {role.value: u.as_json() for role, u in usage.items()},

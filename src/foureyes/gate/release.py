@@ -7,6 +7,11 @@ which the gate calls with its :class:`~foureyes.gate.gate.Decision`, makes one.
 :func:`deliver` accepts nothing else, and before it hands text over it re-verifies every
 part: the candidate's digest against the approved digest, each code-rendered part
 against a fresh rendering, and the whole text against the digest recorded at minting.
+
+A candidate with tool calls (:mod:`foureyes.gate.candidate`) is approved by the digest of
+its text and its calls together; the release carries the calls, and delivery hands them
+over only when the candidate part, with them, is the approved digest. A fallback never
+carries a tool call.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from foureyes.core.errors import UsageError
 from foureyes.core.locale import Locale
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.reasons import ReasonCode
+from foureyes.gate.candidate import ToolCall, candidate_sha256
 from foureyes.gate.fallback import fallback_text
 from foureyes.gate.gate import Decision, Outcome
 from foureyes.risk.resources import ResourceRegistry, default_registry, render_resources
@@ -83,6 +89,8 @@ class Delivery:
     """Released or fallback."""
     reason: ReasonCode
     """The decision's reason."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The approved candidate's tool calls (none for a fallback)."""
 
 
 class Release:
@@ -91,7 +99,16 @@ class Release:
     Immutable, and made only by :func:`compose_release`.
     """
 
-    __slots__ = ("_decision", "_locale", "_parts", "_policy", "_region", "_registry", "_sha256")
+    __slots__ = (
+        "_decision",
+        "_locale",
+        "_parts",
+        "_policy",
+        "_region",
+        "_registry",
+        "_sha256",
+        "_tool_calls",
+    )
     _decision: Decision
     _parts: tuple[ReleasePart, ...]
     _policy: GenerationPolicy
@@ -99,6 +116,7 @@ class Release:
     _region: str | None
     _registry: ResourceRegistry
     _sha256: str
+    _tool_calls: tuple[ToolCall, ...]
 
     def __init__(self) -> None:
         raise UsageError("a Release is minted by the gate (compose_release), never built")
@@ -127,6 +145,11 @@ class Release:
     def region(self) -> str | None:
         """The region its resources were rendered for."""
         return self._region
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The approved candidate's tool calls; none for a fallback."""
+        return self._tool_calls
 
     @property
     def text(self) -> str:
@@ -163,13 +186,14 @@ def compose_release(
     locale: Locale,
     region: str | None,
     registry: ResourceRegistry | None = None,
+    tool_calls: tuple[ToolCall, ...] = (),
 ) -> Release:
     """Mint the release that carries out ``decision``.
 
-    A released decision releases ``candidate`` only if its digest is the approved one;
-    any other text (a draft swapped after approval) turns the release into the
-    ``verdict_mismatch`` fallback. Under a restricted or prohibited policy the
-    code-rendered resource block is added.
+    A released decision releases ``candidate`` (with ``tool_calls``) only if their digest
+    is the approved one; any other text or call (a draft swapped after approval) turns
+    the release into the ``verdict_mismatch`` fallback, which carries no tool call.
+    Under a restricted or prohibited policy the code-rendered resource block is added.
 
     Args:
         decision: the gate's decision.
@@ -178,11 +202,13 @@ def compose_release(
         locale: the language of code-rendered parts.
         region: the user's region, for the resource block.
         registry: the crisis-resource registry (the packaged one by default).
+        tool_calls: the candidate's tool calls, part of its digest.
     """
     listing = registry or default_registry()
     approved = (
         candidate
-        if candidate is not None and sha256_hex(candidate) == decision.approved_sha256
+        if candidate is not None
+        and candidate_sha256(candidate, tool_calls) == decision.approved_sha256
         else None
     )
     if decision.released and approved is None:
@@ -207,6 +233,7 @@ def compose_release(
         ("_region", region),
         ("_registry", listing),
         ("_sha256", sha256_hex(PART_SEPARATOR.join(p.text for p in parts))),
+        ("_tool_calls", tool_calls if decision.released else ()),
     ):
         object.__setattr__(release, name, value)
     return release
@@ -246,10 +273,15 @@ def deliver(release: Release) -> Delivery:
     for part, (_, rendered) in zip(release.parts, expected, strict=True):
         if sha256_hex(part.text) != part.sha256:
             raise DeliveryRefused(f"the {part.kind} part does not match its digest")
-        if part.kind is PartKind.CANDIDATE and part.sha256 != decision.approved_sha256:
+        if (
+            part.kind is PartKind.CANDIDATE
+            and candidate_sha256(part.text, release.tool_calls) != decision.approved_sha256
+        ):
             raise DeliveryRefused("the candidate is not the approved digest")
         if rendered is not None and part.text != rendered:
             raise DeliveryRefused(f"the {part.kind} part is not what code renders")
+    if release.tool_calls and not decision.released:
+        raise DeliveryRefused("a fallback with tool calls")
     text = release.text
     digest = sha256_hex(text)
     if digest != release.sha256:
@@ -260,4 +292,5 @@ def deliver(release: Release) -> Delivery:
         candidate_sha256=decision.approved_sha256,
         outcome=decision.outcome,
         reason=decision.reason,
+        tool_calls=release.tool_calls,
     )

@@ -1,7 +1,9 @@
 """What the Supervisor sees: assembled by the orchestrator, never by the Counselor.
 
 The minimisation policy: the user's current message verbatim, at most ``history_turns``
-earlier turns (the most recent ones), the candidate with its digest, the sources the reply
+earlier turns (the most recent ones), the candidate with its digest and its tool calls
+(each as the canonical JSON its digest covers, :mod:`foureyes.gate.candidate`), the
+sources the reply
 may rely on (each with its id and origin), and the unknowns still open on the
 conversation. A Counselor summary may come along, but only labelled as the Counselor's
 own reading: it never replaces the user's words and never confirms anything, and it
@@ -17,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from foureyes.core.digest import Proposal
+from foureyes.gate.candidate import ToolCall
 
 __all__ = ["ReviewInput", "Source", "Turn", "assemble_review_input"]
 
@@ -61,7 +64,9 @@ class ReviewInput:
     candidate: str
     """The candidate reply, exactly as it would be delivered."""
     candidate_sha256: str
-    """Its SHA-256, which the verdict must name."""
+    """The SHA-256 of its text and tool calls, which the verdict must name."""
+    tool_calls: tuple[ToolCall, ...]
+    """The tool calls that come with the candidate (none for a Counselor draft)."""
     sources: tuple[Source, ...]
     """Material the reply may rely on."""
     open_unknowns: tuple[str | None, ...]
@@ -80,6 +85,7 @@ def assemble_review_input(
     open_unknowns: Sequence[str | None],
     counselor_summary: str | None,
     history_turns: int,
+    tool_calls: Sequence[ToolCall] = (),
 ) -> ReviewInput:
     """Build the review input for ``candidate`` under the minimisation policy.
 
@@ -92,6 +98,7 @@ def assemble_review_input(
             the summary says.
         counselor_summary: the Counselor's summary, if any.
         history_turns: how many earlier turns to keep at most.
+        tool_calls: the candidate's tool calls (its digest covers them already).
     """
     shown = tuple(history[-history_turns:]) if history_turns else ()
     return ReviewInput(
@@ -100,6 +107,7 @@ def assemble_review_input(
         omitted_turns=len(history) - len(shown),
         candidate=candidate.content,
         candidate_sha256=candidate.sha256,
+        tool_calls=tuple(tool_calls),
         sources=tuple(sources),
         open_unknowns=tuple(open_unknowns),
         counselor_summary=counselor_summary,

@@ -19,7 +19,10 @@ the built-ins (:data:`BUILTIN_RULES`) by foureyes' own ``pyproject.toml``, other
 installed distribution, each a :class:`Rule` whose ``check`` (if any) is a pure synchronous
 function of one :class:`RuleInput` returning :class:`RuleFinding` s. Config adds more:
 ``[gate.extra_rules]`` adds ids with descriptions, ``[gate.rule_patterns]`` adds regular
-expressions that make an extra rule checked in code too. Everything here is pure.
+expressions that make an extra rule checked in code too. A candidate's tool calls
+(:mod:`foureyes.gate.candidate`) are checked by name against ``gate.tools_deny`` and a
+non-empty ``gate.tools_allow`` (rule :data:`TOOL_RULE`, reason ``tool_not_allowed``); a
+candidate of tool calls only is not empty. Everything here is pure.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from foureyes.core.errors import ConfigError
 from foureyes.core.fold import Normalised, normalise
 from foureyes.core.locale import Locale
 from foureyes.gate import _patterns
+from foureyes.gate.candidate import ToolCall
 from foureyes.llm.prompting import neutralise
 from foureyes.risk.resources import ResourceRegistry, unverified_numbers
 
@@ -47,8 +51,12 @@ __all__ = [
     "RuleContext",
     "RuleFinding",
     "RuleInput",
+    "TOOL_RULE",
     "registered_rules",
 ]
+
+TOOL_RULE = "tool_not_allowed"
+"""The rule a call to a tool outside ``gate.tools_allow`` or in ``gate.tools_deny`` breaks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +102,10 @@ class RuleContext:
     """The user's region; numbers must be in the registry for it (any region if ``None``)."""
     registry: ResourceRegistry | None = None
     """The crisis-resource registry; the packaged one when ``None``."""
+    tools_allow: frozenset[str] = frozenset()
+    """Tool names a candidate may call; empty: any not in ``tools_deny``."""
+    tools_deny: frozenset[str] = frozenset()
+    """Tool names a candidate may never call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +122,15 @@ class RuleInput:
     """Its keyword fold (:func:`foureyes.core.fold.normalise`), with the map back to ``text``."""
     context: RuleContext
     """The limits, region and crisis-resource registry of this reply."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The candidate's tool calls (:mod:`foureyes.gate.candidate`), in order."""
 
     @classmethod
-    def of(cls, text: str, context: RuleContext) -> RuleInput:
-        """The input of ``text``, folded."""
-        return cls(text, normalise(text), context)
+    def of(
+        cls, text: str, context: RuleContext, tool_calls: tuple[ToolCall, ...] = ()
+    ) -> RuleInput:
+        """The input of ``text`` (and ``tool_calls``), folded."""
+        return cls(text, normalise(text), context, tool_calls)
 
 
 RuleCheck: TypeAlias = Callable[[RuleInput], Iterable[RuleFinding]]
@@ -154,8 +170,9 @@ def _matches(
 
 def _empty(candidate: RuleInput) -> Iterator[RuleFinding]:
     # The folded view has no invisible characters: zero-width spaces, bidi controls and
-    # fillers (U+3164, U+2800) alone are an empty reply.
-    if not candidate.folded.text.strip():
+    # fillers (U+3164, U+2800) alone are an empty reply. A candidate of tool calls only
+    # says what it does in its calls.
+    if not candidate.folded.text.strip() and not candidate.tool_calls:
         span = (0, len(candidate.text))
         yield RuleFinding("empty_text", span, "the reply has no visible text")
 
@@ -185,6 +202,19 @@ def _manipulation(candidate: RuleInput) -> Iterator[RuleFinding]:
         "text addressed to the reviewer or the system",
         view=neutralise,
     )
+
+
+def _tools(candidate: RuleInput) -> Iterator[RuleFinding]:
+    # A tool call has no span in the text: the finding's span is empty, at its end.
+    ctx, end = candidate.context, len(candidate.text)
+    for index, call in enumerate(candidate.tool_calls):
+        if call.name in ctx.tools_deny:
+            note = f"tool call {index} calls {call.name!r}, which gate.tools_deny names"
+        elif ctx.tools_allow and call.name not in ctx.tools_allow:
+            note = f"tool call {index} calls {call.name!r}, which gate.tools_allow does not name"
+        else:
+            continue
+        yield RuleFinding(TOOL_RULE, (end, end), note)
 
 
 def _pattern_check(rule: str, patterns: Iterable[re.Pattern[str]], note: str) -> RuleCheck:
@@ -262,6 +292,15 @@ REVIEWER_MANIPULATION = Rule(
     ),
     check=_manipulation,
 )
+TOOL_NOT_ALLOWED = Rule(
+    TOOL_RULE,
+    _text(
+        "Calls a tool the deployment does not allow.",
+        "调用了部署不允许的工具。",
+        "呼叫了部署不允許的工具。",
+    ),
+    check=_tools,
+)
 HARMFUL_CONTENT = Rule(
     "harmful_content",
     _text(
@@ -296,6 +335,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     GUARANTEE_CLAIM,
     UNCONFIRMED_AS_FACT,
     REVIEWER_MANIPULATION,
+    TOOL_NOT_ALLOWED,
     HARMFUL_CONTENT,
     DISMISSIVE,
     UNSUPPORTED_CLAIM,
@@ -400,15 +440,18 @@ class RuleCatalogue:
         """The rule with id ``rule``, or ``None``."""
         return next((r for r in self.rules if r.id == rule), None)
 
-    def check(self, text: str, ctx: RuleContext) -> tuple[RuleFinding, ...]:
+    def check(
+        self, text: str, ctx: RuleContext, tool_calls: tuple[ToolCall, ...] = ()
+    ) -> tuple[RuleFinding, ...]:
         """Every finding of the rules checked in code, ordered by position.
 
         Spans index ``text``; a match found only in its folded view covers the characters
         it was folded from (see the module docstring). A check that raises, or returns
         something other than findings of its own rule inside ``text``, breaks its rule
-        over the whole text: a check that cannot say "clean" has not said it.
+        over the whole text: a check that cannot say "clean" has not said it. A finding
+        on a tool call has the empty span at the end of ``text``.
         """
-        candidate = RuleInput.of(text, ctx)
+        candidate = RuleInput.of(text, ctx, tool_calls)
         found: list[RuleFinding] = []
         for rule in self.rules:
             if rule.check is not None:

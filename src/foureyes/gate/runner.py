@@ -22,6 +22,12 @@ and :meth:`PendingReply.finish` takes the policy and does the rest. Under a proh
 the speculative draft is cancelled, or discarded unread, and the code-rendered crisis
 reply goes out (invariant 2).
 
+A draft the caller already has (:class:`~foureyes.gate.candidate.GivenDraft`, text and
+tool calls) goes through the same run with ``begin(..., given=draft)``: no Counselor is
+called, the draft is not revised, and the rules, the Supervisor and :func:`decide` judge
+it by the digest of its text and tool calls together. A released candidate delivers
+exactly those tool calls; a fallback delivers none.
+
 Every expected failure becomes a reason code through the stage tables of
 :mod:`foureyes.gate.failures`; only store failures and bugs propagate.
 """
@@ -41,6 +47,7 @@ from foureyes.core.reasons import ReasonCode
 from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
 from foureyes.gate import offline as _offline  # noqa: F401  (registers the offline Supervisor)
 from foureyes.gate._run import Run, usable_verdict
+from foureyes.gate.candidate import GivenDraft
 from foureyes.gate.gate import decide
 from foureyes.gate.outcome import Attempt, GateOutcome, decision_record
 from foureyes.gate.release import compose_release, deliver
@@ -113,7 +120,14 @@ class GateRunner:
         )
         return locale, request.region or self._gate.region
 
-    def begin(self, request: ReplyRequest, *, trace_id: str, speculate: bool) -> PendingReply:
+    def begin(
+        self,
+        request: ReplyRequest,
+        *,
+        trace_id: str,
+        speculate: bool,
+        given: GivenDraft | None = None,
+    ) -> PendingReply:
         """Start answering ``request`` before its generation policy is known.
 
         The run's deadline and call budget start now. With ``speculate`` the Counselor's
@@ -125,7 +139,14 @@ class GateRunner:
             request: the message and what the gate needs to know about it.
             trace_id: the run (already started) to record into; the caller finishes it.
             speculate: whether to draft now rather than once the policy is known.
+            given: the caller's own draft, judged instead of a Counselor's; it is not
+                revised, and there is nothing to speculate on.
+
+        Raises:
+            UsageError: ``speculate`` with a ``given`` draft.
         """
+        if given is not None and speculate:
+            raise UsageError("a given draft is not drafted, so not speculatively either")
         locale, region = self._locale_region(request)
         run = Run(
             caller=self._caller,
@@ -138,6 +159,7 @@ class GateRunner:
             trace_id=trace_id,
             locale=locale,
             region=region,
+            given=given,
         )
         if speculate:
             run.speculate()
@@ -242,6 +264,7 @@ class PendingReply:
             locale=run.locale,
             region=run.region,
             registry=runner._registry,
+            tool_calls=run.tool_calls,
         )
         added, resolved = await run.settle_unknowns(release.decision, last)
         record = decision_record(
@@ -271,4 +294,5 @@ class PendingReply:
             policy=policy,
             locale=run.locale,
             region=run.region,
+            tool_calls=delivery.tool_calls,
         )

@@ -2,7 +2,8 @@
 
 The prompt shows the candidate's digest as 64 lowercase hex characters on its first line
 and puts every user- or model-written text (the user's words, earlier turns, sources,
-open unknowns, the Counselor's summary, the candidate) in a data block, with
+open unknowns, the Counselor's summary, the candidate and each of its tool calls) in a
+data block, with
 :data:`~foureyes.llm.prompting.DATA_RULE` in the system prompt (invariant 7).
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from foureyes.core.digest import canonical_json
 from foureyes.core.roles import Role
 from foureyes.gate._prompts import NONE, rules_list, template, unknowns_list
 from foureyes.gate.review_input import ReviewInput
@@ -51,6 +53,11 @@ def supervisor_request(
         else data_block("counselor_summary", summary, author="counselor", status="unconfirmed"),
         candidate_chars=len(review.candidate),
         candidate=data_block("candidate", review.candidate, sha256=review.candidate_sha256),
+        tool_calls="\n".join(
+            data_block("tool_call", canonical_json(call.as_json()).decode("utf-8"))
+            for call in review.tool_calls
+        )
+        or NONE,
     )
     return ChatRequest(
         messages=(ChatMessage.system(system), ChatMessage.user(user)),

@@ -1,6 +1,7 @@
 """The support-message pipeline: triage and the release gate composed for each message.
 
-Start with :class:`SupportPipeline` (``await pipeline.handle(SupportMessage(...))``); its
+Start with :class:`SupportPipeline` (``await pipeline.handle(SupportMessage(...))``, or
+``await pipeline.check(message, GivenDraft.of(...))`` for a draft the caller has); its
 :class:`SupportOutcome` says what went out, why, under which policy and risk, and where
 the time went. :func:`trace_view` reads a recorded run back for people.
 """
@@ -15,11 +16,12 @@ from foureyes.pipeline.outcome import (
     SupportOutcome,
     delivery_record,
 )
-from foureyes.pipeline.support import RUN_KIND, SupportPipeline
+from foureyes.pipeline.support import CHECK_RUN_KIND, RUN_KIND, SupportPipeline
 from foureyes.pipeline.view import trace_view
 
 __all__ = [
     "AppliedPolicy",
+    "CHECK_RUN_KIND",
     "CallRecord",
     "DELIVERY_SCHEMA",
     "EventObserver",

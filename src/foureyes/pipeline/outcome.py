@@ -21,7 +21,7 @@ from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
 from foureyes.core.tenancy import LOCAL_TENANT
 from foureyes.core.trace import EventKind, TraceEvent
-from foureyes.gate import GateOutcome, Outcome, Turn
+from foureyes.gate import GateOutcome, Outcome, Source, ToolCall, Turn
 from foureyes.pipeline.floor import AppliedPolicy
 from foureyes.risk.result import RunPurpose, TriageResult
 
@@ -62,6 +62,9 @@ class SupportMessage(BaseModel):
     """Language of code-rendered text; ``gate.locale`` (or the message's) when unset."""
     purpose: RunPurpose = RunPurpose.LIVE
     """Live traffic, or a test (a test triage is kept apart and never alerts)."""
+    sources: tuple[Source, ...] = ()
+    """Material the reply may rely on (retrieved documents, records), shown to the
+    Supervisor as data; the record keeps their ids, origins and digests."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +184,9 @@ class SupportOutcome:
     """Digest of the delivered text."""
     text: str
     """The text to deliver."""
+    tool_calls: tuple[ToolCall, ...]
+    """The tool calls to deliver: a released given draft's, exactly as digested; none
+    for a fallback or a Counselor's reply."""
     trace_id: str
     """The run's trace."""
     conversation_id: str
@@ -235,6 +241,7 @@ def delivery_record(outcome: SupportOutcome, *, conversation_named: bool) -> Tra
         "candidate_sha256": outcome.candidate_sha256,
         "delivered_sha256": outcome.delivered_sha256,
         "delivered_chars": len(outcome.text),
+        "tool_calls_delivered": [call.name for call in outcome.tool_calls],
         "risk": outcome.triage.risk_block(),
         "policy": outcome.policy.as_json(),
         "locale": gate.locale.value,

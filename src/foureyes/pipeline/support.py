@@ -19,6 +19,13 @@ depend on the policy, only what is done with it does. A message L0 escalated is 
 only once triage has set its policy, so a crisis that triage prohibits never reaches the
 Counselor's endpoint (invariant 2).
 
+:meth:`SupportPipeline.check` runs the same path for a draft the caller already has (its
+text and tool calls, :class:`~foureyes.gate.GivenDraft`): the same triage, floor, alert
+and single commit, but no Counselor: once triage has set the policy, the gate judges the
+given draft (rules, then the independent Supervisor, by the digest of text and tool
+calls) without revising it. A rejected draft falls back; a prohibition never lets the
+caller's draft out; a restricted policy adds the code-rendered resources to it.
+
 The whole run is recorded in one trace whose events are held in memory and committed in
 one transaction before :meth:`SupportPipeline.handle` returns (invariant 10). A store
 that cannot be written raises :class:`~foureyes.core.errors.StoreError`: nothing may be
@@ -37,7 +44,7 @@ from foureyes.config import Config
 from foureyes.core.errors import StoreError
 from foureyes.core.tenancy import new_conversation_id, scoped_conversation
 from foureyes.core.trace import EventKind, TraceEvent
-from foureyes.gate import GateRunner, PendingReply, ReplyRequest
+from foureyes.gate import GateRunner, GivenDraft, PendingReply, ReplyRequest
 from foureyes.llm import telemetry
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.routes import Routes
@@ -59,10 +66,12 @@ from foureyes.risk.result import TriageResult
 from foureyes.risk.triage import Triage, TriageRequest
 from foureyes.store import Store
 
-__all__ = ["RUN_KIND", "SupportPipeline"]
+__all__ = ["CHECK_RUN_KIND", "RUN_KIND", "SupportPipeline"]
 
 RUN_KIND = "support_message"
 """The trace ``kind`` of a pipeline run."""
+CHECK_RUN_KIND = "draft_check"
+"""The trace ``kind`` of a run that checks a caller's own draft (:meth:`SupportPipeline.check`)."""
 
 _log = logging.getLogger(__name__)
 
@@ -152,14 +161,35 @@ class SupportPipeline:
         Raises:
             StoreError: the run could not be recorded; nothing may be delivered.
         """
-        speculative = self.config.gate.speculative_draft
+        return await self._run(message, None)
+
+    async def check(self, message: SupportMessage, draft: GivenDraft) -> SupportOutcome:
+        """Triage ``message``, judge the caller's ``draft`` through the gate, record everything.
+
+        Nothing is drafted and the draft is not revised: the outcome's text is the draft
+        as released (with the code-rendered resources a restricted policy requires), or
+        the fallback; its ``tool_calls`` are the draft's only when released. Returns only
+        once the run's record is committed.
+
+        Raises:
+            StoreError: the run could not be recorded; nothing may be delivered.
+        """
+        return await self._run(message, draft)
+
+    async def _run(self, message: SupportMessage, given: GivenDraft | None) -> SupportOutcome:
+        speculative = self.config.gate.speculative_draft and given is None
+        kind, operation = (
+            (RUN_KIND, "foureyes.support_message")
+            if given is None
+            else (CHECK_RUN_KIND, "foureyes.draft_check")
+        )
         started_wall = dt.datetime.now(dt.UTC)
         started = time.perf_counter()
         # Reserved, not written: the first record that names the run writes its header
         # in the same transaction (the triage's assessment when L0 escalated; otherwise
         # the triage's record is held too, and the final commit writes all three).
         trace_id = await self._traces.start_held_run(
-            RUN_KIND,
+            kind,
             reserve=True,
             conversation_id=message.conversation_id,
             input_text=message.text,
@@ -169,13 +199,16 @@ class SupportPipeline:
                 "speculative_draft": speculative,
                 "conversation_named": message.conversation_id is not None,
                 "earlier_turns": len(message.history),
+                "given_draft": given is not None,
             },
         )
         try:
             with telemetry.operation_span(
-                "foureyes.support_message", trace_id=trace_id, speculative_draft=speculative
+                operation, trace_id=trace_id, speculative_draft=speculative
             ) as span:
-                outcome = await self._answer(message, trace_id, started, started_wall, speculative)
+                outcome = await self._answer(
+                    message, trace_id, started, started_wall, speculative, given
+                )
                 span.annotate(
                     decision=outcome.decision.value,
                     reason=outcome.reason.value,
@@ -209,6 +242,7 @@ class SupportPipeline:
         started: float,
         started_wall: dt.datetime,
         speculate_allowed: bool,
+        given: GivenDraft | None,
     ) -> SupportOutcome:
         conversation = message.conversation_id or new_conversation_id()
         request = ReplyRequest(
@@ -221,6 +255,7 @@ class SupportPipeline:
             else scoped_conversation(message.tenant, message.conversation_id),
             region=message.region,
             locale=message.locale,
+            sources=message.sources,
         )
         screening = self.triage.screen(
             TriageRequest(
@@ -249,7 +284,7 @@ class SupportPipeline:
         applied = apply_floor(triage)
         alerting = self._consider_alert(triage)
         if pending is None:
-            pending = self.gate.begin(request, trace_id=trace_id, speculate=False)
+            pending = self.gate.begin(request, trace_id=trace_id, speculate=False, given=given)
         gate = await pending.finish(applied.policy)
         total_ms = (time.perf_counter() - started) * 1000
         calls = tuple(
@@ -263,6 +298,7 @@ class SupportPipeline:
             candidate_sha256=gate.candidate_sha256,
             delivered_sha256=gate.delivered_sha256,
             text=gate.text,
+            tool_calls=gate.tool_calls,
             trace_id=trace_id,
             conversation_id=conversation,
             triage=triage,

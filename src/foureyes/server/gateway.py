@@ -18,10 +18,36 @@ The response is OpenAI's, with one more object (DESIGN.md 5)::
                  "trace_id": str, "policy": "normal" | "restricted" | "prohibited",
                  "risk": {"status", "level", "confirmed", "tier"}}
 
+The decision is also in the headers of a non-streamed answer: ``X-Foureyes-Decision``,
+``X-Foureyes-Reason`` and ``X-Foureyes-Delivered-Sha256`` (with ``X-Foureyes-Trace-Id``),
+so a client that drops unknown body fields can still read it.
+
 ``stream: true`` answers with server-sent events, but only once the decision is made and
 recorded: not a byte (not even the status line) is sent before, so a stream can only
-ever carry released text or the fallback. Every chunk carries the ``foureyes`` object.
-A store that cannot record the run answers 503 and delivers nothing (invariant 10).
+ever carry released text or the fallback. Every chunk carries the ``foureyes`` object;
+a stream's headers carry only ``X-Foureyes-Trace-Id`` (read the decision from the final
+chunk's ``foureyes`` object). A store that cannot record the run answers 503 and
+delivers nothing (invariant 10).
+
+``foureyes.sources`` (at most :data:`MAX_SOURCES`, each ``{"id", "text", "origin"?}``
+with at most :data:`MAX_SOURCE_CHARS` characters of text) is the material a reply may
+rely on (retrieved documents, records): the Supervisor sees it as data.
+
+``POST /v1/check`` takes the same ``messages``, ``user`` and ``foureyes`` options plus
+the caller's own ``draft`` (``{"content": str | null, "tool_calls": [...]}``, OpenAI's
+assistant-message fields) and answers the decision on that draft, under the same key,
+rate limit, triage (single flight and daily limits per conversation, kept under the
+key's tenant) and record as a chat completion; nothing is drafted::
+
+    {"object": "foureyes.check", "decision", "reason", "content", "tool_calls",
+     "candidate_sha256", "delivered_sha256", "trace_id", "policy", "risk"}
+
+``content`` is what to deliver: the draft as released (with the code-rendered resources
+a restricted policy requires) or the fallback; ``tool_calls`` are the draft's calls,
+arguments re-serialised canonically, only when released (else ``null``).
+``candidate_sha256`` covers the draft's text and tool calls
+(:func:`foureyes.gate.candidate_bytes`). A tool call whose arguments are not strict JSON
+is a 422 naming the call, before anything runs.
 """
 
 from __future__ import annotations
@@ -33,10 +59,10 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from foureyes.core.locale import Locale
-from foureyes.gate import Turn
+from foureyes.gate import GivenDraft, Outcome, Source, ToolCallRefused, Turn
 from foureyes.pipeline import SupportMessage, SupportOutcome, SupportPipeline
 from foureyes.server._logging import log_event, server_logger
 from foureyes.server.auth import ClientKey
@@ -47,20 +73,37 @@ from foureyes.server.errors import (
     locale_from_accept_language,
 )
 from foureyes.server.metrics import Metrics
-from foureyes.server.text import MESSAGE_TEXT_CHECK, MessageText, Text
+from foureyes.server.text import MESSAGE_TEXT_CHECK, TEXT_CHECK, MessageText, Text
 
 __all__ = [
     "ChatCompletionRequest",
+    "CheckRequest",
+    "DraftBody",
+    "DraftFunction",
+    "DraftToolCall",
     "FoureyesOptions",
     "GATEWAY_MODEL",
     "InputMessage",
+    "MAX_SOURCES",
+    "MAX_SOURCE_CHARS",
+    "MAX_TOOL_CALLS",
+    "RequestSource",
     "StreamOptions",
     "TextContent",
+    "check_body",
     "completion_body",
+    "decision_headers",
     "gateway_router",
     "sse_chunks",
     "support_message",
 ]
+
+MAX_SOURCES = 20
+"""Most sources one request may give."""
+MAX_SOURCE_CHARS = 20_000
+"""Longest source text, in characters."""
+MAX_TOOL_CALLS = 32
+"""Most tool calls one draft may carry."""
 
 GATEWAY_MODEL = "foureyes-support"
 """The model id clients name to reach the guarded support pipeline."""
@@ -73,7 +116,14 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
     },
     **error_responses(400, 401, 404, 408, 413, 422, 429, 503),
 }
+_CHECK_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "The decision on the draft, and what to deliver."},
+    **error_responses(400, 401, 408, 413, 422, 429, 503),
+}
 _ConversationId = Annotated[Text, StringConstraints(min_length=1, max_length=256)]
+# Source ids and origins are attributes of the Supervisor's data block.
+_Attribute = Annotated[Text, StringConstraints(pattern=r'^[^"\r\n]{1,200}$')]
+_Field = Annotated[Text, StringConstraints(min_length=1, max_length=256)]
 
 
 class _Lenient(BaseModel):
@@ -109,10 +159,23 @@ class InputMessage(_Lenient):
         return "\n".join(part.text for part in self.content)
 
 
-class FoureyesOptions(BaseModel):
-    """The ``foureyes`` object of a request (``extra_body`` in the ``openai`` SDK)."""
-
+class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class RequestSource(_Strict):
+    """One piece of material a reply may rely on (``foureyes.sources``)."""
+
+    id: _Attribute
+    """Its stable id (the record cites it)."""
+    text: Annotated[Text, StringConstraints(min_length=1, max_length=MAX_SOURCE_CHARS)]
+    """Its content, shown to the Supervisor as data."""
+    origin: _Attribute = "request"
+    """Where it comes from (a document store, a record system, a tool)."""
+
+
+class FoureyesOptions(_Strict):
+    """The ``foureyes`` object of a request (``extra_body`` in the ``openai`` SDK)."""
 
     conversation_id: _ConversationId | None = None
     """The conversation; takes precedence over ``user``."""
@@ -120,6 +183,8 @@ class FoureyesOptions(BaseModel):
     """The user's region (ISO 3166-1 alpha-2) for crisis resources."""
     locale: Locale | None = None
     """Language of code-rendered text (fallbacks, resources); default: the message's."""
+    sources: tuple[RequestSource, ...] = Field(default=(), max_length=MAX_SOURCES)
+    """Material the reply may rely on, shown to the Supervisor as data."""
 
 
 class StreamOptions(_Lenient):
@@ -148,7 +213,72 @@ class ChatCompletionRequest(_Lenient):
     """foureyes' own options."""
 
 
-def support_message(body: ChatCompletionRequest, *, tenant: str) -> SupportMessage:
+class DraftFunction(_Strict):
+    """The function a tool call of a draft calls."""
+
+    name: _Field
+    """The function's name (``[gate] tools_allow`` / ``tools_deny`` name these)."""
+    arguments: Text
+    """The arguments as a JSON string (OpenAI's format); parsed strictly."""
+
+
+class DraftToolCall(_Strict):
+    """One tool call of a draft, in OpenAI's format."""
+
+    id: _Field
+    """The call's id."""
+    type: Literal["function"] = "function"
+    """Only function calls."""
+    function: DraftFunction
+    """What it calls, with which arguments."""
+
+
+class DraftBody(_Strict):
+    """The caller's own draft: an assistant message's ``content`` and ``tool_calls``."""
+
+    content: Annotated[Text | None, TEXT_CHECK] = None
+    """The draft's text; ``null`` (or empty) for a draft of tool calls only."""
+    tool_calls: tuple[DraftToolCall, ...] = Field(default=(), max_length=MAX_TOOL_CALLS)
+    """The draft's tool calls, in order."""
+
+    @model_validator(mode="after")
+    def _something(self) -> DraftBody:
+        if not self.content and not self.tool_calls:
+            raise ValueError("a draft has content or tool calls")
+        return self
+
+
+class CheckRequest(_Strict):
+    """The body of ``POST /v1/check``."""
+
+    messages: list[InputMessage] = Field(min_length=1)
+    """The conversation so far; the last message is the user's current one."""
+    draft: DraftBody
+    """The reply the caller would send, to be checked."""
+    user: _ConversationId | None = None
+    """The end user: names the conversation when ``foureyes.conversation_id`` does not."""
+    foureyes: FoureyesOptions | None = None
+    """foureyes' own options, as for chat completions."""
+
+    def given_draft(self) -> GivenDraft:
+        """The draft as the gate judges it.
+
+        Raises:
+            ApiError: 422 naming the tool call whose arguments are not strict JSON (or
+                whose id repeats another's).
+        """
+        calls = [call.model_dump() for call in self.draft.tool_calls]
+        try:
+            return GivenDraft.of_openai(self.draft.content, calls)
+        except ToolCallRefused as exc:
+            raise ApiError(
+                ErrorCode.INVALID_REQUEST,
+                param=f"draft.tool_calls.{exc.index}",
+                detail=f"{exc.problem.value}: {exc}",
+            ) from None
+
+
+def support_message(body: ChatCompletionRequest | CheckRequest, *, tenant: str) -> SupportMessage:
     """The pipeline's message for a request from ``tenant`` (the principal's tenant).
 
     Raises:
@@ -174,7 +304,29 @@ def support_message(body: ChatCompletionRequest, *, tenant: str) -> SupportMessa
         tenant=tenant,
         region=options.region,
         locale=options.locale,
+        sources=tuple(Source(id=s.id, origin=s.origin, text=s.text) for s in options.sources),
     )
+
+
+def decision_headers(outcome: SupportOutcome) -> dict[str, str]:
+    """The ``X-Foureyes-*`` headers of a decided, non-streamed answer."""
+    return {
+        "x-foureyes-trace-id": outcome.trace_id,
+        "x-foureyes-decision": outcome.decision.value,
+        "x-foureyes-reason": outcome.reason.value,
+        "x-foureyes-delivered-sha256": outcome.delivered_sha256,
+    }
+
+
+def check_body(outcome: SupportOutcome) -> dict[str, Any]:
+    """The response of ``POST /v1/check`` for an outcome."""
+    released = outcome.decision is Outcome.RELEASED
+    return {
+        "object": "foureyes.check",
+        **outcome.response_block(),
+        "content": outcome.text or None,
+        "tool_calls": [call.openai() for call in outcome.tool_calls] if released else None,
+    }
 
 
 def completion_body(outcome: SupportOutcome, *, created: int) -> dict[str, Any]:
@@ -258,8 +410,17 @@ def _model_not_found(request: Request, model: str) -> JSONResponse:
     return JSONResponse({"error": error}, status_code=404)
 
 
+def _recorded(request: Request, outcome: SupportOutcome) -> None:
+    """What every decided request reports: its trace for the request log, its metrics."""
+    request.state.trace_id = outcome.trace_id
+    _report(request.app.state.service.metrics, outcome)
+
+
 def gateway_router() -> APIRouter:
-    """The router serving ``POST /v1/chat/completions`` (``app.state.service.pipeline``)."""
+    """The router of ``POST /v1/chat/completions`` and ``POST /v1/check``.
+
+    Both run through ``app.state.service.pipeline``: the same triage, gate and record.
+    """
     router = APIRouter(tags=["gateway"])
 
     @router.post("/v1/chat/completions", response_model=None, responses=_RESPONSES)
@@ -270,15 +431,18 @@ def gateway_router() -> APIRouter:
         if body.model != GATEWAY_MODEL:
             return _model_not_found(request, body.model)
         message = support_message(body, tenant=principal.tenant)
-        service = request.app.state.service
-        pipeline: SupportPipeline = service.pipeline
+        pipeline: SupportPipeline = request.app.state.service.pipeline
         outcome = await pipeline.handle(message)
-        request.state.trace_id = outcome.trace_id
-        _report(service.metrics, outcome)
+        _recorded(request, outcome)
         created = int(time.time())
-        headers = {"x-foureyes-trace-id": outcome.trace_id}
         if not body.stream:
-            return JSONResponse(completion_body(outcome, created=created), headers=headers)
+            return JSONResponse(
+                completion_body(outcome, created=created), headers=decision_headers(outcome)
+            )
+        # A stream names only its trace in headers: a stream of text still arriving (a
+        # draft streamed in) sends them before its decision exists, so every stream's
+        # decision is read from its final chunk's ``foureyes`` object.
+        headers = {"x-foureyes-trace-id": outcome.trace_id}
         include_usage = body.stream_options is not None and body.stream_options.include_usage
         events = sse_chunks(outcome, created=created, include_usage=include_usage)
         return StreamingResponse(
@@ -286,6 +450,16 @@ def gateway_router() -> APIRouter:
             media_type="text/event-stream",
             headers=headers | {"cache-control": "no-cache", "x-accel-buffering": "no"},
         )
+
+    @router.post("/v1/check", response_model=None, responses=_CHECK_RESPONSES)
+    async def check(body: CheckRequest, request: Request, principal: ClientKey) -> Response:
+        """Triage the conversation's last user message and judge the caller's own draft."""
+        message = support_message(body, tenant=principal.tenant)
+        draft = body.given_draft()
+        pipeline: SupportPipeline = request.app.state.service.pipeline
+        outcome = await pipeline.check(message, draft)
+        _recorded(request, outcome)
+        return JSONResponse(check_body(outcome), headers=decision_headers(outcome))
 
     return router
 
