@@ -12,6 +12,7 @@ from foureyes.cli._common import ConfigOption, JsonOption, console, fail, load, 
 from foureyes.config import Config
 from foureyes.core.errors import ConfigError, StoreError
 from foureyes.core.roles import Role
+from foureyes.risk.screen_model import default_screen_model
 
 
 def serve(
@@ -25,6 +26,7 @@ def serve(
     try:
         cfg.require_secrets(os.environ)
         cfg.require_review()
+        default_screen_model()  # L0's learned screen: a bad file stops the start here
         run(_preflight(cfg))
     except (ConfigError, StoreError) as exc:
         fail(exc, as_json=as_json)
