@@ -12,7 +12,7 @@ from rich.table import Table
 
 from foureyes.cli._common import JsonOption, console, emit_json, fail
 from foureyes.core.errors import ConfigError
-from foureyes.risk.l0 import L0Gate
+from foureyes.risk.l0 import L0Gate, Lexicon
 from foureyes.risk.lexicon_report import (
     Dataset,
     LexiconReport,
@@ -93,7 +93,8 @@ def lexicon_report(
     """
     try:
         directory = _data_dir(data)
-        gate = L0Gate.from_directory(lexicon) if lexicon else L0Gate.default()
+        # The lexicon alone: the learned scorer was trained on this data.
+        gate = L0Gate.from_directory(lexicon) if lexicon else L0Gate(Lexicon.packaged())
         report = build_report(gate, load_risk_data(directory))
     except ConfigError as exc:
         fail(exc, as_json=as_json)
