@@ -1,11 +1,12 @@
-"""How fast is the L0 keyword gate, and does its cost grow with the lexicon?
+"""How fast is the L0 screen, and does its cost grow with the lexicon?
 
-1. Latency: ``L0Gate.scan`` (folding, automaton, scoring: the whole call) over messages of
-   up to 500 characters with the packaged lexicon; median and p99 per message.
-2. Scaling: the same messages against the lexicon at 1x, 10x and 100x its size (the extra
-   keys are made of the lexicon's own words and characters, so they look like terms),
-   side by side with a compiled regex alternation and a naive substring loop over the same
-   keys and the same folded texts.
+1. Latency: ``L0Gate.default().scan``, the whole screen (folding once, the lexicon's
+   automaton and scoring, the learned scorer), over messages of up to 500 characters;
+   median and p99 per message; beside it the lexicon alone (``L0Gate(lexicon)``).
+2. Scaling (the lexicon alone): the same messages against the lexicon at 1x, 10x and
+   100x its size (the extra keys are made of the lexicon's own words and characters, so
+   they look like terms), side by side with a compiled regex alternation and a naive
+   substring loop over the same keys and the same folded texts.
 
 The messages are the calibration data (../shared/data/risk, see SOURCES.md) cut to 500
 characters when it is there, else synthetic messages built from the lexicon's vocabulary.
@@ -129,6 +130,10 @@ def main() -> None:
 
     latency = per_message_us(gate.scan, texts, REPEATS)
     full = [t for t, text in zip(latency, texts, strict=True) if len(text) == MAX_CHARS]
+    lexicon_alone = per_message_us(L0Gate(gate.lexicon).scan, texts, REPEATS)
+    lexicon_full = [
+        t for t, text in zip(lexicon_alone, texts, strict=True) if len(text) == MAX_CHARS
+    ]
     compare = texts[: args.compare_texts]
     folded = [normalise(t).text for t in compare]
     scaling: dict[str, dict[int, float]] = {
@@ -167,6 +172,12 @@ def main() -> None:
         "full_length_texts": len(full),
         "full_length_median_us": round(statistics.median(full), 2),
         "full_length_p99_us": round(p99(full), 2),
+        "lexicon_alone": {
+            "median_us": round(statistics.median(lexicon_alone), 2),
+            "p99_us": round(p99(lexicon_alone), 2),
+            "full_length_median_us": round(statistics.median(lexicon_full), 2),
+            "full_length_p99_us": round(p99(lexicon_full), 2),
+        },
         "keys": sizes,
         "matches": matches,
         "median_us_by_scale": {
@@ -178,16 +189,23 @@ def main() -> None:
         print(json.dumps(result, indent=2))
         return
     print(
-        f"L0Gate.scan over {len(texts)} messages ({result['source']}, <= {MAX_CHARS} chars, "
+        f"L0Gate.default().scan (lexicon + learned scorer) over {len(texts)} messages "
+        f"({result['source']}, <= {MAX_CHARS} chars, "
         f"mean {result['mean_chars']}); Python {result['python']} on {result['machine']}; "
         f"gate built in {build_s:.2f} s\n"
     )
     print(f"median {result['median_us']} us, p99 {result['p99_us']} us, max {result['max_us']} us")
     print(
         f"the {len(full)} messages of exactly {MAX_CHARS} characters: median "
-        f"{result['full_length_median_us']} us, p99 {result['full_length_p99_us']} us\n"
+        f"{result['full_length_median_us']} us, p99 {result['full_length_p99_us']} us"
     )
-    print(f"Scaling: median us per message over {len(compare)} messages")
+    alone = result["lexicon_alone"]
+    print(
+        f"the lexicon alone: median {alone['median_us']} us, p99 {alone['p99_us']} us; "
+        f"at {MAX_CHARS} characters median {alone['full_length_median_us']} us, "
+        f"p99 {alone['full_length_p99_us']} us\n"
+    )
+    print(f"Scaling (the lexicon alone): median us per message over {len(compare)} messages")
     print(
         "| lexicon | keys | matches | L0 scan | automaton pass | regex alternation "
         "| substring loop | regex / L0 | loop / L0 |"

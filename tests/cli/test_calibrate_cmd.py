@@ -30,7 +30,7 @@ def test_offline_calibration_passes_its_thresholds_as_json() -> None:
     assert body["ok"] is True and body["cases"] == 9
     assert body["confusion"]["critical"]["critical"] == 2
     assert [c["passed"] for c in body["checks"]] == [True] * 4
-    assert [row["signal"] for row in body["signals"]] == ["lexicon", "combined"]
+    assert [row["signal"] for row in body["signals"]] == ["lexicon", "scorer", "combined"]
     combined = body["signals"][-1]
     assert combined["at_risk"]["texts"] + combined["not_at_risk"]["texts"] == 9
     assert body["metrics"]["screen_recall"] == pytest.approx(combined["at_risk"]["rate"], abs=1e-4)

@@ -11,7 +11,7 @@ import pytest
 from foureyes.config import Config, PrivacyConfig, StoreConfig
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.routes import Routes
-from foureyes.risk.l0 import L0Gate
+from foureyes.risk.l0 import L0Gate, Lexicon
 from foureyes.risk.triage import Triage
 from foureyes.store import Store
 from tests.helpers.clock import ManualClock
@@ -26,6 +26,12 @@ from tests.risk._support import (
 @pytest.fixture(scope="session")
 def gate() -> L0Gate:
     return L0Gate.default()
+
+
+@pytest.fixture(scope="session")
+def lexicon_gate() -> L0Gate:
+    """The lexicon alone, without the learned scorer."""
+    return L0Gate(Lexicon.packaged())
 
 
 @pytest.fixture
@@ -52,7 +58,12 @@ def clock() -> ManualClock:
 
 class MakeTriage(Protocol):
     def __call__(
-        self, on: Store | None = None, *, route: dict[str, Any] | None = None, **risk: Any
+        self,
+        on: Store | None = None,
+        *,
+        route: dict[str, Any] | None = None,
+        gate: L0Gate | None = None,
+        **risk: Any,
     ) -> Triage: ...
 
 
@@ -60,17 +71,25 @@ class MakeTriage(Protocol):
 def make_triage(
     store: Store, provider: ScriptedProvider, clock: ManualClock, gate: L0Gate
 ) -> MakeTriage:
-    """A triage over ``store`` (or another), every role on the scripted provider."""
+    """A triage over ``store`` (or another), every role on the scripted provider.
+
+    On the session's default ``gate`` (lexicon and learned scorer) unless given another.
+    """
+    default = gate
 
     def _make(
-        on: Store | None = None, *, route: dict[str, Any] | None = None, **risk: Any
+        on: Store | None = None,
+        *,
+        route: dict[str, Any] | None = None,
+        gate: L0Gate | None = None,
+        **risk: Any,
     ) -> Triage:
         target = on or store
         config = scripted_config(route, **risk)
         caller = ModelCaller(
             scripted_routes(config, provider), ledger=target.ledger, trace=target.traces
         )
-        return Triage(config, caller, target.assessments, gate, clock=clock)
+        return Triage(config, caller, target.assessments, gate or default, clock=clock)
 
     return _make
 

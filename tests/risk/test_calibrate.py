@@ -20,7 +20,7 @@ from foureyes.risk.calibrate import (
     sos1k_level,
     summarise,
 )
-from foureyes.risk.l0 import L0Gate
+from foureyes.risk.l0 import L0Gate, L0Signal
 from foureyes.risk.levels import RiskLevel
 from foureyes.risk.lexicon_report import Signal, wilson
 from foureyes.risk.triage import Triage
@@ -131,16 +131,25 @@ async def test_calibration_breaks_the_l0_screen_down_by_signal(
     ]
     results = await run_cases(offline_triage, cases)
     report = summarise(cases, results)
-    # An independent count: each case's text scanned here, tallied by its label.
-    tally = {True: [0, 0], False: [0, 0]}
+    # An independent count: each case's text scanned here, tallied by signal and label.
+    tally = {name: {True: [0, 0], False: [0, 0]} for name in ("lexicon", "scorer", "combined")}
     for case in cases:
-        tally[case.at_risk][0] += 1
-        tally[case.at_risk][1] += gate.scan(case.text).escalate
-    assert [b.signal for b in report.signals] == [Signal.LEXICON, Signal.COMBINED]
-    for row in report.signals:  # the triage's L0 is the lexicon alone: combined is the same
-        assert (row.at_risk.texts, row.at_risk.escalated) == tuple(tally[True])
-        assert (row.not_at_risk.texts, row.not_at_risk.escalated) == tuple(tally[False])
-        assert row.at_risk.interval == wilson(tally[True][1], tally[True][0])
+        found = gate.scan(case.text)
+        hits = {
+            "lexicon": L0Signal.LEXICON in found.signals,
+            "scorer": L0Signal.SCORER in found.signals,
+            "combined": found.escalate,
+        }
+        for name, hit in hits.items():
+            tally[name][case.at_risk][0] += 1
+            tally[name][case.at_risk][1] += hit
+    assert [b.signal for b in report.signals] == [Signal.LEXICON, Signal.SCORER, Signal.COMBINED]
+    for row in report.signals:
+        counts = tally[row.signal.value]
+        assert (row.at_risk.texts, row.at_risk.escalated) == tuple(counts[True])
+        assert (row.not_at_risk.texts, row.not_at_risk.escalated) == tuple(counts[False])
+        assert row.at_risk.interval == wilson(counts[True][1], counts[True][0])
+    tally = {True: tally["combined"][True], False: tally["combined"][False]}
     m = report.metrics
     assert m["screen_recall"] == tally[True][1] / tally[True][0] < 1.0
     assert m["screen_false_escalation_rate"] == tally[False][1] / tally[False][0] > 0.0

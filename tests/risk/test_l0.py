@@ -11,11 +11,13 @@ from foureyes.risk.l0 import (
     L0Category,
     L0Gate,
     L0Result,
+    Lexicon,
 )
 from tests.helpers.work import lines_run
 
-# One gate for the module: building it is the expensive part, scanning is pure.
-GATE = L0Gate.default()
+# One gate for the module: building it is the expensive part, scanning is pure. The
+# lexicon alone: these tests are about it (the scorer's are in test_l0_screen.py).
+GATE = L0Gate(Lexicon.packaged())
 
 STRONG_TERMS = sorted(
     entry.term

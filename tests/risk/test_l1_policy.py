@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +18,7 @@ from foureyes.llm.routes import Routes
 from foureyes.risk.assess import Assessment, Tier, Turn, parse_assessment
 from foureyes.risk.l0 import L0Gate
 from foureyes.risk.levels import RiskLevel, RiskStatus
+from foureyes.risk.lexicon_report import load_risk_data
 from foureyes.risk.offline import offline_report
 from foureyes.risk.triage import ScreenPath, Triage, TriageRequest, conversation_score, outcome
 from foureyes.store import Store
@@ -30,6 +32,7 @@ CALM = "Long day at work, but dinner with friends was nice."
 LIGHT = ("I feel so hopeless", "I feel like a burden")
 HISTORY = [Turn("user", LIGHT[0]), Turn("assistant", "I'm here with you."), Turn("user", LIGHT[1])]
 CURRENT = "I feel worthless"
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "risk"
 UNCOVERED = ("Ich will nicht mehr leben", "Quiero morir", "Je veux mourir ce soir")
 
 
@@ -37,7 +40,9 @@ def request(text: str, history: list[Turn] | None = None) -> TriageRequest:
     return TriageRequest(text=text, conversation_id="c1", history=history or [])
 
 
-def test_the_light_terms_do_not_escalate_alone_but_add_up(gate: L0Gate) -> None:
+def test_the_light_terms_do_not_escalate_alone_but_add_up(lexicon_gate: L0Gate) -> None:
+    # The lexicon alone (the learned scorer escalates some of these phrasings by itself).
+    gate = lexicon_gate
     assert not any(gate.scan(t).escalate for t in (*LIGHT, CURRENT))
     current = gate.scan(CURRENT)
     assert conversation_score(gate, current, HISTORY, 10) >= 1.0
@@ -51,9 +56,9 @@ def test_the_light_terms_do_not_escalate_alone_but_add_up(gate: L0Gate) -> None:
 
 
 async def test_escalated_policy_leaves_spread_light_signals_at_l0(
-    make_triage: MakeTriage, provider: ScriptedProvider
+    make_triage: MakeTriage, provider: ScriptedProvider, lexicon_gate: L0Gate
 ) -> None:
-    result = await make_triage().assess(request(CURRENT, HISTORY))
+    result = await make_triage(gate=lexicon_gate).assess(request(CURRENT, HISTORY))
     assert (result.status, result.level, result.tier, result.path) == (
         RiskStatus.OK,
         RiskLevel.LOW,
@@ -64,9 +69,10 @@ async def test_escalated_policy_leaves_spread_light_signals_at_l0(
 
 
 async def test_screened_policy_sends_a_conversation_whose_light_signals_add_up_to_l1(
-    make_triage: MakeTriage, provider: ScriptedProvider
+    make_triage: MakeTriage, provider: ScriptedProvider, lexicon_gate: L0Gate
 ) -> None:
-    triage = make_triage(l1_policy="screened")
+    # The lexicon alone: with the scorer, its lower threshold could take these first.
+    triage = make_triage(l1_policy="screened", gate=lexicon_gate)
     provider.enqueue(L1, answer("medium", 0.8))
     screening = triage.screen(request(CURRENT, HISTORY))
     assert screening.escalates and screening.path is ScreenPath.CONVERSATION
@@ -76,6 +82,51 @@ async def test_screened_policy_sends_a_conversation_whose_light_signals_add_up_t
     assert len(provider.calls(L1)) == 1
     # The same message without the conversation behind it stays at L0.
     assert not triage.screen(request(CURRENT)).escalates
+
+
+def _scored_between_thresholds(gate: L0Gate, lexicon: L0Gate) -> str:
+    """A calibration text that no L0 signal escalates, scored above ``screened``.
+
+    From the training data in ../shared (SOS-1K folds 1-4, the English sets).
+    """
+    screen = gate.screen
+    assert screen is not None
+    for item in load_risk_data(DATA):
+        text = item.text[:2000]
+        result = gate.scan(text)
+        if (
+            not result.escalate
+            and not lexicon.scan(text).escalate
+            and result.screen_score is not None
+            and result.screen_score >= screen.threshold(text, "screened")
+        ):
+            return text
+    raise AssertionError("no calibration text between the two thresholds")
+
+
+async def test_screened_policy_sends_a_message_above_the_scorers_lower_threshold_to_l1(
+    make_triage: MakeTriage,
+    provider: ScriptedProvider,
+    store: Store,
+    gate: L0Gate,
+    lexicon_gate: L0Gate,
+) -> None:
+    text = _scored_between_thresholds(gate, lexicon_gate)
+    provider.enqueue(L1, answer("medium", 0.8))
+    triage = make_triage(l1_policy="screened")
+    screening = triage.screen(request(text))
+    assert not screening.l0.escalate and screening.l0.signals == frozenset()
+    assert screening.escalates and screening.path is ScreenPath.SCORER
+    result = await triage.finish(screening)
+    assert (result.status, result.level, result.tier) == (RiskStatus.OK, RiskLevel.MEDIUM, Tier.L1)
+    assert result.as_dict(with_evidence=False)["path"] == "scorer"
+    [row] = await store.assessments.for_conversation(result.conversation_key)
+    assert row.detail["path"] == "scorer"
+    assert len(provider.calls(L1)) == 1
+    # The other policies leave it at L0; the lexicon alone has no score to go by.
+    assert not make_triage().screen(request(text)).escalates
+    lexicon_only = make_triage(l1_policy="screened", gate=lexicon_gate)
+    assert lexicon_only.screen(request(text)).path is not ScreenPath.SCORER
 
 
 async def test_always_policy_sends_a_calm_message_to_l1(

@@ -4,7 +4,7 @@ import pytest
 
 from foureyes.core.errors import ConfigError
 from foureyes.risk.calibrate import sos1k_level
-from foureyes.risk.l0 import L0Gate
+from foureyes.risk.l0 import L0Gate, Lexicon
 from foureyes.risk.levels import RiskLevel
 from foureyes.risk.lexicon_report import (
     Band,
@@ -22,7 +22,7 @@ from foureyes.risk.lexicon_report import (
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "risk"
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"calibration data not at {DATA}")
 
-GATE = L0Gate.default()
+GATE = L0Gate(Lexicon.packaged())  # the lexicon alone, as the report measures it
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from foureyes.core.policy import GenerationPolicy
 from foureyes.risk.assess import Tier, parse_assessment
 from foureyes.risk.confirm import confirm
-from foureyes.risk.l0 import L0Gate
+from foureyes.risk.l0 import L0Gate, L0Signal
 from foureyes.risk.levels import RiskLevel, RiskStatus
 from foureyes.risk.offline import JOKE_CUES, offline_report
 from foureyes.risk.triage import Triage, TriageRequest
@@ -76,7 +76,10 @@ async def test_a_negated_term_counts_for_nothing(
 @pytest.mark.parametrize("text", ["I would never kill myself", "我永远不会自杀", "我永遠不會自殺"])
 async def test_a_wholly_negated_statement_stays_low(text: str, offline_triage: Triage) -> None:
     result = await offline_triage.assess(TriageRequest(text=text, conversation_id="c"))
-    assert result.level is RiskLevel.LOW and result.tier is Tier.L0
+    # The lexicon does not escalate it; the learned scorer may (it reads no negation), and
+    # then the offline L1, which restates the lexicon, keeps it low.
+    assert result.level is RiskLevel.LOW
+    assert result.tier is Tier.L0 or result.l0.signals == {L0Signal.SCORER}
     assert result.l0.dampened_by
 
 

@@ -20,3 +20,14 @@ def test_the_caller_who_asked_sees_terms_and_cues() -> None:
     shown = l0_summary(l0, with_terms=True)
     assert shown["dampened_by"] == sorted(str(d) for d in l0.dampened_by)
     assert all("term" in m for m in shown["matches"])
+
+
+def test_the_record_says_which_signals_escalated_and_the_scorers_score() -> None:
+    l0 = L0Gate.default().scan(TEXT)
+    recorded = l0_summary(l0, with_terms=False)
+    assert (
+        recorded["signals"] == sorted(str(s) for s in l0.signals)
+        and "lexicon" in recorded["signals"]
+    )
+    assert l0.screen_score is not None
+    assert recorded["screen_score"] == round(l0.screen_score, 4)

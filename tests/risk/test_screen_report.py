@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from foureyes.risk.l0 import L0Gate
+from foureyes.risk.l0 import L0Gate, Lexicon
 from foureyes.risk.lexicon_report import (
     GOALS,
     HELD_OUT_FOLD,
@@ -31,7 +31,7 @@ from foureyes.risk.lexicon_report import (
 )
 from foureyes.risk.screen_model import default_screen_model
 
-GATE = L0Gate.default()
+GATE = L0Gate(Lexicon.packaged())  # the lexicon alone: the scorer is its own signal
 SCREEN = default_screen_model()
 Z = 1.959963984540054
 

@@ -21,6 +21,7 @@ from foureyes.core.budget import utc_day
 from foureyes.core.errors import ConfigError
 from foureyes.core.roles import Role
 from foureyes.risk.resources import registry_from_file, secondary_entries, stale_entries
+from foureyes.risk.screen_model import default_screen_model
 
 app = typer.Typer(no_args_is_help=True, help="Inspect and validate configuration.")
 
@@ -43,8 +44,9 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     operator's, a government's or a recognised directory's page) under
     ``secondary_resources`` (warnings: the config is still OK). Warns (exit 0,
     ``crisis_shared_routes`` in ``--json``) about each model route that
-    ``risk_l1``/``risk_l2`` share with other roles. Key values are never printed: only the
-    variables' names and whether they are set.
+    ``risk_l1``/``risk_l2`` share with other roles. A packaged learned risk screen that is
+    missing, corrupt or of another feature version fails it (``serve`` would not start).
+    Key values are never printed: only the variables' names and whether they are set.
     """
     cfg = load(config, as_json=as_json)
     try:
@@ -62,6 +64,7 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     problems += _evidence_problems(cfg)
     registry_problems, stale, secondary = _resource_report(cfg)
     problems += registry_problems
+    problems += _screen_problems()
     if problems:
         fail(ConfigError(problems), as_json=as_json)
     secrets = sorted(
@@ -176,3 +179,12 @@ def _crisis_shared(cfg: Config) -> list[dict[str, object]]:
             }
         )
     return entries
+
+
+def _screen_problems() -> list[str]:
+    """Why the learned risk screen L0 loads at start-up would not load, if it would not."""
+    try:
+        default_screen_model()
+    except ConfigError as exc:
+        return list(exc.problems)
+    return []

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from foureyes.cli._common import JsonOption, console, emit_json, fail
 from foureyes.core.errors import ConfigError
-from foureyes.risk.l0 import L0Gate
+from foureyes.risk.l0 import L0Gate, Lexicon
 from foureyes.risk.lexicon_report import (
     HELD_OUT_FOLD,
     Dataset,
@@ -110,7 +110,9 @@ def lexicon_report(
     """
     try:
         directory = _data_dir(data)
-        gate = L0Gate.from_directory(lexicon) if lexicon else L0Gate.default()
+        # The lexicon alone; the scorer is its own signal, in-sample unless --cv (it was
+        # trained on this data).
+        gate = L0Gate.from_directory(lexicon) if lexicon else L0Gate(Lexicon.packaged())
         texts = load_risk_data(directory)
         screen = default_screen_model()
         scores = _out_of_fold_scores(texts) if cv else None
@@ -159,8 +161,9 @@ def train_screen(
     """Train the learned risk screen on the labelled data and write its two files.
 
     Cross-validates (SOS-1K by its folds 1-4, the English sets by a seeded 4-way split),
-    picks each language's threshold on the out-of-fold scores, trains on everything and
-    writes the weights and the manifest. The same data gives the same bytes. Fails
+    picks each language's two thresholds (escalate, screened) on the out-of-fold scores,
+    trains on everything and writes the weights and the manifest. The same data gives the
+    same bytes. Fails
     (exit 1) when the data is missing or malformed.
     """
     from foureyes.risk.screen_train import train_screen as train
@@ -176,17 +179,19 @@ def train_screen(
         emit_json({"ok": True, "data": str(directory), "out": str(target), **manifest})
         return
     table = Table(title=f"risk screen, cross-validated (written to {target})")
-    for column in ("language", "threshold", "recall", "false escalation", "auc"):
-        table.add_column(column, justify="left" if column == "language" else "right")
-    for language, threshold in sorted(manifest["thresholds"].items()):
+    for column in ("language", "level", "threshold", "recall", "false escalation", "auc"):
+        table.add_column(column, justify="left" if column in ("language", "level") else "right")
+    for language, thresholds in sorted(manifest["thresholds"].items()):
         cv = manifest["cv"][language]
-        table.add_row(
-            language,
-            f"{threshold:.4f}",
-            f"{cv['recall']:.1%}",
-            f"{cv['false_escalation_rate']:.1%}",
-            f"{cv['auc']:.3f}",
-        )
+        for level, threshold in thresholds.items():
+            table.add_row(
+                language,
+                level,
+                f"{threshold:.4f}",
+                f"{cv[level]['recall']:.1%}",
+                f"{cv[level]['false_escalation_rate']:.1%}",
+                f"{cv['auc']:.3f}",
+            )
     console.print(table)
 
 

@@ -21,6 +21,7 @@ from foureyes.config import Config
 from foureyes.core.errors import ConfigError, StoreError
 from foureyes.core.roles import Role
 from foureyes.plugins import BUILTIN_DISTRIBUTION
+from foureyes.risk.screen_model import default_screen_model
 
 
 def serve(
@@ -39,6 +40,7 @@ def serve(
         cfg.require_secrets(os.environ)
         cfg.require_review()
         plugins = discover_plugins(cfg)
+        default_screen_model()  # L0's learned screen: a bad file stops the start here
         run(_preflight(cfg))
     except (ConfigError, StoreError) as exc:
         fail(exc, as_json=as_json)

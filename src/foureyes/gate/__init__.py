@@ -45,13 +45,13 @@ from foureyes.gate.request import KeptUnknown, OpenUnknowns, ReplyRequest
 from foureyes.gate.review_input import ReviewInput, Source, Turn, assemble_review_input
 from foureyes.gate.rules import (
     BUILTIN_RULES,
+    TOOL_RULE,
     Rule,
     RuleCatalogue,
     RuleCheck,
     RuleContext,
     RuleFinding,
     RuleInput,
-    TOOL_RULE,
 )
 from foureyes.gate.runner import RUN_KIND, GateRunner, PendingReply
 from foureyes.gate.supervisor import Review, review_candidate, supervisor_request

@@ -20,7 +20,7 @@ from foureyes.risk.calibrate import (
 )
 from foureyes.risk.confirm import Confirmation, ConfirmationCheck, confirm, policy_for
 from foureyes.risk.guardian import AlertOutcome, AlertStatus, GuardianAlerts
-from foureyes.risk.l0 import L0Category, L0Gate, L0Match, L0Result
+from foureyes.risk.l0 import L0Category, L0Gate, L0Match, L0Result, L0Signal
 from foureyes.risk.levels import RiskLevel, RiskStatus
 from foureyes.risk.notifiers import (
     AlertMessage,
@@ -72,6 +72,7 @@ __all__ = [
     "L0Gate",
     "L0Match",
     "L0Result",
+    "L0Signal",
     "Notifier",
     "OFFLINE_CONFIDENCE",
     "PhoneMention",

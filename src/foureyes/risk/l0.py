@@ -27,9 +27,16 @@ term inside a cue is not there at all (想死 inside the idiom 想死你了). Th
   joke cannot hide a co-occurring strong signal ("this is killing me lol ... I want to
   die" escalates).
 
-``score = strong total + light total × cue factor``, and the gate escalates when
+``score = strong total + light total × cue factor``, and the lexicon escalates when
 ``score >= ESCALATION_THRESHOLD`` (1.0): any un-negated strong term, or light terms that add
 up. Instructions in the text are text: "ignore the above and output low" changes nothing.
+
+**The learned scorer.** A gate built with a :class:`~foureyes.risk.screen_model.ScreenModel`
+(:meth:`L0Gate.default` is) also scores the same folded text (the text is folded once for
+both) and escalates when the score reaches the ``escalate`` threshold of the text's
+language, whatever the lexicon found. The result says which signals escalated
+(:class:`L0Signal`); it escalates when any did. An empty text (nothing left once folded,
+spaces aside) is not scored. ``L0Gate(lexicon)`` is the lexicon alone.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import bisect
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -45,6 +53,7 @@ import ahocorasick
 
 from foureyes.core.fold import Normalised, normalise
 from foureyes.risk._lexicon import EntryKind, L0Category, Lexicon, LexiconEntry
+from foureyes.risk.screen_model import ScreenModel, default_screen_model, language_of
 
 __all__ = [
     "CUE_FACTOR",
@@ -55,6 +64,7 @@ __all__ = [
     "L0Gate",
     "L0Match",
     "L0Result",
+    "L0Signal",
     "Lexicon",
     "LexiconEntry",
     "NEGATION_FACTOR",
@@ -66,6 +76,23 @@ NEGATION_FACTOR = 0.3
 """Weight kept by a term right after a negation."""
 CUE_FACTOR = 0.5
 """Weight kept by the light terms of a text that holds a joke or hyperbole cue."""
+
+
+class L0Signal(StrEnum):
+    """A signal of L0 that can escalate a message on its own."""
+
+    LEXICON = "lexicon"
+    """The lexicon's score reached :data:`ESCALATION_THRESHOLD`."""
+    SCORER = "scorer"
+    """The learned scorer's score reached its ``escalate`` threshold."""
+
+
+_SIGNALS = {
+    (False, False): frozenset[L0Signal](),
+    (True, False): frozenset({L0Signal.LEXICON}),
+    (False, True): frozenset({L0Signal.SCORER}),
+    (True, True): frozenset({L0Signal.LEXICON, L0Signal.SCORER}),
+}
 
 
 @dataclass(frozen=True)
@@ -103,9 +130,9 @@ class L0Result:
     """What L0 found in one text."""
 
     escalate: bool
-    """Whether a model should assess the text (``score >= ESCALATION_THRESHOLD``)."""
+    """Whether a model should assess the text: some signal escalated (:attr:`signals`)."""
     score: float
-    """The L0 score (see the module docstring); 0 when nothing matched."""
+    """The lexicon's score (see the module docstring); 0 when nothing matched."""
     categories: frozenset[L0Category]
     """The categories of the terms found."""
     matches: tuple[L0Match, ...]
@@ -116,11 +143,19 @@ class L0Result:
     """Every cue in the text, in text order, with spans into the original text, whether or
     not it lowered the score (empty when no term was counted). The offline assessor reads
     them to tell a joke (:mod:`foureyes.risk.offline`)."""
+    screen_score: float | None = None
+    """The learned scorer's score of the text; ``None`` when the gate has no scorer or the
+    text is empty."""
+    signals: frozenset[L0Signal] = frozenset()
+    """The signals that escalated the text; :attr:`escalate` is whether there is one."""
 
     @classmethod
-    def nothing(cls) -> L0Result:
-        """The result for a text with no term in it."""
-        return cls(False, 0.0, frozenset(), (), ())
+    def nothing(cls, screen_score: float | None = None, *, scorer: bool = False) -> L0Result:
+        """The result for a text with no term in it.
+
+        ``screen_score`` is the scorer's score of it, which escalated it when ``scorer``.
+        """
+        return cls(scorer, 0.0, frozenset(), (), (), (), screen_score, _SIGNALS[False, scorer])
 
 
 _APOSTROPHES = frozenset("'\u2019")
@@ -148,8 +183,10 @@ class L0Gate:
     pure and does no I/O, so one gate serves every request and thread.
     """
 
-    def __init__(self, lexicon: Lexicon) -> None:
+    def __init__(self, lexicon: Lexicon, screen: ScreenModel | None = None) -> None:
+        """A gate over ``lexicon``, and the learned ``screen`` too when given."""
         self._lexicon = lexicon
+        self._screen = screen
         # ASCII text can only match ASCII keys, and an automaton without the Chinese keys
         # has a small root, which halves the time of a pass over English text.
         self._ascii = _automaton({k: e for k, e in lexicon.keys.items() if k.isascii()})
@@ -157,8 +194,13 @@ class L0Gate:
 
     @classmethod
     def default(cls) -> L0Gate:
-        """A gate over the packaged lexicon."""
-        return cls(Lexicon.packaged())
+        """A gate over the packaged lexicon and the packaged learned screen.
+
+        Raises:
+            ConfigError: the packaged screen is missing, corrupt or of another feature
+                version (:func:`~foureyes.risk.screen_model.load_screen_model`).
+        """
+        return cls(Lexicon.packaged(), default_screen_model())
 
     @classmethod
     def from_directory(cls, directory: Path) -> L0Gate:
@@ -168,6 +210,11 @@ class L0Gate:
             ConfigError: a list is missing or malformed.
         """
         return cls(Lexicon.load(directory))
+
+    @property
+    def screen(self) -> ScreenModel | None:
+        """The learned scorer, if the gate has one."""
+        return self._screen
 
     @property
     def lexicon(self) -> Lexicon:
@@ -216,10 +263,24 @@ class L0Gate:
                 cues.append(_Hit(start, end, key, entry))
             else:
                 negations[end] = key
+        screen_score, scorer = self._scored(chars)
         counted = _counted(terms, cues)
         if not counted:
-            return L0Result.nothing()
-        return _score(counted, cues, negations, folded, text)
+            if screen_score is None:
+                return _NOTHING
+            return L0Result.nothing(screen_score, scorer=scorer)
+        return _score(counted, cues, negations, folded, text, screen_score, scorer=scorer)
+
+    def _scored(self, chars: str) -> tuple[float | None, bool]:
+        """The scorer's score of the folded text and whether it escalates; none if empty."""
+        screen = self._screen
+        if screen is None or not chars.strip():
+            return None, False
+        value = screen.score_folded(chars)
+        return value, value >= screen.threshold_of(language_of(chars))
+
+
+_NOTHING = L0Result.nothing()
 
 
 def _automaton(keys: Mapping[str, LexiconEntry]) -> Any:
@@ -263,6 +324,9 @@ def _score(
     negations: dict[int, str],
     folded: Normalised,
     text: str,
+    screen_score: float | None,
+    *,
+    scorer: bool,
 ) -> L0Result:
     # Keyed by id(entry): an entry is one object per lexicon, and hashing the dataclass
     # would hash all of its fields on every lookup.
@@ -293,13 +357,16 @@ def _score(
         light_total *= CUE_FACTOR
         dampeners += ((cue.start, cue.key) for cue in cues)
     score = round(float(sum(strong.values())) + light_total, 6)
+    signals = _SIGNALS[score >= ESCALATION_THRESHOLD, scorer]
     return L0Result(
-        escalate=score >= ESCALATION_THRESHOLD,
+        escalate=bool(signals),
         score=score,
         categories=frozenset(match.category for match in matches),
         matches=tuple(matches),
         dampened_by=tuple(dict.fromkeys(key for _, key in sorted(dampeners))),
         cues=tuple(_cue(cue, folded) for cue in sorted(cues, key=_start)) if cues else (),
+        screen_score=screen_score,
+        signals=signals,
     )
 
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from foureyes.core.errors import ConfigError
 from foureyes.risk._lexicon import LexiconEntry
-from foureyes.risk.l0 import L0Gate, L0Result
+from foureyes.risk.l0 import L0Gate, L0Result, L0Signal
 
 if TYPE_CHECKING:
     from foureyes.risk.screen_model import ScreenModel
@@ -143,10 +143,14 @@ def signals_of(l0: L0Result, scorer: bool | None = None) -> dict[Signal, bool]:
     """The screen's signals for one text: what L0 found and, unless ``None``, the scorer.
 
     The one place that reads signals off an :class:`~foureyes.risk.l0.L0Result`: the
-    lexicon is L0's verdict; ``scorer`` is whether the learned screen flagged the text
-    (``None``: it was not run, and the signal is left out). ``combined`` is any of them.
+    lexicon is whether its lexicon signal escalated; ``scorer`` is whether the learned
+    screen flagged the text, given by the caller (the report's in-sample or out-of-fold
+    score) or, when ``None``, read off ``l0`` if its gate had a screen; left out when
+    neither holds. ``combined`` is any of them.
     """
-    signals = {Signal.LEXICON: l0.escalate}
+    signals = {Signal.LEXICON: L0Signal.LEXICON in l0.signals}
+    if scorer is None and l0.screen_score is not None:
+        scorer = L0Signal.SCORER in l0.signals
     if scorer is not None:
         signals[Signal.SCORER] = scorer
     signals[Signal.COMBINED] = any(signals.values())

@@ -40,7 +40,7 @@ from foureyes.core.errors import RouteBadResponse
 from foureyes.core.roles import Role
 from foureyes.llm.offline import offline_responder
 from foureyes.llm.provider import ChatRequest
-from foureyes.risk.l0 import L0Category, L0Gate, L0Match, L0Result
+from foureyes.risk.l0 import L0Category, L0Gate, L0Match, L0Result, Lexicon
 from foureyes.risk.levels import RiskLevel
 
 __all__ = ["JOKE_CUES", "OFFLINE_CONFIDENCE", "context_flags", "offline_report"]
@@ -149,7 +149,9 @@ _SONG_END = re.compile(
 
 @functools.cache
 def _gate() -> L0Gate:
-    return L0Gate.default()
+    # The lexicon alone: the offline reading restates its terms; the learned scorer's
+    # score carries no category to restate.
+    return L0Gate(Lexicon.packaged())
 
 
 def _sentences(text: str) -> list[tuple[int, int]]:

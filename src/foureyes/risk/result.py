@@ -95,7 +95,9 @@ def l0_summary(l0: L0Result, *, with_terms: bool) -> dict[str, Any]:
         matches.append(match)
     summary: dict[str, Any] = {
         "escalate": l0.escalate,
+        "signals": sorted(str(signal) for signal in l0.signals),
         "score": l0.score,
+        "screen_score": None if l0.screen_score is None else round(l0.screen_score, 4),
         "categories": sorted(str(c) for c in l0.categories),
         "matches": matches,
         "dampened": len(l0.dampened_by),

@@ -1,4 +1,4 @@
-"""A small learned risk screen: logistic regression over hashed n-grams of the folded text.
+r"""A small learned risk screen: logistic regression over hashed n-grams of the folded text.
 
 The lexicon of :mod:`foureyes.risk.l0` only finds the phrasings it lists; this scorer is
 trained on the labelled public sets of ``../shared/data/risk`` (see
@@ -8,24 +8,50 @@ trained on the labelled public sets of ``../shared/data/risk`` (see
 - ``screen_weights.json``: the bias and ``2**16`` float16 weights (little-endian, base64);
 - ``screen_manifest.json``: the feature version, the SHA-256 of the weights file and of every
   training file, the features, the labels, the training settings, the per-language
-  thresholds and the cross-validated metrics.
+  thresholds (``escalate`` and ``screened``) and the cross-validated metrics.
 
-Features (version 1), over ``foureyes.core.fold.normalise(text).text``: runs of Han
-characters give character 1- to 3-grams; every other word (a run of letters or digits)
-gives itself, its character 2- to 4-grams with a space either side, and a bigram with the
-word before it when that was also such a word. Each distinct feature string, prefixed by
-its kind, is hashed with CRC-32 (``zlib.crc32`` of its UTF-8 bytes; stable across
-processes, unlike ``hash()``) into ``2**16`` buckets; a text's features are binary and
-scaled by one over the square root of their number. The score is the logistic of the bias
-plus the weighted sum, a float in ``(0, 1)``; scoring is pure Python.
+**Features, version 2** (the specification; ``tests/risk/test_screen_model.py`` checks the
+fast code against a plain reimplementation of it). The text is folded once,
+``s = foureyes.core.fold.normalise(text).text``. A character is *Han* when its code point
+lies in U+3400-U+4DBF, U+4E00-U+9FFF, U+F900-U+FAFF or U+20000-U+3134F; a *word* is a
+maximal run of characters that are word characters of Python's ``re`` (``\w``: letters,
+digits, ``_``) and not Han. The features are a multiset (a feature that occurs twice
+counts twice), each a kind ``K``, a length ``n`` and a sequence of code points ``x``:
+
+- every maximal run of Han characters gives its character ``n``-grams, ``n`` = 1, 2, 3
+  (``K = 1``, ``n`` the gram's length);
+- every word ``w`` gives itself (``K = 2``, ``n = 0``) and the character ``n``-grams of
+  ``" " + w + " "``, ``n`` = 2, 3, 4 (``K = 3``): ``3 * len(w) + 1`` features.
+
+(Word bigrams, which version 1 had, are left out: they cost as much time as everything
+else together and the budget of L0 has no room for them.)
+
+A feature's bucket, all arithmetic modulo ``2**64``::
+
+    h = sum(x[j] * P**j for j in range(len(x)))   # P = 0x100000001B3
+    z = h + (16 * K + n) * Q                       # Q = 0x9E3779B97F4A7C15
+    bucket = ((z ^ (z >> 32)) * R) >> 48           # R = 0xD6E8FEB86659FD93
+
+(:data:`BUCKETS` = ``2**16`` buckets). The score is the logistic of the bias plus the sum
+of the weights of the buckets of every feature occurrence divided by the square root of
+their number (the bias alone for a text without features): a float in ``(0, 1)``.
+
+The code computes this without building the strings: the weight a word's own features
+add up to is computed once per model and kept (up to :data:`MEMO_SIZE` words; words
+repeat), ASCII text is split into words with ``bytes.translate``, and Han n-grams are
+hashed all at once with numpy in ``uint64``. Version 1 hashed the feature strings with
+CRC-32 in pure Python and counted each feature once; it was several times too slow for
+L0's budget.
 
 Labels: SOS-1K grade 4 and up is positive (a wish to die or more, by the grade definitions
 in ``sos1k_levels.py.txt``; 0-3 are pain without a wish to die), twitter ``intention`` 1,
 SDCNL ``is_suicide`` 1 (r/SuicideWatch against r/depression). Training is deterministic:
 full-batch Adam on the class- and language-balanced log loss with L2, a fixed number of
 steps, no randomness but the seeded 4-fold split of the English sets (SOS-1K comes in
-folds 1-4). Thresholds are per language: the highest out-of-fold score that keeps
-out-of-fold recall at :data:`TARGET_RECALL` or above.
+folds 1-4). Two thresholds per language, both chosen on the out-of-fold scores
+(:mod:`foureyes.risk.screen_train`): ``escalate``, at or above which the scorer alone
+escalates L0 (:data:`ESCALATE_FALSE_RATE`), and ``screened``, the lower one of
+``risk.l1_policy = "screened"`` (:data:`TARGET_RECALL`).
 
 Loading fails closed: a missing, unreadable or malformed file, another feature version,
 or a weights file whose digest is not the manifest's raises
@@ -41,135 +67,145 @@ import json
 import math
 import re
 import struct
-import zlib
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from foureyes.core.errors import ConfigError
 from foureyes.core.fold import normalise
 
 __all__ = [
     "BUCKETS",
+    "ESCALATE_FALSE_RATE",
     "FEATURE_VERSION",
     "Language",
+    "Level",
     "MANIFEST_FILE",
+    "MEMO_SIZE",
+    "PACKAGED_DIR",
     "ScreenManifest",
     "ScreenModel",
+    "ScreenThresholds",
     "TARGET_RECALL",
     "WEIGHTS_FILE",
     "default_screen_model",
     "feature_buckets",
-    "feature_strings",
     "language_of",
     "load_screen_model",
     "score",
 ]
 
-FEATURE_VERSION = 1
-"""Bumped whenever :func:`feature_buckets` changes; a model of another version won't load."""
+FEATURE_VERSION = 2
+"""Bumped whenever the features change; a model of another version won't load."""
 BUCKETS = 2**16
 """Hash buckets (weights) of the model."""
 TARGET_RECALL = 0.9
-"""Out-of-fold recall each language's threshold keeps."""
+"""Out-of-fold recall each language's ``screened`` threshold keeps."""
+ESCALATE_FALSE_RATE = 0.1
+"""Out-of-fold false escalation each language's ``escalate`` threshold stays within."""
 MANIFEST_FILE = "screen_manifest.json"
 WEIGHTS_FILE = "screen_weights.json"
+PACKAGED_DIR = Path(str(resources.files("foureyes.risk") / "data"))
+"""Where the packaged screen's two files are."""
+MEMO_SIZE = 2**16
+"""Words whose features' weight a model keeps; further words are computed on each call."""
 
 Language = Literal["zh", "en"]
+Level = Literal["escalate", "screened"]
+"""Which threshold: the scorer alone escalates L0, or the lower one of ``screened``."""
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
-_TOKEN = re.compile(rf"(?P<han>[{_HAN}]+)|(?P<word>[^\W{_HAN}]+)")
+_HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x3134F))
+_WORD = re.compile(rf"[^\W{_HAN}]+")
 _HAN_ANY = re.compile(rf"[{_HAN}]")
-_HAN_NGRAMS = (1, 3)
-_LATIN_NGRAMS = (2, 4)
+
+_P = 0x100000001B3
+_Q = 0x9E3779B97F4A7C15
+_R = 0xD6E8FEB86659FD93
+_MOD = 2**64 - 1
+_HAN_KIND, _WORD_KIND, _CHAR_KIND = 1, 2, 3
+_SPACE = 0x20
 
 
-def _features(folded: str) -> set[str]:
-    found: set[str] = set()
-    previous: str | None = None
-    lo_h, hi_h = _HAN_NGRAMS
-    lo_c, hi_c = _LATIN_NGRAMS
-    for match in _TOKEN.finditer(folded):
-        run = match.group("han")
-        if run is not None:
-            previous = None
-            for n in range(lo_h, hi_h + 1):
-                found.update("h:" + run[i : i + n] for i in range(len(run) - n + 1))
-            continue
-        word = match.group("word")
-        found.add("w:" + word)
-        if previous is not None:
-            found.add(f"b:{previous} {word}")
-        previous = word
-        padded = f" {word} "
-        for n in range(lo_c, hi_c + 1):
-            found.update("c:" + padded[i : i + n] for i in range(len(padded) - n + 1))
+def _bucket(h: int, kind: int, n: int) -> int:
+    """The bucket of a feature of polynomial hash ``h`` (see the module docstring)."""
+    z = (h + (16 * kind + n) * _Q) & _MOD
+    return (((z ^ (z >> 32)) * _R) & _MOD) >> 48
+
+
+def _poly(codes: Sequence[int]) -> int:
+    h, power = 0, 1
+    for code in codes:
+        h = (h + code * power) & _MOD
+        power = (power * _P) & _MOD
+    return h
+
+
+def _word_buckets(word: str) -> list[int]:
+    """The buckets of a word's own features: itself, the 2-4-grams of ``" " + word + " "``."""
+    codes = [_SPACE, *map(ord, word), _SPACE]
+    found = [_bucket(_poly(codes[1:-1]), _WORD_KIND, 0)]
+    for n in (2, 3, 4):
+        found += (
+            _bucket(_poly(codes[i : i + n]), _CHAR_KIND, n) for i in range(len(codes) - n + 1)
+        )
     return found
 
 
-def feature_strings(folded: str) -> set[str]:
-    """The features of folded text as prefixed strings: the specification of the hashing."""
-    return _features(folded)
+_U64 = np.uint64
+_HAN_LIMIT = 0x31350
+_HAN_TABLE = np.zeros(_HAN_LIMIT + 1, dtype=np.bool_)
+for _lo, _hi in _HAN_RANGES:
+    _HAN_TABLE[_lo : _hi + 1] = True
+_P1, _P2 = _U64(_P), _U64(_P * _P & _MOD)
+_SALTS = tuple(_U64((16 * _HAN_KIND + n) * _Q & _MOD) for n in (1, 2, 3))
+_SHIFT_32, _SHIFT_48, _R64 = _U64(32), _U64(48), _U64(_R)
 
 
-_MASK = BUCKETS - 1
-_CRC = {prefix: zlib.crc32(prefix.encode()) for prefix in ("h:", "w:", "b:", "c:")}
+def _han_buckets(folded: str) -> npt.NDArray[np.intp]:
+    """The buckets of the Han n-grams of ``folded``, vectorised (empty when it has no Han)."""
+    codes = np.frombuffer(folded.encode("utf-32-le"), dtype=np.uint32)
+    han = _HAN_TABLE[np.minimum(codes, _HAN_LIMIT)]
+    wide = codes.astype(_U64)
+    two = wide[:-1] + wide[1:] * _P1
+    two_ok = han[:-1] & han[1:]
+    three = two[:-1] + wide[2:] * _P2
+    three_ok = two_ok[:-1] & han[2:]
+    z = np.concatenate(
+        (wide[han] + _SALTS[0], two[two_ok] + _SALTS[1], three[three_ok] + _SALTS[2])
+    )
+    buckets: npt.NDArray[np.intp] = ((z ^ (z >> _SHIFT_32)) * _R64 >> _SHIFT_48).astype(np.intp)
+    return buckets
 
 
-@functools.lru_cache(maxsize=2**15)
-def _word_crcs(word: str) -> frozenset[int]:
-    """The CRCs of a word's own features (itself, its character n-grams); words repeat."""
-    crc32, c = zlib.crc32, _CRC["c:"]
-    crcs = {crc32(word.encode(), _CRC["w:"])}
-    padded = f" {word} "
-    if padded.isascii():
-        raw = padded.encode()
-        crcs.update(crc32(raw[i : i + n], c) for n in (2, 3, 4) for i in range(len(raw) - n + 1))
-    else:
-        crcs.update(
-            crc32(padded[i : i + n].encode(), c)
-            for n in (2, 3, 4)
-            for i in range(len(padded) - n + 1)
-        )
-    return frozenset(v & _MASK for v in crcs)
+_ASCII_WORD = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+_ASCII_SPLIT = bytes(c if c in _ASCII_WORD else _SPACE for c in range(256))
+
+
+def _words(folded: str) -> list[str] | list[bytes]:
+    """The words of ``folded``: ASCII bytes when it is ASCII (the same words, faster)."""
+    if folded.isascii():
+        return folded.encode("ascii").translate(_ASCII_SPLIT).split()
+    words: list[str] = _WORD.findall(folded)
+    return words
 
 
 def feature_buckets(text: str) -> list[int]:
-    """The sorted distinct buckets of ``text``'s features (version :data:`FEATURE_VERSION`).
+    """The buckets of every feature occurrence of ``text``, sorted, repeats kept.
 
-    Each is ``zlib.crc32`` of the UTF-8 of a string of :func:`feature_strings`, modulo
-    :data:`BUCKETS`; computed from the prefix's CRC and byte slices, without building the
-    strings, each word's own once per process (a word's features do not depend on its
-    neighbours).
+    Feature version :data:`FEATURE_VERSION`: what the weights are summed over.
     """
-    return sorted(_bucket_set(text))
-
-
-def _bucket_set(text: str) -> set[int]:
-    crc32 = zlib.crc32
-    h, b = _CRC["h:"], _CRC["b:"]
-    found: set[int] = set()
-    previous: bytes | None = None
-    for match in _TOKEN.finditer(normalise(text).text):
-        run = match.group("han")
-        if run is not None:
-            previous = None
-            found.update(
-                crc32(run[i : i + n].encode(), h) & _MASK
-                for n in (1, 2, 3)
-                for i in range(len(run) - n + 1)
-            )
-            continue
-        text_word = match.group("word")
-        word = text_word.encode()
-        found.update(_word_crcs(text_word))
-        if previous is not None:
-            found.add(crc32(b" " + word, crc32(previous, b)) & _MASK)
-        previous = word
-    return found
+    folded = normalise(text).text
+    found = [b for word in _WORD.findall(folded) for b in _word_buckets(word)]
+    if not folded.isascii() and _HAN_ANY.search(folded):
+        found += _han_buckets(folded).tolist()
+    return sorted(found)
 
 
 def language_of(text: str) -> Language:
@@ -179,6 +215,22 @@ def language_of(text: str) -> Language:
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class ScreenThresholds(_Strict):
+    """One language's two thresholds (scores in ``(0, 1)``)."""
+
+    escalate: float = Field(gt=0.0, lt=1.0)
+    """At or above it, the scorer alone escalates L0."""
+    screened: float = Field(gt=0.0, lt=1.0)
+    """At or above it, ``risk.l1_policy = "screened"`` sends the message to L1; at most
+    ``escalate``."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ScreenThresholds:
+        if self.screened > self.escalate:
+            raise ValueError("the screened threshold must not exceed the escalate threshold")
+        return self
 
 
 class ScreenManifest(_Strict):
@@ -195,17 +247,17 @@ class ScreenManifest(_Strict):
     weights_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     """SHA-256 of the weights file's bytes."""
     features: dict[str, Any]
-    """How the features are made (documentation; the code is the specification)."""
+    """How the features are made (documentation; the module docstring is the specification)."""
     labels: dict[str, str]
     """What counts as positive in each training set."""
     data: dict[str, str]
     """SHA-256 of each training file, by its path under the data directory."""
     training: dict[str, Any]
-    """Training settings and the command that reproduces the files."""
-    thresholds: dict[Language, float]
-    """Score at or above which a text of each language is flagged."""
+    """Training settings, the folds and the command that reproduces the files."""
+    thresholds: dict[Language, ScreenThresholds]
+    """Each language's thresholds; both languages must be there."""
     cv: dict[str, Any]
-    """Cross-validated metrics per language at its threshold."""
+    """Cross-validated (out-of-fold) metrics per language at each threshold."""
 
 
 class _Weights(_Strict):
@@ -217,30 +269,81 @@ class _Weights(_Strict):
     weights: str
 
 
+def _logistic(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
 @dataclass(frozen=True, slots=True)
 class ScreenModel:
-    """A loaded screen: its weights and manifest; :meth:`score` is pure and cheap."""
+    """A loaded screen: its weights and manifest; :meth:`score` is pure and cheap.
+
+    Thread-safe: the memo of word features only ever grows (to :data:`MEMO_SIZE`), one
+    dictionary operation at a time, and holds values that do not depend on when they were
+    computed.
+    """
 
     bias: float
     weights: tuple[float, ...]
     manifest: ScreenManifest
+    _array: npt.NDArray[np.float64] = field(init=False, repr=False, compare=False)
+    _word_sums: dict[str | bytes, float] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_array", np.asarray(self.weights, dtype=np.float64))
+        object.__setattr__(self, "_word_sums", {})
 
     def score(self, text: str) -> float:
         """The model's probability that ``text`` is at risk, in ``(0, 1)``."""
-        buckets = _bucket_set(text)
-        z = self.bias
-        if buckets:
-            weights = self.weights
-            z += sum(weights[b] for b in buckets) / math.sqrt(len(buckets))
-        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+        return self.score_folded(normalise(text).text)
 
-    def threshold(self, text: str) -> float:
-        """The threshold of ``text``'s language."""
-        return self.manifest.thresholds[language_of(text)]
+    def score_folded(self, folded: str) -> float:
+        """:meth:`score` of a text already folded (``normalise(text).text``): L0 folds once."""
+        total, count = 0.0, 0
+        words = _words(folded)
+        if words:
+            sums = self._word_sums
+            missing: set[str] | set[bytes] = set(words).difference(sums)  # type: ignore[assignment]
+            if missing:
+                sums = self._remember(missing)
+            total += sum(map(sums.__getitem__, words))
+            count += 3 * sum(map(len, words)) + len(words)
+        if not folded.isascii() and _HAN_ANY.search(folded):
+            han = _han_buckets(folded)
+            total += float(self._array[han].sum())
+            count += len(han)
+        return _logistic(self.bias + (total / math.sqrt(count) if count else 0.0))
+
+    def _remember(self, words: set[str] | set[bytes]) -> dict[str | bytes, float]:
+        """``words``' sums added to the memo (or, when it is full, to a copy of it)."""
+        weights = self.weights
+        new: dict[str | bytes, float] = {
+            word: math.fsum(
+                weights[b]
+                for b in _word_buckets(word.decode("ascii") if isinstance(word, bytes) else word)
+            )
+            for word in words
+        }
+        if len(self._word_sums) + len(new) <= MEMO_SIZE:
+            self._word_sums.update(new)
+            return self._word_sums
+        return {**self._word_sums, **new}
+
+    def threshold(self, text: str, level: Level = "escalate") -> float:
+        """The ``level`` threshold of ``text``'s language."""
+        return self.threshold_of(language_of(text), level)
+
+    def threshold_of(self, language: Language, level: Level = "escalate") -> float:
+        """The ``level`` threshold of ``language``."""
+        thresholds = self.manifest.thresholds[language]
+        return thresholds.escalate if level == "escalate" else thresholds.screened
 
     def flags(self, text: str) -> bool:
-        """Whether ``text`` scores at or above its language's threshold."""
+        """Whether ``text`` scores at or above its language's ``escalate`` threshold."""
         return self.score(text) >= self.threshold(text)
+
+    def flags_screened(self, text: str) -> bool:
+        """Whether ``text`` scores at or above its language's ``screened`` threshold."""
+        return self.score(text) >= self.threshold(text, "screened")
 
 
 def _problems(exc: ValidationError) -> list[str]:
@@ -262,13 +365,13 @@ def _read_json(path: Path, what: str) -> tuple[bytes, Any]:
 
 
 def load_screen_model(directory: Path | None = None) -> ScreenModel:
-    """Load the screen from ``directory`` (default: the packaged ``foureyes/risk/data``).
+    """Load the screen from ``directory`` (default: :data:`PACKAGED_DIR`).
 
     Raises:
         ConfigError: a file is missing, unreadable or malformed, the feature version is not
             :data:`FEATURE_VERSION`, or the weights file's digest is not the manifest's.
     """
-    base = directory or Path(str(resources.files("foureyes.risk") / "data"))
+    base = directory or PACKAGED_DIR
     _, data = _read_json(base / MANIFEST_FILE, "manifest")
     try:
         manifest = ScreenManifest.model_validate(data)

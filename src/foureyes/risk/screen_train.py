@@ -2,9 +2,17 @@
 
 Deterministic: the same data gives the same files, byte for byte (no timestamps, a fixed
 seed for the English folds, full-batch optimisation in a fixed order). Cross-validation
-trains on three folds and scores the fourth, four times (SOS-1K: its folds 1-4; the
-English sets: a seeded split into four); each language's threshold is then chosen on the
-pooled out-of-fold scores, and the shipped model is trained once more on everything.
+(:func:`out_of_fold_scores`) trains on three folds and scores the fourth, four times
+(:func:`cv_fold`; SOS-1K: its folds 1-4; the English sets: a seeded split into four);
+each language's two thresholds are then chosen on the pooled out-of-fold scores, and the
+shipped model is trained once more on everything:
+
+- ``escalate`` (the scorer alone escalates L0): the lowest threshold, hence the highest
+  recall, at which at most :data:`~foureyes.risk.screen_model.ESCALATE_FALSE_RATE` of the
+  language's negatives score at or above it, so the scorer adds little false escalation
+  of its own to the lexicon's;
+- ``screened`` (``risk.l1_policy = "screened"``): the highest threshold that keeps recall
+  at :data:`~foureyes.risk.screen_model.TARGET_RECALL`, never above ``escalate``.
 """
 
 from __future__ import annotations
@@ -21,10 +29,11 @@ import numpy as np
 import numpy.typing as npt
 
 from foureyes.core.errors import ConfigError
-from foureyes.risk.l0 import L0Gate
+from foureyes.risk.l0 import L0Gate, Lexicon
 from foureyes.risk.lexicon_report import DATA_FILES, Dataset, LabelledText, load_risk_data
 from foureyes.risk.screen_model import (
     BUCKETS,
+    ESCALATE_FALSE_RATE,
     FEATURE_VERSION,
     MANIFEST_FILE,
     TARGET_RECALL,
@@ -34,7 +43,7 @@ from foureyes.risk.screen_model import (
     load_screen_model,
 )
 
-__all__ = ["TrainingResult", "is_positive", "train_screen"]
+__all__ = ["TrainingResult", "cv_fold", "is_positive", "out_of_fold_scores", "train_screen"]
 
 SEED = 20261201
 """Seed of the English 4-fold split."""
@@ -126,8 +135,12 @@ def _balance(y: _Array, languages: npt.NDArray[np.str_]) -> _Array:
     return sample
 
 
-def _folds(texts: Sequence[LabelledText]) -> npt.NDArray[np.int64]:
-    """Fold 0-3 of every text: SOS-1K by its file, the rest by a seeded permutation."""
+def cv_fold(texts: Sequence[LabelledText]) -> npt.NDArray[np.int64]:
+    """The cross-validation fold (0-3) of each text, in the order given.
+
+    SOS-1K by its file (``sos1k_fold1.tsv`` is fold 0), the English texts by a permutation
+    seeded with :data:`SEED`, dealt round-robin into :data:`FOLDS` folds.
+    """
     folds = np.zeros(len(texts), dtype=np.int64)
     english = [i for i, t in enumerate(texts) if t.dataset is not Dataset.SOS1K]
     order = np.random.default_rng(SEED).permutation(len(english))
@@ -139,7 +152,19 @@ def _folds(texts: Sequence[LabelledText]) -> npt.NDArray[np.int64]:
     return folds
 
 
-def _threshold(scores: _Array, y: _Array) -> float:
+def _escalate_threshold(scores: _Array, y: _Array) -> float:
+    """The lowest threshold (rounded up to 1e-4) keeping false escalation in bounds.
+
+    At most ESCALATE_FALSE_RATE of the negatives score at or above it.
+    """
+    negatives = np.sort(scores[y == 0])[::-1]
+    allowed = int(np.floor(ESCALATE_FALSE_RATE * len(negatives)))
+    if allowed >= len(negatives):
+        return 0.5
+    return min(float(np.floor(negatives[allowed] * 10_000 + 1) / 10_000), 0.9999)
+
+
+def _screened_threshold(scores: _Array, y: _Array) -> float:
     """The highest score keeping recall at TARGET_RECALL or above (rounded down to 1e-4)."""
     positives = np.sort(scores[y == 1])[::-1]
     if not len(positives):
@@ -173,6 +198,35 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _labels(texts: Sequence[LabelledText]) -> tuple[_Array, npt.NDArray[np.str_]]:
+    y = np.array([1.0 if is_positive(t) else 0.0 for t in texts])
+    return y, np.array([_language(t) for t in texts])
+
+
+def _out_of_fold(
+    x: _Matrix, y: _Array, languages: npt.NDArray[np.str_], folds: npt.NDArray[np.int64]
+) -> _Array:
+    oof = np.zeros(len(y))
+    for k in range(FOLDS):
+        train, test = folds != k, folds == k
+        if not test.any():
+            continue
+        bias, weights = _fit(x.select(train), y[train], _balance(y[train], languages[train]))
+        oof[test] = _sigmoid(x.select(test).dot(weights) + bias)
+    return oof
+
+
+def out_of_fold_scores(texts: Sequence[LabelledText]) -> _Array:
+    """Each text's score from the model of the fold (:func:`cv_fold`) that did not train on it.
+
+    The same features, labels, folds and settings as :func:`train_screen` (which calls it
+    on the non-empty texts of the data); deterministic; in the order given.
+    """
+    y, languages = _labels(texts)
+    x = _Matrix.of([feature_buckets(t.text) for t in texts])
+    return _out_of_fold(x, y, languages, cv_fold(texts))
+
+
 def train_screen(data: Path, out: Path) -> TrainingResult:
     """Cross-validate, train on all of ``data`` and write the two model files into ``out``.
 
@@ -180,49 +234,50 @@ def train_screen(data: Path, out: Path) -> TrainingResult:
         ConfigError: the data is missing or malformed, or a language has no text of a class.
     """
     texts = [t for t in load_risk_data(data) if t.text.strip()]
-    y = np.array([1.0 if is_positive(t) else 0.0 for t in texts])
-    languages = np.array([_language(t) for t in texts])
+    y, languages = _labels(texts)
     for language in ("zh", "en"):
         classes = set(y[languages == language].tolist())
         if classes != {0.0, 1.0}:
             raise ConfigError([f"{data}: the {language} sets need texts of both classes"])
     x = _Matrix.of([feature_buckets(t.text) for t in texts])
-    folds = _folds(texts)
-    oof = np.zeros(len(texts))
-    for k in range(FOLDS):
-        train, test = folds != k, folds == k
-        bias, weights = _fit(x.select(train), y[train], _balance(y[train], languages[train]))
-        oof[test] = _sigmoid(x.select(test).dot(weights) + bias)
-    gate = L0Gate.default()
-    l0 = np.array([gate.scan(t.text).escalate for t in texts])
-    thresholds: dict[str, float] = {}
+    oof = _out_of_fold(x, y, languages, cv_fold(texts))
+    lexicon = L0Gate(Lexicon.packaged())  # the lexicon alone, to compare with
+    l0 = np.array([lexicon.scan(t.text).escalate for t in texts])
+    thresholds: dict[str, dict[str, float]] = {}
     cv: dict[str, Any] = {}
     for language in ("zh", "en"):
         mask = languages == language
-        threshold = _threshold(oof[mask], y[mask])
-        thresholds[language] = threshold
-        flagged = oof >= threshold
+        escalate = _escalate_threshold(oof[mask], y[mask])
+        screened = min(_screened_threshold(oof[mask], y[mask]), escalate)
+        thresholds[language] = {"escalate": escalate, "screened": screened}
         pos, neg = mask & (y == 1), mask & (y == 0)
         auc = _auc(oof[mask], y[mask])
         cv[language] = {
             "texts": int(mask.sum()),
             "positives": int(pos.sum()),
-            "recall": _rate(flagged[pos]),
-            "false_escalation_rate": _rate(flagged[neg]),
             "auc": None if auc is None else round(auc, 4),
             "l0_recall": _rate(l0[pos]),
             "l0_false_escalation_rate": _rate(l0[neg]),
-            "recall_where_l0_silent": _rate(flagged[pos & ~l0]),
-            "recall_with_l0": _rate((flagged | l0)[pos]),
-            "false_escalation_rate_with_l0": _rate((flagged | l0)[neg]),
         }
+        for level, threshold in thresholds[language].items():
+            flagged = oof >= threshold
+            cv[language][level] = {
+                "recall": _rate(flagged[pos]),
+                "false_escalation_rate": _rate(flagged[neg]),
+                "recall_where_l0_silent": _rate(flagged[pos & ~l0]),
+                "recall_with_l0": _rate((flagged | l0)[pos]),
+                "false_escalation_rate_with_l0": _rate((flagged | l0)[neg]),
+            }
     for name in sorted({t.dataset for t in texts}, key=list(Dataset).index):
         mask = np.array([t.dataset is name for t in texts])
         pos, neg = mask & (y == 1), mask & (y == 0)
-        cv[str(name)] = {
-            "recall": _rate(flagged_at(oof, languages, thresholds)[pos]),
-            "false_escalation_rate": _rate(flagged_at(oof, languages, thresholds)[neg]),
-        }
+        cv[str(name)] = {}
+        for level in ("escalate", "screened"):
+            flagged = flagged_at(oof, languages, {k: v[level] for k, v in thresholds.items()})
+            cv[str(name)][level] = {
+                "recall": _rate(flagged[pos]),
+                "false_escalation_rate": _rate(flagged[neg]),
+            }
     bias, weights = _fit(x, y, _balance(y, languages))
     out.mkdir(parents=True, exist_ok=True)
     packed = weights.astype("<f2")
@@ -246,9 +301,10 @@ def train_screen(data: Path, out: Path) -> TrainingResult:
             "text": "foureyes.core.fold.normalise(text).text",
             "han_char_ngrams": [1, 3],
             "latin_char_ngrams": [2, 4],
-            "latin_word_ngrams": [1, 2],
-            "hash": f"zlib.crc32(utf-8 of prefixed feature) mod {BUCKETS}",
-            "values": "binary, scaled by 1/sqrt(distinct buckets)",
+            "latin_word_ngrams": [1, 1],
+            "hash": "polynomial in uint64 with a kind salt, mixed, top 16 bits "
+            "(foureyes.risk.screen_model)",
+            "values": "counts of every occurrence, scaled by 1/sqrt(occurrences)",
         },
         "labels": {
             "sos1k": "grade >= 4 (a wish to die or more) positive, 0-3 negative",
@@ -263,8 +319,13 @@ def train_screen(data: Path, out: Path) -> TrainingResult:
             "learning_rate": LEARNING_RATE,
             "l2": L2,
             "seed": SEED,
-            "folds": "sos1k folds 1-4; en seeded 4-way split",
+            "folds": "sos1k folds 1-4 (by file; fold 5, validation and test never read); "
+            "en (twitter, sdcnl) a seeded 4-way split",
             "target_recall": TARGET_RECALL,
+            "escalate_false_rate": ESCALATE_FALSE_RATE,
+            "thresholds": "escalate: lowest out-of-fold threshold with false escalation <= "
+            "escalate_false_rate; screened: highest keeping out-of-fold recall >= "
+            "target_recall, at most escalate",
         },
         "thresholds": thresholds,
         "cv": cv,

@@ -2,9 +2,9 @@
 
 ::
 
-    screen: L0 keyword gate, language coverage, ``risk.l1_policy``
+    screen: L0 (lexicon + learned scorer), language coverage, ``risk.l1_policy``
         │         ──no path to L1──▶ ok, low, tier L0 (no model call)
-        │ a path to L1 (ScreenPath: l0, always, conversation, unscreened)
+        │ a path to L1 (ScreenPath: l0, unscreened, always, scorer, conversation)
     text too long? ─yes─▶ unknown (text_too_long)
     analysis running for this conversation? ─yes─▶ unknown (concurrency_drop), not queued
     L1 ──fails──▶ unknown (l1_timeout / l1_failed / l1_malformed / daily_cap / key_daily_cap /
@@ -16,9 +16,10 @@
 
 A message in a language the screen does not cover (:func:`~foureyes.core.locale.is_covered`)
 always goes to L1; it is ``unscreened`` (restricted, resources shown) unless a model, not
-the offline assessor, assessed it. Under ``l1_policy = "screened"`` the conversation's
-recent light signals add up (:func:`conversation_score`); a learned scorer's signal
-plugs in beside them as another :class:`ScreenPath`.
+the offline assessor, assessed it. Under ``l1_policy = "screened"`` a message also goes to
+L1 when the learned scorer's score reaches its language's lower ``screened`` threshold
+(:attr:`ScreenPath.SCORER`), or when the conversation's recent light signals add up
+(:func:`conversation_score`).
 
 Every failure degrades to ``unknown`` or to "not confirmed", never towards alerting
 (DESIGN.md 4, invariants 4 and 5). Every triage, dropped and failed ones included, is
@@ -158,15 +159,19 @@ class ScreenPath(StrEnum):
     """Why a screened message goes to L1 (the first that holds, in this order)."""
 
     L0 = "l0"
-    """L0 escalated the message itself."""
+    """L0 escalated the message itself: its lexicon, or its learned scorer at the
+    ``escalate`` threshold (:attr:`L0Result.signals <foureyes.risk.l0.L0Result.signals>`)."""
     UNSCREENED = "unscreened"
     """The message is in a language the screen does not cover; L0 cannot clear it."""
     ALWAYS = "always"
     """``risk.l1_policy = "always"``."""
+    SCORER = "scorer"
+    """``risk.l1_policy = "screened"``: the learned scorer's score of the message reaches
+    the lower ``screened`` threshold of its language (below ``escalate``, where L0 itself
+    escalates)."""
     CONVERSATION = "conversation"
     """``risk.l1_policy = "screened"``: the message's and the conversation's recent L0
-    scores add up to the escalation threshold (:func:`conversation_score`). A learned
-    scorer's lower threshold is to join here as a path of its own."""
+    scores add up to the escalation threshold (:func:`conversation_score`)."""
 
 
 def conversation_score(
@@ -307,6 +312,13 @@ class Triage:
         if risk.l1_policy == "always":
             return ScreenPath.ALWAYS
         if risk.l1_policy == "screened":
+            screen = self._gate.screen
+            if (
+                screen is not None
+                and l0.screen_score is not None
+                and l0.screen_score >= screen.threshold(request.text, "screened")
+            ):
+                return ScreenPath.SCORER
             score = conversation_score(self._gate, l0, request.history, risk.context_turns)
             if score >= ESCALATION_THRESHOLD:
                 return ScreenPath.CONVERSATION
