@@ -85,9 +85,13 @@ def test_report_counts_escalations_and_hits_by_label() -> None:
         "escalated": 1,
         "rate": 1.0,
     }
-    assert {"term": "想死", "total": 1, "hits": {"sos1k:5": 1}}.items() <= next(
-        t for t in as_json["terms"] if t["term"] == "想死"
-    ).items()
+    expected = {
+        "term": "想死",
+        "source": "foureyes-calibration",
+        "total": 1,
+        "hits": {"sos1k:5": 1},
+    }
+    assert expected.items() <= next(t for t in as_json["terms"] if t["term"] == "想死").items()
 
 
 def test_missing_data_is_a_config_error(tmp_path: Path) -> None:
