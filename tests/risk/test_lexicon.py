@@ -223,7 +223,8 @@ def test_an_entry_without_a_source_is_an_error(lexicon_dir: Path) -> None:
     text = (lexicon_dir / "zh.txt").read_text(encoding="utf-8")
     unsourced = text.replace("@source ", "# was a source: ")
     (lexicon_dir / "zh.txt").write_text(unsourced, encoding="utf-8")
-    problems = _problems(lexicon_dir)
+    # (zh_variants.txt then names terms zh.txt no longer has: reported too.)
+    problems = [p for p in _problems(lexicon_dir) if p.startswith("zh.txt")]
     assert problems and all("entry without a source" in p for p in problems)
     assert len(problems) == sum(1 for e in LEXICON.entries if e.origin.startswith("zh.txt"))
 

@@ -12,7 +12,10 @@ converts anything at run time:
   characters' Traditional forms (``zh_traditional.txt``), the Simplified form included;
 - terms with apostrophes with a straight one, a curly one and none (``don't``, ``dont``);
 - English multi-word terms also without spaces (``killmyself``, the fold of
-  ``k i l l m y s e l f``).
+  ``k i l l m y s e l f``);
+- strong Chinese terms in their homophone and pinyin forms listed in ``zh_variants.txt``
+  (``自刹``, ``zisha``; generated at build time by ``scripts/build_zh_variants.py``). A
+  variant only adds a key, never replaces one.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ LANGUAGE_FILES = ("en.txt", "zh.txt")
 _ZH_FILE = "zh.txt"
 _TRADITIONAL_FILE = "zh_traditional.txt"
 _SOURCES_FILE = "sources.txt"
+_VARIANTS_FILE = "zh_variants.txt"
 _SOURCE_DIRECTIVE = "@source"
 _SOURCE_ID = re.compile(r"[a-z0-9][a-z0-9-]*")
 _APOSTROPHES = ("'", "\u2019", "", " ")
@@ -123,14 +127,15 @@ class Lexicon:
     def load(cls, directory: Path | Traversable) -> Lexicon:
         """Read and compile the source lists in ``directory``.
 
-        The directory holds ``en.txt``, ``zh.txt``, ``zh_traditional.txt`` and
-        ``sources.txt``, in the format of the packaged ones.
+        The directory holds ``en.txt``, ``zh.txt``, ``zh_traditional.txt``,
+        ``zh_variants.txt`` and ``sources.txt``, in the format of the packaged ones.
 
         Raises:
             ConfigError: a file is missing or malformed (each problem names its
                 ``file:line``): an unknown section, a weight outside (0, 1], a term that
                 folds to nothing, a term listed twice, an entry without a source or
-                naming a source ``sources.txt`` does not cite, a Traditional character
+                naming a source ``sources.txt`` does not cite, a variant of something
+                that is not a strong term of ``zh.txt``, a Traditional character
                 in ``zh.txt`` or a Chinese character the character map does not classify.
         """
         problems: list[str] = []
@@ -157,6 +162,9 @@ class Lexicon:
                 continue
             for variant in _variants(entry, traditional):
                 keys.setdefault(normalise(variant).text.strip(), entry)
+        text = _read(directory, _VARIANTS_FILE, problems)
+        for variant, entry in _read_variants(text, entries, problems):
+            keys.setdefault(normalise(variant).text.strip(), entry)
         if problems:
             raise ConfigError(problems)
         return cls(tuple(entries), keys, sources)
@@ -175,6 +183,31 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
         line = raw.strip()
         if line and not line.startswith("#"):
             yield number, line
+
+
+def _read_variants(
+    text: str, entries: list[LexiconEntry], problems: list[str]
+) -> Iterator[tuple[str, LexiconEntry]]:
+    """``zh_variants.txt``: ``variant  term`` lines, each term a strong entry of zh.txt.
+
+    A variant only ever adds a key (``setdefault``): it never changes what a key the source
+    lists compile matches as.
+    """
+    strong = {
+        e.term: e
+        for e in entries
+        if e.kind is EntryKind.TERM and e.weight >= 1 and e.origin.startswith(_ZH_FILE)
+    }
+    for number, line in _lines(text):
+        origin = f"{_VARIANTS_FILE}:{number}"
+        variant, _, term = line.rpartition("  ")
+        entry = strong.get(term.strip())
+        if entry is None:
+            problems.append(f"{origin}: {term.strip()!r} is not a strong term of {_ZH_FILE}")
+        elif not normalise(variant).text.strip():
+            problems.append(f"{origin}: {variant!r} folds to nothing")
+        else:
+            yield variant.strip(), entry
 
 
 def _read_sources(text: str, problems: list[str]) -> dict[str, LexiconSource]:
