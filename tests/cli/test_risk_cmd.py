@@ -63,6 +63,8 @@ def test_json_report_has_rates_by_band_and_label_and_hits_by_term(
     assert terms["想死"]["hits"]["sos1k:4"] > 0
     assert terms["want to die"]["hits"]["twitter:0"] > 0  # the casual idiom, counted
     assert terms["lol"]["kind"] == "cue"
+    assert terms["想死"]["source"] == "foureyes-calibration"
+    assert terms["wish i were dead"]["source"] == "cssrs"
     totals = [t["total"] for t in report_json["terms"]]
     assert totals == sorted(totals, reverse=True)
 

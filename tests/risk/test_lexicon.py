@@ -79,7 +79,8 @@ def test_apostrophe_and_spacing_variants() -> None:
 
 def test_only_listed_idioms_contain_a_strong_term() -> None:
     # A cue containing a strong term replaces it (DESIGN.md 4: a joke never hides a
-    # strong signal, so every such cue must be an idiom where the term is not there).
+    # strong signal, so every such cue must be an idiom where the term is not there: a
+    # fairground ride, a sales slogan, a news report of someone else's death).
     strong = strong_keys()
     swallowing = {
         entry.term
@@ -94,6 +95,13 @@ def test_only_listed_idioms_contain_a_strong_term() -> None:
         "想死我了",
         "want to die on this hill",
         "want to die on that hill",
+        "跳楼机",
+        "跳楼价",
+        "跳楼大甩卖",
+        "跳楼事件",
+        "自杀事件",
+        "自杀新闻",
+        "自杀的消息",
     }
 
 
@@ -185,6 +193,60 @@ def test_unclassified_chinese_character(lexicon_dir: Path) -> None:
 def test_malformed_character_map(lexicon_dir: Path, line: str, problem: str) -> None:
     _append(lexicon_dir, "zh_traditional.txt", line)
     assert any(problem in p for p in _problems(lexicon_dir))
+
+
+# --- sources ---------------------------------------------------------------------------------
+
+
+def test_every_entry_names_a_cited_source() -> None:
+    assert {e.source for e in LEXICON.entries} <= LEXICON.sources.keys()
+    assert all(source.citation for source in LEXICON.sources.values())
+    assert LEXICON.keys["wish i were dead"].source == "cssrs"
+    assert LEXICON.keys["nothing to live for"].source == "is-path-warm"
+    assert LEXICON.keys["kms"].source == "foureyes-calibration"
+
+
+def test_a_source_line_applies_to_the_entries_after_it(lexicon_dir: Path) -> None:
+    _append(lexicon_dir, "en.txt", "@source cssrs\n[[burden]]\n0.5 doomed\n")
+    assert Lexicon.load(lexicon_dir).keys["doomed"].source == "cssrs"
+
+
+def test_an_unknown_source_is_named(lexicon_dir: Path) -> None:
+    lines = len((lexicon_dir / "en.txt").read_text(encoding="utf-8").splitlines())
+    _append(lexicon_dir, "en.txt", "@source my-hunch\n[[burden]]\n0.5 doomed\n0.5 useless\n")
+    assert _problems(lexicon_dir) == (
+        f"en.txt:{lines + 1}: unknown source 'my-hunch' (not in sources.txt)",
+    )
+
+
+def test_an_entry_without_a_source_is_an_error(lexicon_dir: Path) -> None:
+    text = (lexicon_dir / "zh.txt").read_text(encoding="utf-8")
+    unsourced = text.replace("@source ", "# was a source: ")
+    (lexicon_dir / "zh.txt").write_text(unsourced, encoding="utf-8")
+    # (zh_variants.txt then names terms zh.txt no longer has: reported too.)
+    problems = [p for p in _problems(lexicon_dir) if p.startswith("zh.txt")]
+    assert problems and all("entry without a source" in p for p in problems)
+    assert len(problems) == sum(1 for e in LEXICON.entries if e.origin.startswith("zh.txt"))
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("cssrs  Another citation\n", "source 'cssrs' is listed twice"),
+        ("Bad_ID  A citation\n", "expected 'id  citation'"),
+        ("lonely-id\n", "expected 'id  citation'"),
+    ],
+)
+def test_malformed_sources(lexicon_dir: Path, line: str, problem: str) -> None:
+    _append(lexicon_dir, "sources.txt", line)
+    (reported,) = _problems(lexicon_dir)
+    assert reported.startswith("sources.txt:") and problem in reported
+
+
+def test_missing_sources_file(lexicon_dir: Path) -> None:
+    (lexicon_dir / "sources.txt").unlink()
+    problems = _problems(lexicon_dir)
+    assert problems[0] == "sources.txt: cannot be read (FileNotFoundError)"
 
 
 def test_a_gate_from_a_malformed_directory_fails(lexicon_dir: Path) -> None:

@@ -90,9 +90,13 @@ def test_report_counts_escalations_and_hits_by_label() -> None:
         "rate": 1.0,
         "ci95": [round(x, 4) for x in wilson(1, 1)],
     }
-    assert {"term": "想死", "total": 1, "hits": {"sos1k:5": 1}}.items() <= next(
-        t for t in as_json["terms"] if t["term"] == "想死"
-    ).items()
+    expected = {
+        "term": "想死",
+        "source": "foureyes-calibration",
+        "total": 1,
+        "hits": {"sos1k:5": 1},
+    }
+    assert expected.items() <= next(t for t in as_json["terms"] if t["term"] == "想死").items()
 
 
 def test_missing_data_is_a_config_error(tmp_path: Path) -> None:
@@ -128,10 +132,10 @@ def test_find_data_dir_falls_back_to_the_checkout(tmp_path: Path) -> None:
 
 
 # --- calibration: floors the packaged lexicon reaches on the real data ----------------------
-# Measured when the lexicon was tuned (foureyes risk lexicon-report): sos1k levels 4-10
-# 88.6 %, levels 0-1 42.0 % (2-3: 69.6 %); twitter intention=1 61.7 %, intention=0 10.5 %; sdcnl
-# r/SuicideWatch 63.1 %, r/depression 35.8 %. The floors sit a little below, so a change
-# that loses recall or adds false alarms fails here.
+# Measured when the lexicon was tuned (foureyes risk lexicon-report; SOS-1K tuned on folds
+# 1-3, fold 4 held out): sos1k levels 4-10 90.5 %, levels 0-1 38.3 % (2-3: 68.8 %); twitter
+# intention=1 61.8 %, intention=0 10.5 %; sdcnl r/SuicideWatch 63.6 %, r/depression 35.8 %.
+# The floors sit a little below, so a change that loses recall or adds false alarms fails here.
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +153,7 @@ def _rate(report: LexiconReport, dataset: Dataset, band: Band) -> float:
 @pytest.mark.parametrize(
     ("dataset", "band", "floor"),
     [
-        (Dataset.SOS1K, Band.HIGH_RISK, 0.86),
+        (Dataset.SOS1K, Band.HIGH_RISK, 0.89),
         (Dataset.TWITTER, Band.HIGH_RISK, 0.59),
         (Dataset.SDCNL, Band.HIGH_RISK, 0.60),
     ],
@@ -164,7 +168,7 @@ def test_recall_on_high_risk_posts(
 @pytest.mark.parametrize(
     ("dataset", "band", "ceiling"),
     [
-        (Dataset.SOS1K, Band.EVERYDAY, 0.45),
+        (Dataset.SOS1K, Band.EVERYDAY, 0.40),
         (Dataset.TWITTER, Band.EVERYDAY, 0.12),
         (Dataset.SDCNL, Band.DISTRESS, 0.39),
     ],

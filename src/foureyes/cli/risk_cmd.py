@@ -283,7 +283,8 @@ def _print(report: LexiconReport, top: int | None) -> None:
     terms.add_column("category", overflow="fold")
     terms.add_column("w", justify="right")
     for name, _, _ in _COLUMNS:
-        terms.add_column(name, justify="right")
+        terms.add_column(name, justify="right", min_width=len(name))
+    terms.add_column("source", overflow="ellipsis", max_width=20)
     for row in report.terms[:top]:
         entry = row.entry
         counts = (
@@ -295,5 +296,6 @@ def _print(report: LexiconReport, top: int | None) -> None:
             str(entry.category or entry.kind),
             f"{entry.weight:g}",
             *(str(count or "") for count in counts),
+            entry.source,
         )
     console.print(terms)

@@ -1,21 +1,28 @@
 """The L0 lexicon: one source list per language, compiled into the keys the automaton matches.
 
 The source lists live in ``foureyes/risk/lexicon/`` (``en.txt``, ``zh.txt``); their format is
-described at the top of each. Compiling a list (:meth:`Lexicon.load`) folds every term the
-way message text is folded (:func:`~foureyes.core.fold.normalise`) and adds its
-variants, so that matching never converts anything at run time:
+described at the top of each. Every entry records where it comes from: an ``@source ID``
+line applies to the entries after it (until the next one), and ``sources.txt`` holds the
+full citation of every ID (:class:`LexiconSource`). Compiling a list
+(:meth:`Lexicon.load`) folds every term the way message text is folded
+(:func:`~foureyes.core.fold.normalise`) and adds its variants, so that matching never
+converts anything at run time:
 
 - Chinese terms, written once in Simplified characters, in every combination of their
   characters' Traditional forms (``zh_traditional.txt``), the Simplified form included;
 - terms with apostrophes with a straight one, a curly one and none (``don't``, ``dont``);
 - English multi-word terms also without spaces (``killmyself``, the fold of
-  ``k i l l m y s e l f``).
+  ``k i l l m y s e l f``);
+- strong Chinese terms in their homophone and pinyin forms listed in ``zh_variants.txt``
+  (``自刹``, ``zisha``; generated at build time by ``scripts/build_zh_variants.py``). A
+  variant only adds a key, never replaces one.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -26,11 +33,15 @@ from pathlib import Path
 from foureyes.core.errors import ConfigError
 from foureyes.core.fold import normalise
 
-__all__ = ["EntryKind", "L0Category", "Lexicon", "LexiconEntry"]
+__all__ = ["EntryKind", "L0Category", "Lexicon", "LexiconEntry", "LexiconSource"]
 
 LANGUAGE_FILES = ("en.txt", "zh.txt")
 _ZH_FILE = "zh.txt"
 _TRADITIONAL_FILE = "zh_traditional.txt"
+_SOURCES_FILE = "sources.txt"
+_VARIANTS_FILE = "zh_variants.txt"
+_SOURCE_DIRECTIVE = "@source"
+_SOURCE_ID = re.compile(r"[a-z0-9][a-z0-9-]*")
 _APOSTROPHES = ("'", "\u2019", "", " ")
 _MAX_VARIANTS = 256
 
@@ -81,6 +92,19 @@ class LexiconEntry:
     """Its weight in the L0 score, in (0, 1]; 0 for cues and negations."""
     origin: str
     """Where it is written: ``file:line``."""
+    source: str
+    """The ID of the published source (or ``foureyes-calibration``) it comes from; its
+    citation is :attr:`Lexicon.sources` ``[source]``."""
+
+
+@dataclass(frozen=True)
+class LexiconSource:
+    """One row of ``sources.txt``: where lexicon entries come from."""
+
+    id: str
+    """The ID entries name in their ``@source`` line (lowercase letters, digits, ``-``)."""
+    citation: str
+    """The full citation: authors, title, venue, year, URL or DOI."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +115,8 @@ class Lexicon:
     """Every entry of every source list, in file order."""
     keys: Mapping[str, LexiconEntry] = field(repr=False)
     """Each compiled key (folded text: the term itself and its variants) and its entry."""
+    sources: Mapping[str, LexiconSource] = field(repr=False)
+    """Every source of ``sources.txt`` by ID."""
 
     @classmethod
     def packaged(cls) -> Lexicon:
@@ -101,19 +127,24 @@ class Lexicon:
     def load(cls, directory: Path | Traversable) -> Lexicon:
         """Read and compile the source lists in ``directory``.
 
-        The directory holds ``en.txt``, ``zh.txt`` and ``zh_traditional.txt``, in the
-        format of the packaged ones.
+        The directory holds ``en.txt``, ``zh.txt``, ``zh_traditional.txt``,
+        ``zh_variants.txt`` and ``sources.txt``, in the format of the packaged ones.
 
         Raises:
             ConfigError: a file is missing or malformed (each problem names its
                 ``file:line``): an unknown section, a weight outside (0, 1], a term that
-                folds to nothing, a term listed twice, a Traditional character in
-                ``zh.txt`` or a Chinese character the character map does not classify.
+                folds to nothing, a term listed twice, an entry without a source or
+                naming a source ``sources.txt`` does not cite, a variant of something
+                that is not a strong term of ``zh.txt``, a Traditional character
+                in ``zh.txt`` or a Chinese character the character map does not classify.
         """
         problems: list[str] = []
+        sources = _read_sources(_read(directory, _SOURCES_FILE, problems), problems)
         texts = {name: _read(directory, name, problems) for name in LANGUAGE_FILES}
         traditional = _read_traditional(_read(directory, _TRADITIONAL_FILE, problems), problems)
-        entries = [entry for name, text in texts.items() for entry in _parse(name, text, problems)]
+        entries = [
+            entry for name, text in texts.items() for entry in _parse(name, text, sources, problems)
+        ]
         keys: dict[str, LexiconEntry] = {}
         for entry in entries:
             key = normalise(entry.term).text.strip()
@@ -131,9 +162,12 @@ class Lexicon:
                 continue
             for variant in _variants(entry, traditional):
                 keys.setdefault(normalise(variant).text.strip(), entry)
+        text = _read(directory, _VARIANTS_FILE, problems)
+        for variant, entry in _read_variants(text, entries, problems):
+            keys.setdefault(normalise(variant).text.strip(), entry)
         if problems:
             raise ConfigError(problems)
-        return cls(tuple(entries), keys)
+        return cls(tuple(entries), keys, sources)
 
 
 def _read(directory: Path | Traversable, name: str, problems: list[str]) -> str:
@@ -151,12 +185,62 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def _parse(name: str, text: str, problems: list[str]) -> Iterator[LexiconEntry]:
+def _read_variants(
+    text: str, entries: list[LexiconEntry], problems: list[str]
+) -> Iterator[tuple[str, LexiconEntry]]:
+    """``zh_variants.txt``: ``variant  term`` lines, each term a strong entry of zh.txt.
+
+    A variant only ever adds a key (``setdefault``): it never changes what a key the source
+    lists compile matches as.
+    """
+    strong = {
+        e.term: e
+        for e in entries
+        if e.kind is EntryKind.TERM and e.weight >= 1 and e.origin.startswith(_ZH_FILE)
+    }
+    for number, line in _lines(text):
+        origin = f"{_VARIANTS_FILE}:{number}"
+        variant, _, term = line.rpartition("  ")
+        entry = strong.get(term.strip())
+        if entry is None:
+            problems.append(f"{origin}: {term.strip()!r} is not a strong term of {_ZH_FILE}")
+        elif not normalise(variant).text.strip():
+            problems.append(f"{origin}: {variant!r} folds to nothing")
+        else:
+            yield variant.strip(), entry
+
+
+def _read_sources(text: str, problems: list[str]) -> dict[str, LexiconSource]:
+    """``sources.txt``: one ``ID  citation`` per line."""
+    sources: dict[str, LexiconSource] = {}
+    for number, line in _lines(text):
+        origin = f"{_SOURCES_FILE}:{number}"
+        source_id, _, citation = line.partition(" ")
+        if not _SOURCE_ID.fullmatch(source_id) or not citation.strip():
+            problems.append(f"{origin}: expected 'id  citation' (id: a-z, 0-9, -)")
+        elif source_id in sources:
+            problems.append(f"{origin}: source {source_id!r} is listed twice")
+        else:
+            sources[source_id] = LexiconSource(source_id, citation.strip())
+    return sources
+
+
+def _parse(
+    name: str, text: str, sources: Mapping[str, LexiconSource], problems: list[str]
+) -> Iterator[LexiconEntry]:
     kind: EntryKind | None = None
     category: L0Category | None = None
+    source: str | None = None  # the last @source line's ID
+    unknown_source = False  # its entries are left out: the source is reported once
     in_unknown_section = False  # its lines are left out: the section is reported once
     for number, line in _lines(text):
         origin = f"{name}:{number}"
+        if line.split(maxsplit=1)[0] == _SOURCE_DIRECTIVE:
+            source = line.removeprefix(_SOURCE_DIRECTIVE).strip()
+            unknown_source = source not in sources
+            if unknown_source:
+                problems.append(f"{origin}: unknown source {source!r} (not in {_SOURCES_FILE})")
+            continue
         if line.startswith("[[") and line.endswith("]]"):
             section = line[2:-2]
             kind, category = _section(section)
@@ -167,15 +251,19 @@ def _parse(name: str, text: str, problems: list[str]) -> Iterator[LexiconEntry]:
         if kind is None:
             if not in_unknown_section:
                 problems.append(f"{origin}: entry before the first section")
+        elif source is None:
+            problems.append(f"{origin}: entry without a source (write '@source ID' above it)")
+        elif unknown_source:
+            continue
         elif kind is EntryKind.TERM:
             weight_text, _, term = line.partition(" ")
             weight = _weight(weight_text)
             if weight is None or not term.strip():
                 problems.append(f"{origin}: expected 'weight  term' with a weight in (0, 1]")
             else:
-                yield LexiconEntry(term.strip(), kind, category, weight, origin)
+                yield LexiconEntry(term.strip(), kind, category, weight, origin, source)
         else:
-            yield LexiconEntry(line, kind, None, 0.0, origin)
+            yield LexiconEntry(line, kind, None, 0.0, origin, source)
 
 
 def _section(name: str) -> tuple[EntryKind | None, L0Category | None]:

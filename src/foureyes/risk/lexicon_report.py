@@ -536,6 +536,7 @@ class LexiconReport:
                     "category": None if row.entry.category is None else str(row.entry.category),
                     "weight": row.entry.weight,
                     "origin": row.entry.origin,
+                    "source": row.entry.source,
                     "total": row.total,
                     "hits": {f"{d}:{label}": n for (d, label), n in sorted(row.hits.items())},
                 }
