@@ -15,6 +15,7 @@ from foureyes.risk.l0 import L0Gate
 from foureyes.risk.triage import Triage
 from foureyes.store import Store
 from tests.helpers.clock import ManualClock
+from tests.helpers.stores import seed_migrated
 from tests.risk._support import (
     ScriptedProvider,
     scripted_config,
@@ -29,7 +30,9 @@ def gate() -> L0Gate:
 
 
 @pytest.fixture
-def store_url(tmp_path: Path) -> str:
+def store_url(tmp_path: Path, migrated_sqlite: Path) -> str:
+    """An SQLite file already at the head revision (the schema is tested in tests/store)."""
+    seed_migrated(migrated_sqlite, tmp_path / "risk.db")
     return f"sqlite+aiosqlite:///{tmp_path / 'risk.db'}"
 
 
