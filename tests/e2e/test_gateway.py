@@ -10,9 +10,8 @@ PostgreSQL server.
 from __future__ import annotations
 
 import json
-import os
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from foureyes.gate import fallback_text
 from foureyes.gate.release import PART_SEPARATOR
 from foureyes.risk.resources import render_resources
 from tests.helpers.postgres import free_port
-from tests.helpers.server import RunningServer, start_serve_process, stop_process
+from tests.helpers.server import RunningServer
 from tests.helpers.simulator import SCENARIOS, RunningSimulator
 
 Start = Callable[..., RunningServer]
@@ -287,22 +286,10 @@ def test_a_client_leaving_mid_stream_harms_nothing(
     assert ask(client_of(server), CALM).model_extra["foureyes"]["reason"] == "approved"
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[RunningServer]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FOUREYES_")}
-    env["FOUREYES_STORE__URL"] = f"sqlite+aiosqlite:///{tmp_path / 'serve.db'}"
-    server = start_serve_process([], env=env, cwd=tmp_path)
-    try:
-        yield server
-    finally:
-        assert server.process is not None
-        stop_process(server.process)
-
-
 def test_foureyes_serve_without_config_answers_the_openai_sdk_offline(
-    served: RunningServer,
+    offline_serve: RunningServer,
 ) -> None:
-    client = client_of(served)
+    client = client_of(offline_serve)
 
     reply = ask(client, CALM, user="u-1")
     chunks = list(ask(client, "我今天很难过", stream=True))
@@ -351,9 +338,9 @@ def test_a_message_the_screen_does_not_cover_reaches_the_l1_model_with_resources
 
 @pytest.mark.parametrize("text", UNSCREENED)
 def test_a_message_the_screen_does_not_cover_is_unscreened_offline(
-    text: str, served: RunningServer
+    text: str, offline_serve: RunningServer
 ) -> None:
-    reply = ask(client_of(served), text)
+    reply = ask(client_of(offline_serve), text)
 
     block = reply.model_extra["foureyes"]
     assert block["risk"] == {
@@ -365,6 +352,6 @@ def test_a_message_the_screen_does_not_cover_is_unscreened_offline(
     assert block["policy"] == "restricted"
     content = reply.choices[0].message.content
     assert content.endswith(PART_SEPARATOR + render_resources(Locale.EN, None))
-    events = trace_of(served, block["trace_id"])["events"]
+    events = trace_of(offline_serve, block["trace_id"])["events"]
     [triage] = [e["data"] for e in events if e.get("stage") == "triage"]
     assert triage["status"] == "unscreened" and triage["level"] is None

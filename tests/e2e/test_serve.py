@@ -8,14 +8,12 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import openai
-import pytest
 
 from tests.helpers.postgres import free_port
-from tests.helpers.server import start_serve_process, stop_process
+from tests.helpers.server import RunningServer, start_serve_process, stop_process
 
 FOUREYES = [sys.executable, "-m", "foureyes.cli"]
 
@@ -34,20 +32,10 @@ def _get(url: str) -> tuple[int, dict[str, object]]:
         return exc.code, json.loads(exc.read())
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    server = start_serve_process([], env=_env(tmp_path), cwd=tmp_path)
-    assert server.process is not None
-    try:
-        yield server.url
-    finally:
-        stop_process(server.process)
-
-
 def test_serve_with_no_config_answers_healthz_offline_and_sqlite(
-    served: str, tmp_path: Path
+    offline_serve: RunningServer,
 ) -> None:
-    status, body = _get(served + "/healthz")
+    status, body = _get(offline_serve.url + "/healthz")
     assert status == 200
     assert body["status"] == "ok" and body["store"] == "sqlite"
     assert set(body["offline_roles"]) == {  # type: ignore[arg-type]
@@ -58,11 +46,11 @@ def test_serve_with_no_config_answers_healthz_offline_and_sqlite(
         "reviewer",
         "selector",
     }
-    assert (tmp_path / "serve.db").exists()
+    assert offline_serve.folder is not None and (offline_serve.folder / "serve.db").exists()
 
 
-async def test_models_are_listed_for_the_openai_sdk(served: str) -> None:
-    async with openai.AsyncOpenAI(base_url=served + "/v1", api_key="unused") as client:
+async def test_models_are_listed_for_the_openai_sdk(offline_serve: RunningServer) -> None:
+    async with openai.AsyncOpenAI(base_url=offline_serve.base_url, api_key="unused") as client:
         models = await client.models.list()
     assert [m.id for m in models.data] == ["foureyes-support"]
 

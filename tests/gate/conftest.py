@@ -17,6 +17,7 @@ from foureyes.llm.routes import Routes
 from foureyes.store import Store
 from foureyes.store.unknowns import SqlOpenUnknowns
 from tests.helpers.scripted import ScriptedProvider
+from tests.helpers.stores import seed_migrated
 
 MakeRunner = Callable[..., GateRunner]
 
@@ -40,7 +41,10 @@ def privacy() -> PrivacyConfig:
 
 
 @pytest.fixture
-async def store(tmp_path: Path, privacy: PrivacyConfig) -> AsyncIterator[Store]:
+async def store(
+    tmp_path: Path, privacy: PrivacyConfig, migrated_sqlite: Path
+) -> AsyncIterator[Store]:
+    seed_migrated(migrated_sqlite, tmp_path / "gate.db")
     opened = await Store.open(
         StoreConfig(url=f"sqlite+aiosqlite:///{tmp_path / 'gate.db'}"), privacy, {}
     )

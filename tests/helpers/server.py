@@ -8,6 +8,9 @@
 - ``start_server`` (fixture): ``start_server(config, environ)`` builds ``create_app`` and
   serves it as above; every server is stopped when the test ends.
 - ``start_serve_process(...)``: the ``foureyes serve`` command as a subprocess.
+- ``offline_serve`` (session): one ``foureyes serve`` with no config (offline routes, an
+  SQLite store in its own folder) for every test that only sends it messages of their own
+  conversation; starting the command costs a whole interpreter's imports.
 
 Register with ``pytest_plugins = ["tests.helpers.server"]`` (or import the fixture).
 """
@@ -15,6 +18,7 @@ Register with ``pytest_plugins = ["tests.helpers.server"]`` (or import the fixtu
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import threading
@@ -39,13 +43,15 @@ from tests.helpers.postgres import free_port
 __all__ = [
     "RunningServer",
     "app_client",
+    "offline_serve",
     "serve_app",
     "start_serve_process",
     "start_server",
     "stop_process",
 ]
 
-_STARTUP_S = 30.0
+# Starting `foureyes serve` imports all of foureyes: ~4 s of CPU, 30 s on a busy 2-core machine.
+_STARTUP_S = 120.0
 
 
 @dataclass
@@ -60,6 +66,8 @@ class RunningServer:
     """The port it listens on."""
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     """The ``foureyes serve`` subprocess, when it runs as one."""
+    folder: Path | None = None
+    """Its working directory, when it runs as one."""
 
 
 @contextlib.asynccontextmanager
@@ -141,7 +149,25 @@ def start_serve_process(args: Sequence[str], *, env: Mapping[str, str], cwd: Pat
                 output = stop_process(process)
                 raise RuntimeError(f"foureyes serve did not start:\n{output}") from None
             time.sleep(0.05)
-    return RunningServer(url=url, base_url=f"{url}/v1", port=port, process=process)
+    return RunningServer(url=url, base_url=f"{url}/v1", port=port, process=process, folder=cwd)
+
+
+@pytest.fixture(scope="session")
+def offline_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """``foureyes serve`` with no config and its store at ``folder / "serve.db"``.
+
+    Shared by the session: send it only messages without a conversation id, or with one no
+    other test uses (each such message is a conversation of its own).
+    """
+    folder = tmp_path_factory.mktemp("offline-serve")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FOUREYES_")}
+    env["FOUREYES_STORE__URL"] = f"sqlite+aiosqlite:///{folder / 'serve.db'}"
+    server = start_serve_process([], env=env, cwd=folder)
+    assert server.process is not None
+    try:
+        yield server
+    finally:
+        stop_process(server.process)
 
 
 def stop_process(process: subprocess.Popen[bytes]) -> str:

@@ -23,6 +23,7 @@ from foureyes.risk.guardian import GuardianAlerts
 from foureyes.risk.l0 import L0Gate
 from foureyes.store import Store
 from tests.helpers.scripted import ScriptedProvider
+from tests.helpers.stores import seed_migrated
 
 MakePipeline = Callable[..., SupportPipeline]
 
@@ -42,7 +43,8 @@ def scripted_config(
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
+async def store(tmp_path: Path, migrated_sqlite: Path) -> AsyncIterator[Store]:
+    seed_migrated(migrated_sqlite, tmp_path / "pipeline.db")
     opened = await Store.open(
         StoreConfig(url=f"sqlite+aiosqlite:///{tmp_path / 'pipeline.db'}"), PrivacyConfig(), {}
     )

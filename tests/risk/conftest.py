@@ -15,6 +15,7 @@ from foureyes.risk.l0 import L0Gate, Lexicon
 from foureyes.risk.triage import Triage
 from foureyes.store import Store
 from tests.helpers.clock import ManualClock
+from tests.helpers.stores import seed_migrated
 from tests.risk._support import (
     ScriptedProvider,
     scripted_config,
@@ -35,7 +36,9 @@ def lexicon_gate() -> L0Gate:
 
 
 @pytest.fixture
-def store_url(tmp_path: Path) -> str:
+def store_url(tmp_path: Path, migrated_sqlite: Path) -> str:
+    """An SQLite file already at the head revision (the schema is tested in tests/store)."""
+    seed_migrated(migrated_sqlite, tmp_path / "risk.db")
     return f"sqlite+aiosqlite:///{tmp_path / 'risk.db'}"
 
 
