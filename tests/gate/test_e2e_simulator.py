@@ -187,12 +187,15 @@ async def test_budget_exhausted_mid_revision(simulator: RunningSimulator, sim_ru
 async def test_deadline_exceeded_mid_revision(simulator: RunningSimulator, sim_runner: Any) -> None:
     simulator.load(
         scenario(
-            [{"times": 1, "content": DRAFT}, {"fault": "delay", "delay_s": 5, "content": DRAFT}],
+            [{"times": 1, "content": DRAFT}, {"fault": "hang"}],
             [{"content": REJECT}],
         )
     )
-
-    outcome = await sim_runner(max_revisions=2, deadline_s=1.0).reply(ReplyRequest(message=MESSAGE))
+    # The revision hangs, so the deadline is what ends it however slow the machine is; the
+    # route's timeout is longer than the deadline, and the deadline long enough for the
+    # first draft and its review on a loaded machine.
+    runner = sim_runner(route_timeout_s=60, max_revisions=2, deadline_s=10.0)
+    outcome = await runner.reply(ReplyRequest(message=MESSAGE))
 
     assert_fallback(outcome, ReasonCode.DEADLINE_EXCEEDED)
     assert [a.reason for a in outcome.attempts] == [
