@@ -431,12 +431,6 @@ async def test_a_lease_left_by_a_crash_expires(
     assert (await make_triage().assess(request())).reasons == ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect (issue 14): the learned scorer scales its summed feature counts by "
-    "1/sqrt(n), so a text repeated k times scores sqrt(k) times further from the bias and "
-    "6,000 calm sentences escalate; the fix is to retrain with binary or 1/n scaling",
-)
 async def test_a_100kb_text(make_triage: MakeTriage, provider: ScriptedProvider) -> None:
     calm = await make_triage().assess(request(("a quiet afternoon. " * 6000)[:100_000]))
     assert calm.level is RiskLevel.LOW and calm.tier is Tier.L0

@@ -15,13 +15,16 @@ fast code against a plain reimplementation of it). The text is folded once,
 ``s = foureyes.core.fold.normalise(text).text``. A character is *Han* when its code point
 lies in U+3400-U+4DBF, U+4E00-U+9FFF, U+F900-U+FAFF or U+20000-U+3134F; a *word* is a
 maximal run of characters that are word characters of Python's ``re`` (``\w``: letters,
-digits, ``_``) and not Han. The features are a multiset (a feature that occurs twice
-counts twice), each a kind ``K``, a length ``n`` and a sequence of code points ``x``:
+digits, ``_``) and not Han. The features are a multiset, each a kind ``K``, a length ``n``
+and a sequence of code points ``x``, made from the text's *distinct* words and *distinct*
+Han n-grams (so repeating a sentence adds nothing: a text repeated ``k`` times scores as
+the text once):
 
-- every maximal run of Han characters gives its character ``n``-grams, ``n`` = 1, 2, 3
-  (``K = 1``, ``n`` the gram's length);
-- every word ``w`` gives itself (``K = 2``, ``n = 0``) and the character ``n``-grams of
-  ``" " + w + " "``, ``n`` = 2, 3, 4 (``K = 3``): ``3 * len(w) + 1`` features.
+- every distinct character ``n``-gram, ``n`` = 1, 2, 3, of the maximal runs of Han
+  characters (``K = 1``, ``n`` the gram's length), once however often it occurs;
+- every distinct word ``w`` gives itself (``K = 2``, ``n = 0``) and the character
+  ``n``-grams of ``" " + w + " "``, ``n`` = 2, 3, 4 (``K = 3``): ``3 * len(w) + 1``
+  features (two distinct words may give the same n-gram; each counts).
 
 (Word bigrams, which version 1 had, are left out: they cost as much time as everything
 else together and the budget of L0 has no room for them.)
@@ -33,15 +36,17 @@ A feature's bucket, all arithmetic modulo ``2**64``::
     bucket = ((z ^ (z >> 32)) * R) >> 48           # R = 0xD6E8FEB86659FD93
 
 (:data:`BUCKETS` = ``2**16`` buckets). The score is the logistic of the bias plus the sum
-of the weights of the buckets of every feature occurrence divided by the square root of
-their number (the bias alone for a text without features): a float in ``(0, 1)``.
+of the weights of the buckets of the features divided by the square root of their number
+(the bias alone for a text without features): a float in ``(0, 1)``.
 
 The code computes this without building the strings: the weight a word's own features
 add up to is computed once per model and kept (up to :data:`MEMO_SIZE` words; words
 repeat), ASCII text is split into words with ``bytes.translate``, and Han n-grams are
-hashed all at once with numpy in ``uint64``. Version 1 hashed the feature strings with
-CRC-32 in pure Python and counted each feature once; it was several times too slow for
-L0's budget.
+hashed all at once with numpy in ``uint64`` (and made distinct by their 64-bit hash
+before bucketing, sorted rather than with ``np.unique``, which costs ten times more).
+Version 1 hashed the feature strings with CRC-32 in pure Python; it was several times too
+slow for L0's budget. Version 2 counted every occurrence, so a long text of one calm
+sentence repeated scored ever further from the bias and escalated.
 
 Labels: SOS-1K grade 4 and up is positive (a wish to die or more, by the grade definitions
 in ``sos1k_levels.py.txt``; 0-3 are pain without a wish to die), twitter ``intention`` 1,
@@ -101,7 +106,7 @@ __all__ = [
     "score",
 ]
 
-FEATURE_VERSION = 2
+FEATURE_VERSION = 3
 """Bumped whenever the features change; a model of another version won't load."""
 BUCKETS = 2**16
 """Hash buckets (weights) of the model."""
@@ -166,6 +171,7 @@ for _lo, _hi in _HAN_RANGES:
 _P1, _P2 = _U64(_P), _U64(_P * _P & _MOD)
 _SALTS = tuple(_U64((16 * _HAN_KIND + n) * _Q & _MOD) for n in (1, 2, 3))
 _SHIFT_32, _SHIFT_48, _R64 = _U64(32), _U64(48), _U64(_R)
+_FIRST = np.ones(1, dtype=np.bool_)
 
 
 def _han_buckets(folded: str) -> npt.NDArray[np.intp]:
@@ -177,9 +183,13 @@ def _han_buckets(folded: str) -> npt.NDArray[np.intp]:
     two_ok = han[:-1] & han[1:]
     three = two[:-1] + wide[2:] * _P2
     three_ok = two_ok[:-1] & han[2:]
-    z = np.concatenate(
-        (wide[han] + _SALTS[0], two[two_ok] + _SALTS[1], three[three_ok] + _SALTS[2])
+    z = np.sort(
+        np.concatenate(
+            (wide[han] + _SALTS[0], two[two_ok] + _SALTS[1], three[three_ok] + _SALTS[2])
+        )
     )
+    if len(z) > 1:
+        z = z[np.concatenate((_FIRST, z[1:] != z[:-1]))]  # each distinct n-gram once
     buckets: npt.NDArray[np.intp] = ((z ^ (z >> _SHIFT_32)) * _R64 >> _SHIFT_48).astype(np.intp)
     return buckets
 
@@ -197,12 +207,13 @@ def _words(folded: str) -> list[str] | list[bytes]:
 
 
 def feature_buckets(text: str) -> list[int]:
-    """The buckets of every feature occurrence of ``text``, sorted, repeats kept.
+    """The buckets of the features of ``text``, sorted, repeats kept (two features may share
+    a bucket, and two distinct words an n-gram).
 
     Feature version :data:`FEATURE_VERSION`: what the weights are summed over.
     """
     folded = normalise(text).text
-    found = [b for word in _WORD.findall(folded) for b in _word_buckets(word)]
+    found = [b for word in dict.fromkeys(_WORD.findall(folded)) for b in _word_buckets(word)]
     if not folded.isascii() and _HAN_ANY.search(folded):
         found += _han_buckets(folded).tolist()
     return sorted(found)
@@ -299,10 +310,10 @@ class ScreenModel:
     def score_folded(self, folded: str) -> float:
         """:meth:`score` of a text already folded (``normalise(text).text``): L0 folds once."""
         total, count = 0.0, 0
-        words = _words(folded)
+        words: set[str] | set[bytes] = set(_words(folded))  # type: ignore[assignment]
         if words:
             sums = self._word_sums
-            missing: set[str] | set[bytes] = set(words).difference(sums)  # type: ignore[assignment]
+            missing = words.difference(sums)
             if missing:
                 sums = self._remember(missing)
             total += sum(map(sums.__getitem__, words))
