@@ -2,7 +2,7 @@
 
 Times ``foureyes.risk.screen_model.score`` (folding, hashing the n-grams, the weighted
 sum) and, for scale on the same machine, ``L0Gate.scan``, over messages of up to 500
-characters drawn from the calibration data (../shared/data/risk);
+characters drawn from the calibration data (risk/ of the data directory, docs/data.md);
 each message's time is the median of several calls, median and p99 are across messages.
 
     python benchmarks/screen_model.py [--data DIR] [--texts 1000] [--json]
@@ -20,8 +20,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from foureyes.core.datadir import DATA_HOWTO, data_dir
 from foureyes.risk.l0 import L0Gate
-from foureyes.risk.lexicon_report import find_data_dir, load_risk_data
+from foureyes.risk.lexicon_report import load_risk_data
 from foureyes.risk.screen_model import default_screen_model
 
 MAX_CHARS = 500
@@ -57,9 +58,9 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=1000)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    directory = args.data or find_data_dir(Path.cwd())
-    if directory is None:
-        raise SystemExit("no calibration data found: pass --data DIR")
+    directory = args.data or data_dir() / "risk"
+    if not directory.is_dir():
+        raise SystemExit(f"no calibration data at {directory}: pass --data DIR, or {DATA_HOWTO}")
     pool = [t.text[:MAX_CHARS] for t in load_risk_data(directory) if t.text.strip()]
     texts = random.Random(SEED).sample(pool, min(args.texts, len(pool)))
     default_screen_model()  # loading is not timed

@@ -12,13 +12,9 @@ from foureyes.risk.lexicon_report import (
     LabelledText,
     LexiconReport,
     build_report,
-    find_data_dir,
     load_risk_data,
 )
-
-# The third-party calibration data (../shared/data/SOURCES.md): read in place, never copied.
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "risk"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"calibration data not at {DATA}")
+from tests.helpers.data import require_data
 
 GATE = L0Gate.default()
 
@@ -110,18 +106,6 @@ def test_a_bad_label_is_named(tmp_path: Path) -> None:
     assert problem.endswith("twitter_suicidal_intention.csv: row 1: no integer 'intention'")
 
 
-def test_find_data_dir_looks_next_to_the_start(tmp_path: Path) -> None:
-    data = tmp_path / "shared" / "data" / "risk"
-    (data / "en").mkdir(parents=True)
-    (data / "en" / "twitter_suicidal_intention.csv").write_text("tweet,intention\n")
-    assert find_data_dir(tmp_path / "main") == data
-
-
-@needs_data
-def test_find_data_dir_falls_back_to_the_checkout(tmp_path: Path) -> None:
-    assert find_data_dir(tmp_path) == DATA.resolve()
-
-
 # --- calibration: floors the packaged lexicon reaches on the real data ----------------------
 # Measured when the lexicon was tuned (foureyes risk lexicon-report): sos1k levels 4-10
 # 88.6 %, levels 0-1 42.0 % (2-3: 69.6 %); twitter intention=1 61.7 %, intention=0 10.5 %; sdcnl
@@ -131,7 +115,8 @@ def test_find_data_dir_falls_back_to_the_checkout(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def report() -> LexiconReport:
-    return build_report(GATE, load_risk_data(DATA))
+    # The third-party calibration data (docs/data.md): read in place, never copied.
+    return build_report(GATE, load_risk_data(require_data("risk")))
 
 
 def _rate(report: LexiconReport, dataset: Dataset, band: Band) -> float:
@@ -140,7 +125,6 @@ def _rate(report: LexiconReport, dataset: Dataset, band: Band) -> float:
     return stats.rate
 
 
-@needs_data
 @pytest.mark.parametrize(
     ("dataset", "band", "floor"),
     [
@@ -155,7 +139,6 @@ def test_recall_on_high_risk_posts(
     assert _rate(report, dataset, band) >= floor
 
 
-@needs_data
 @pytest.mark.parametrize(
     ("dataset", "band", "ceiling"),
     [
@@ -170,13 +153,11 @@ def test_escalation_on_negative_talk(
     assert _rate(report, dataset, band) <= ceiling
 
 
-@needs_data
 def test_the_most_urgent_levels_are_nearly_all_caught(report: LexiconReport) -> None:
     urgent = [r for r in report.labels if r.dataset is Dataset.SOS1K and r.label >= 9]
     assert sum(r.escalated for r in urgent) / sum(r.texts for r in urgent) >= 0.9
 
 
-@needs_data
 def test_data_sizes_match_sources(report: LexiconReport) -> None:
     texts = {d: sum(r.texts for r in report.labels if r.dataset is d) for d in Dataset}
     assert texts == {Dataset.SOS1K: 800, Dataset.TWITTER: 9119, Dataset.SDCNL: 1895}

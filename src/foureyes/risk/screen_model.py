@@ -1,7 +1,7 @@
 """A small learned risk screen: logistic regression over hashed n-grams of the folded text.
 
 The lexicon of :mod:`foureyes.risk.l0` only finds the phrasings it lists; this scorer is
-trained on the labelled public sets of ``../shared/data/risk`` (see
+trained on the labelled public sets of ``risk/`` in the third-party data (see
 :mod:`foureyes.risk.lexicon_report`) to catch phrasings it does not. It is built by
 ``foureyes risk train-screen`` and shipped as two files under ``foureyes/risk/data``:
 
