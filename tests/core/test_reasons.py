@@ -1,6 +1,6 @@
 from foureyes.core.reasons import ReasonCode
 
-# DESIGN.md 5 pins these wire strings; users and dashboards rely on them.
+# docs/design.md 5 pins these wire strings; users and dashboards rely on them.
 PINNED = [
     "approved",
     "rejected",
