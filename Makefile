@@ -3,22 +3,33 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SERVE_STAMP := $(VENV)/.installed-serve
+PIP := $(BIN)/pip install --quiet --disable-pip-version-check
 
-.PHONY: install system-deps serve test lint typecheck unit bench bench-gateway clean
+.PHONY: install install-serve system-deps serve test lint typecheck unit bench bench-gateway clean
 
+## The service and the dev tools (lint, types, tests): `pip install -e ".[dev]"`.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev]"
-	touch $(STAMP)
+	$(PIP) -e ".[dev]"
+	touch $(STAMP) $(SERVE_STAMP)
+
+## Only what `foureyes serve` needs: `pip install -e .` (no test or lint tools).
+$(SERVE_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) -e .
+	touch $(SERVE_STAMP)
 
 install: $(STAMP)
+
+install-serve: $(SERVE_STAMP)
 
 ## Debian packages the test suite needs (PostgreSQL server); no-op when present.
 system-deps:
 	bash scripts/system-deps.sh
 
-## Install, then run the main job on the embedded default (offline routes, SQLite).
-serve: install
+## Install the slim set, then run the main job on the embedded default (offline routes, SQLite).
+serve: install-serve
 	$(BIN)/foureyes serve
 
 lint: install

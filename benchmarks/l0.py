@@ -8,7 +8,7 @@
    they look like terms), side by side with a compiled regex alternation and a naive
    substring loop over the same keys and the same folded texts.
 
-The messages are the calibration data (../shared/data/risk, see SOURCES.md) cut to 500
+The messages are the calibration data (risk/ of the data directory, docs/data.md) cut to 500
 characters when it is there, else synthetic messages built from the lexicon's vocabulary.
 
     python benchmarks/l0.py [--data DIR] [--texts 1000] [--compare-texts 60] [--json]
@@ -30,10 +30,11 @@ from pathlib import Path
 
 import ahocorasick
 
+from foureyes.core.datadir import data_dir
 from foureyes.core.fold import normalise
 from foureyes.risk._lexicon import EntryKind, L0Category, Lexicon, LexiconEntry
 from foureyes.risk.l0 import L0Gate
-from foureyes.risk.lexicon_report import find_data_dir, load_risk_data
+from foureyes.risk.lexicon_report import load_risk_data
 
 MAX_CHARS = 500
 REPEATS = 21
@@ -125,7 +126,8 @@ def main() -> None:
     started = time.perf_counter()
     gate = L0Gate.default()
     build_s = time.perf_counter() - started
-    data = args.data or find_data_dir(Path.cwd())
+    risk = data_dir() / "risk"
+    data = args.data or (risk if risk.is_dir() else None)
     texts = messages(data, args.texts, rng, sorted(gate.keys))
 
     latency = per_message_us(gate.scan, texts, REPEATS)

@@ -5,9 +5,9 @@
    session object, so nothing is memoised; with and without the cyclic GC) and warm (the
    same session again, as a second view of the same checkpoint would be). Times are CPU
    time of this process, which a shared machine disturbs less than wall time.
-2. The ``cache-aligned`` prefix share of every real session in ../shared/data/trajectories
-   (and the chat cassettes), against its theoretical maximum: the bytes before the first
-   masked event (system messages, tools and native prefix).
+2. The ``cache-aligned`` prefix share of every real session in trajectories/ of the data
+   directory (docs/data.md) and the chat cassettes, against its theoretical maximum: the
+   bytes before the first masked event (system messages, tools and native prefix).
 
     python benchmarks/projection.py [--repeats 7] [--json]
 

@@ -3,8 +3,8 @@
 Times ``ScreenModel.score`` (folding, the features, the weighted sum), ``score_folded``
 (what L0 calls on the text it folded already), and, for scale on the same machine,
 ``L0Gate.scan`` with the scorer (the whole screen) and without it (the lexicon alone),
-over messages of up to 500 characters drawn from the calibration data
-(../shared/data/risk); each message's time is the median of several calls, median and
+over messages of up to 500 characters drawn from the calibration data (risk/ of the data
+directory, docs/data.md); each message's time is the median of several calls, median and
 p99 are across messages. "first call" times each message once on a freshly loaded model
 (its memo of word weights empty at the start; words seen in earlier messages are in it).
 
@@ -23,9 +23,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from foureyes.core.datadir import DATA_HOWTO, data_dir
 from foureyes.core.fold import normalise
 from foureyes.risk.l0 import L0Gate
-from foureyes.risk.lexicon_report import find_data_dir, load_risk_data
+from foureyes.risk.lexicon_report import load_risk_data
 from foureyes.risk.screen_model import default_screen_model, load_screen_model
 
 MAX_CHARS = 500
@@ -61,9 +62,9 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=1000)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    directory = args.data or find_data_dir(Path.cwd())
-    if directory is None:
-        raise SystemExit("no calibration data found: pass --data DIR")
+    directory = args.data or data_dir() / "risk"
+    if not directory.is_dir():
+        raise SystemExit(f"no calibration data at {directory}: pass --data DIR, or {DATA_HOWTO}")
     pool = [t.text[:MAX_CHARS] for t in load_risk_data(directory) if t.text.strip()]
     texts = random.Random(SEED).sample(pool, min(args.texts, len(pool)))
     first = _time(texts, load_screen_model().score, repeats=1)  # loading is not timed

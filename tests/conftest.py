@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from foureyes.core.datadir import DATA_DIR_ENV
+
 pytest_plugins = [
     "tests.helpers.browser",
+    "tests.helpers.data",
     "tests.helpers.postgres",
     "tests.helpers.server",
     "tests.helpers.simulator",
@@ -23,9 +26,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture(autouse=True)
 def clean_environ(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No FOUREYES_* variable leaks in; the default store lives in this test's tmp dir."""
+    """No FOUREYES_* config variable leaks in; the default store lives in this test's tmp dir.
+
+    ``FOUREYES_DATA_DIR`` stays: it is not config but where the third-party data is, read
+    by the tests (tests/helpers/data.py) and the CLI defaults alike.
+    """
     for name in list(os.environ):
-        if name.startswith("FOUREYES_"):
+        if name.startswith("FOUREYES_") and name != DATA_DIR_ENV:
             monkeypatch.delenv(name)
     monkeypatch.setenv("FOUREYES_STORE__URL", f"sqlite+aiosqlite:///{tmp_path / 'foureyes.db'}")
     yield

@@ -7,6 +7,9 @@ Where it comes from, lowest priority first:
 3. environment variables ``FOUREYES_<SECTION>__<KEY>``, e.g. ``FOUREYES_STORE__URL`` or
    ``FOUREYES_ROUTES__FLASH__MODEL``.
 
+``FOUREYES_DATA_DIR`` (where the third-party data is, :mod:`foureyes.core.datadir`) is not
+a config variable and is left alone.
+
 Unknown keys are errors that name the key. Secrets never appear here: a route names the
 environment variable holding its key (``api_key_env``) and the key is read only when the
 route is built.
@@ -24,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from foureyes.core.datadir import DATA_DIR_ENV
 from foureyes.core.errors import ConfigError
 from foureyes.core.locale import Locale
 from foureyes.core.roles import CRISIS_ROLES, Role
@@ -243,7 +247,7 @@ class AlertConfig(_Section):
     """``[risk.alert]``: the guardian alert, off unless a deployment turns it on.
 
     An alert is only ever sent after double confirmation and every other precondition
-    (DESIGN.md 4, invariant 5); these settings can narrow that path, never widen it.
+    (docs/design.md 4, invariant 5); these settings can narrow that path, never widen it.
     """
 
     enabled: bool = False
@@ -734,7 +738,7 @@ def _merge_env(data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, An
     """Overlay ``FOUREYES_SECTION__KEY=value`` variables on the file's data (a copy)."""
     merged: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
     for name in sorted(environ):
-        if not name.startswith(_ENV_PREFIX) or name == CONFIG_ENV:
+        if not name.startswith(_ENV_PREFIX) or name in (CONFIG_ENV, DATA_DIR_ENV):
             continue
         path = name[len(_ENV_PREFIX) :].lower().split("__")
         node = merged

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.cli.test_assess_cmd import app
-from tests.helpers.simulator import SHARED_DATA
+from tests.helpers.data import require_data
 
 runner = CliRunner()
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "risk"
@@ -55,9 +55,7 @@ def test_bad_cases_file_exits_one(tmp_path: Path) -> None:
     [("risk/zh/sos1k_fold1.tsv", "sos1k"), ("risk/en/twitter_suicidal_intention.csv", "twitter")],
 )
 def test_calibration_runs_on_the_shared_data_and_prints_its_tables(path: str, fmt: str) -> None:
-    source = SHARED_DATA / path
-    if not source.exists():
-        pytest.skip(f"shared data not present: {source}")
+    source = require_data(path)
     code, out = calibrate("--cases", str(source), "--format", fmt, "--limit", "60")
     assert code == 0, out
     for heading in ("60 cases", "confusion", "metrics", "elevated_recall", "kappa", "L0 screen"):

@@ -88,6 +88,7 @@ def in_progress_file(session: Session, tmp_path: Path, name: str) -> Path:
 
 
 @pytest.mark.parametrize("mask", ["reasoning-only", "action-only"])
+@pytest.mark.usefixtures("third_party_data")
 def test_review_works_on_every_real_trajectory(
     simulator: RunningSimulator, tmp_path: Path, mask: str
 ) -> None:
@@ -122,6 +123,7 @@ def test_review_works_on_every_real_trajectory(
 _FORMAT = {"swe-agent": "swe-agent", "openhands": "openhands", "openai": "openai-chat"}
 
 
+@pytest.mark.usefixtures("third_party_data")
 def test_reviewer_persona_mode_and_human_output(
     simulator: RunningSimulator, tmp_path: Path
 ) -> None:
@@ -138,6 +140,7 @@ def test_reviewer_persona_mode_and_human_output(
     assert "packet accepted" in human.output and "possible_error" in human.output
 
 
+@pytest.mark.usefixtures("third_party_data")
 def test_a_reviewer_fault_is_a_result_not_an_error(
     simulator: RunningSimulator, tmp_path: Path
 ) -> None:
@@ -151,6 +154,7 @@ def test_a_reviewer_fault_is_a_result_not_an_error(
     assert human.exit_code == 0 and "no packet" in human.output
 
 
+@pytest.mark.usefixtures("third_party_data")
 def test_project_only_prints_the_projection_and_calls_no_model(
     simulator: RunningSimulator, tmp_path: Path
 ) -> None:
@@ -171,6 +175,7 @@ def test_project_only_prints_the_projection_and_calls_no_model(
     assert simulator.requests() == []
 
 
+@pytest.mark.usefixtures("third_party_data")
 def test_the_offline_default_reviews_honestly(tmp_path: Path) -> None:
     body = document(invoke(str(SESSION_FILES[0]), "--json"))
     assert body["outcome"]["offline"] is True
@@ -210,6 +215,7 @@ def test_an_empty_session_is_skipped(tmp_path: Path) -> None:
     assert body["skipped"] == "empty_session" and body["session"]["events"] == 0
 
 
+@pytest.mark.usefixtures("third_party_data")
 def test_a_publish_value_that_names_no_policy_is_a_config_error(
     simulator: RunningSimulator, tmp_path: Path
 ) -> None:

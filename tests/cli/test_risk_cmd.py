@@ -8,21 +8,24 @@ import pytest
 from typer.testing import CliRunner
 
 from foureyes.cli.risk_cmd import app
+from tests.helpers.data import require_data
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "risk"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"calibration data not at {DATA}")
 runner = CliRunner()
+
+
+@pytest.fixture
+def risk_data() -> Path:
+    return require_data("risk")
 
 
 @pytest.fixture(scope="module")
 def report_json() -> dict[str, Any]:
-    result = runner.invoke(app, ["lexicon-report", "--data", str(DATA), "--json"])
+    result = runner.invoke(app, ["lexicon-report", "--data", str(require_data("risk")), "--json"])
     assert result.exit_code == 0, result.output
     parsed: dict[str, Any] = json.loads(result.output)
     return parsed
 
 
-@needs_data
 def test_json_report_has_rates_by_band_and_label_and_hits_by_term(
     report_json: dict[str, Any],
 ) -> None:
@@ -69,9 +72,8 @@ def test_json_report_has_rates_by_band_and_label_and_hits_by_term(
     assert totals == sorted(totals, reverse=True)
 
 
-@needs_data
-def test_text_report_prints_the_tables() -> None:
-    result = runner.invoke(app, ["lexicon-report", "--data", str(DATA), "--top", "5"])
+def test_text_report_prints_the_tables(risk_data: Path) -> None:
+    result = runner.invoke(app, ["lexicon-report", "--data", str(risk_data), "--top", "5"])
     assert result.exit_code == 0, result.output
     assert "high_risk" in result.output and "everyday" in result.output
     assert "goals of the combined screen" in result.output and "not_measurable" in result.output
@@ -80,14 +82,13 @@ def test_text_report_prints_the_tables() -> None:
     assert "想死" in result.output or "want to die" in result.output
 
 
-@needs_data
-def test_a_lexicon_directory_can_be_tried(tmp_path: Path) -> None:
+def test_a_lexicon_directory_can_be_tried(tmp_path: Path, risk_data: Path) -> None:
     lexicon = tmp_path / "lexicon"
     shutil.copytree(Path(str(resources.files("foureyes.risk") / "lexicon")), lexicon)
     with (lexicon / "en.txt").open("a", encoding="utf-8") as handle:
         handle.write("[[hopelessness]]\n0.5  nice weather\n")
     result = runner.invoke(
-        app, ["lexicon-report", "--data", str(DATA), "--lexicon", str(lexicon), "--json"]
+        app, ["lexicon-report", "--data", str(risk_data), "--lexicon", str(lexicon), "--json"]
     )
     assert result.exit_code == 0, result.output
     terms = {t["term"]: t for t in json.loads(result.output)["terms"]}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -18,8 +17,9 @@ from foureyes.core.locale import (
     detect_locale,
     is_covered,
 )
+from tests.helpers.data import require_data
 
-WEIBO = Path("/work/shared/data/risk/zh/sos1k_fold1.tsv")
+WEIBO = "risk/zh/sos1k_fold1.tsv"
 
 SIMPLIFIED = [
     "我最近压力很大，晚上总是睡不着觉。",
@@ -109,7 +109,7 @@ def test_locale_values_are_pinned() -> None:
 
 
 def test_real_weibo_posts_are_simplified_chinese() -> None:
-    with WEIBO.open(newline="", encoding="utf-8") as f:
+    with require_data(WEIBO).open(newline="", encoding="utf-8") as f:
         posts = [row["comment"] for row in csv.DictReader(f, delimiter="\t")]
     counts = Counter(detect_locale(post) for post in posts)
     assert len(posts) == 200
@@ -218,12 +218,11 @@ def test_other_languages_are_not_covered(text: str) -> None:
     assert not is_covered(text)
 
 
-@pytest.mark.skipif(not WEIBO.exists(), reason="shared data not present")
 def test_the_labelled_chinese_and_english_posts_are_covered() -> None:
-    """The screen's own data (../shared/data/risk) stays covered: no flood of unscreened."""
-    with WEIBO.open(encoding="utf-8") as f:
+    """The screen's own data (risk/ of the data directory) stays covered: few unscreened."""
+    with require_data(WEIBO).open(encoding="utf-8") as f:
         posts = [max(row, key=len) for row in csv.reader(f, delimiter="\t") if row]
-    english = WEIBO.parent.parent / "en" / "sdcnl_combined.csv"
+    english = require_data("risk/en/sdcnl_combined.csv")
     with english.open(encoding="utf-8") as f:
         posts += [max(row, key=len) for row in csv.reader(f) if row]
     assert len(posts) > 2000

@@ -1,6 +1,6 @@
 from foureyes.core.reasons import ReasonCode
 
-# DESIGN.md 5 pins these wire strings; users and dashboards rely on them
+# docs/design.md 5 pins these wire strings; users and dashboards rely on them
 # (``tool_not_allowed`` came with tool calls in the candidate, issue 15).
 PINNED = [
     "approved",

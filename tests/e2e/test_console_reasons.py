@@ -1,4 +1,4 @@
-"""Every reason code of DESIGN.md 5, produced end to end and shown by the console.
+"""Every reason code of docs/design.md 5, produced end to end and shown by the console.
 
 The gateway's own sweep (tests/e2e/test_gateway.py) proves each code reaches the client;
 this one proves a person reading the console in real Chromium sees the same decision:

@@ -1,7 +1,7 @@
 """The gateway end to end: real uvicorn, the official ``openai`` SDK, ``foureyes simulate``.
 
 The gateway listens on 127.0.0.1 under uvicorn; every model role is served by the
-simulator over HTTP. Every reason code of DESIGN.md 5 is produced by a keyword in the
+simulator over HTTP. Every reason code of docs/design.md 5 is produced by a keyword in the
 user's message (see tests/fixtures/scenarios/gateway.toml) and checked in the response's
 ``foureyes`` object and in the recorded trace, once on SQLite and once on a real
 PostgreSQL server.

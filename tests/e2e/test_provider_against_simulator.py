@@ -1,6 +1,6 @@
 """End to end: the ``openai`` provider and ``foureyes simulate`` speaking real HTTP.
 
-Replies are shaped after recorded DeepSeek traffic (../shared/data, read in place).
+Replies are shaped after recorded DeepSeek traffic (the third-party data, read in place).
 """
 
 from __future__ import annotations
@@ -14,16 +14,12 @@ import pytest
 from foureyes.core.digest import sha256_hex
 from foureyes.llm.openai_compat import OpenAIProvider
 from foureyes.llm.provider import ChatMessage, ChatRequest
-from tests.helpers.simulator import SHARED_DATA, RunningSimulator, read_cassette
-
-CASSETTES = SHARED_DATA / "trajectories" / "cassettes"
+from tests.helpers.data import require_data
+from tests.helpers.simulator import RunningSimulator, read_cassette
 
 
 def _cassette(name: str) -> list[dict[str, Any]]:
-    path = CASSETTES / name
-    if not path.exists():
-        pytest.skip(f"shared test data not present: {path}")
-    return read_cassette(path)
+    return read_cassette(require_data(f"trajectories/cassettes/{name}"))
 
 
 def _rule(recorded: dict[str, Any]) -> dict[str, Any]:

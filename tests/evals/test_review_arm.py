@@ -14,17 +14,14 @@ from foureyes.evals.suite import Arm, load_suite, suite_path
 from foureyes.review import Mask
 from foureyes.store import Store
 from tests.evals._support import eval_config, store
+from tests.helpers.data import require_data
 
 __all__ = ["store"]
-
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "trajectories"
 
 
 @pytest.fixture
 def data_root() -> Path:
-    if not DATA.is_dir():
-        pytest.skip(f"no trajectories at {DATA}")
-    return DATA
+    return require_data("trajectories")
 
 
 async def test_every_arm_reviews_every_session_and_replays(

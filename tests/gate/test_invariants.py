@@ -1,4 +1,4 @@
-"""DESIGN.md 4, invariants 1 and 2, over random sequences of model behaviour.
+"""docs/design.md 4, invariants 1 and 2, over random sequences of model behaviour.
 
 Invariant 1: delivered text ∈ {text of a release whose digest a valid verdict approved} ∪
 {fallback texts}. The oracle is built from what the scripted Supervisor actually

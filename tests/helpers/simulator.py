@@ -9,8 +9,8 @@ Register with ``pytest_plugins = ["tests.helpers.simulator"]`` (or import the fi
   ``simulator.load({...})`` with their own scenario, drive ``simulator.base_url`` and read
   ``simulator.requests()``.
 
-``read_cassette`` reads the VCR cassettes in ../shared/data (PyYAML is not a dependency)
-so scenarios can reuse the shape of real DeepSeek replies.
+``read_cassette`` reads the VCR cassettes of the third-party data (tests/helpers/data.py;
+PyYAML is not a dependency) so scenarios can reuse the shape of real DeepSeek replies.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ from typing import Any
 import pytest
 
 from foureyes.config import RouteConfig
+from tests.helpers.data import require_data
 
 __all__ = [
     "DEFAULT_SCENARIO",
     "RunningSimulator",
     "SCENARIOS",
-    "SHARED_DATA",
     "read_cassette",
     "simulate_command",
     "simulator",
@@ -48,8 +48,6 @@ __all__ = [
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "tests" / "fixtures" / "scenarios"
 """Scenario files kept for tests."""
-SHARED_DATA = REPO.parent / "shared" / "data"
-"""Third-party test data (read in place, never copied into the package)."""
 DEFAULT_SCENARIO = SCENARIOS / "default.toml"
 """What the simulator serves before a test loads its own scenario."""
 
@@ -347,6 +345,9 @@ class _Reader:
 
 
 def read_cassette(path: Path) -> list[dict[str, Any]]:
-    """The interactions of a VCR cassette: each a ``{"request": ..., "response": ...}`` dict."""
-    data = _Reader(path.read_text(encoding="utf-8")).block(0)
+    """The interactions of a VCR cassette: each a ``{"request": ..., "response": ...}`` dict.
+
+    The cassettes are third-party data: a missing one skips the test, or fails it in CI.
+    """
+    data = _Reader(require_data(path).read_text(encoding="utf-8")).block(0)
     return list(data["interactions"])

@@ -31,9 +31,9 @@ from foureyes.llm._scenario import (
     parse_scenario,
     render_reply,
 )
+from tests.helpers.data import require_data
 from tests.helpers.simulator import (
     SCENARIOS,
-    SHARED_DATA,
     RunningSimulator,
     read_cassette,
     simulate_command,
@@ -466,9 +466,7 @@ def test_an_invalid_scenario_is_refused_at_run_time(simulator: RunningSimulator)
 async def test_a_recorded_deepseek_stream_replays_through_the_simulator(
     simulator: RunningSimulator,
 ) -> None:
-    cassette = SHARED_DATA / "trajectories/cassettes/test_deepseek_model_thinking_stream.yaml"
-    if not cassette.exists():
-        pytest.skip("shared test data not present")
+    cassette = require_data("trajectories/cassettes/test_deepseek_model_thinking_stream.yaml")
     (interaction,) = read_cassette(cassette)
     events = [
         json.loads(line.removeprefix("data: "))

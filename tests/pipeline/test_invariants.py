@@ -1,4 +1,4 @@
-"""DESIGN.md 4, invariants 1, 2 and 10, through the whole pipeline, over random model behaviour.
+"""docs/design.md 4, invariants 1, 2 and 10, through the whole pipeline, over random models.
 
 Every role (L1, L2, Counselor, Supervisor) is scripted at random: good answers, answers of
 every level and confidence, context flags, prose, timeouts and HTTP errors. The oracle is

@@ -14,7 +14,9 @@ from foureyes.llm.provider import ChatMessage, ChatRequest
 from foureyes.llm.routes import Routes
 from foureyes.review.packet import PACKET_ROLE, review_instruction
 from foureyes.store import Store
-from tests.helpers.simulator import SHARED_DATA, RunningSimulator, read_cassette
+from tests.helpers.simulator import RunningSimulator, read_cassette
+from tests.review._session_support import CASSETTES as CASSETTE_NAMES
+from tests.review._session_support import TRAJECTORIES, TRAJECTORY_FILES
 
 REVIEWER_MODEL = "sim-reviewer"
 
@@ -75,12 +77,10 @@ async def opened_store(tmp_path: Path) -> AsyncIterator[Store]:
 
 # --- real trajectories ------------------------------------------------------------------
 
-TRAJECTORIES = SHARED_DATA / "trajectories"
-SESSION_FILES = sorted(
-    [*TRAJECTORIES.glob("swe-agent/*.traj"), *TRAJECTORIES.glob("openhands/*.json")]
-)
-"""The trajectory files ``foureyes review`` reads as they are."""
-CASSETTES = sorted(TRAJECTORIES.glob("cassettes/*.yaml"))
+SESSION_FILES = sorted(path for path, _ in TRAJECTORY_FILES.values())
+"""The trajectory files ``foureyes review`` reads as they are (tests that read them
+directly use the ``third_party_data`` fixture)."""
+CASSETTES = sorted(TRAJECTORIES / "cassettes" / name for name in CASSETTE_NAMES.values())
 """Recorded HTTP traffic; :func:`cassette_bodies` turns it into OpenAI chat sessions."""
 
 

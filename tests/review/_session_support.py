@@ -1,6 +1,7 @@
 """Sessions for the review tests: the real trajectories, a small builder and random sessions.
 
-The real files are read in place from ../shared/data (never copied). The DeepSeek and
+The real files are read in place from the third-party data (tests/helpers/data.py: a
+missing file skips the test, or fails it in CI; never copied). The DeepSeek and
 OpenAI cassettes become chat sessions: the last recorded request's messages plus the
 response message, with the request's tools.
 """
@@ -32,9 +33,10 @@ from foureyes.review.session import (
     TurnStart,
     UserMessage,
 )
-from tests.helpers.simulator import SHARED_DATA, read_cassette
+from tests.helpers.data import DATA_DIR, require_data
+from tests.helpers.simulator import read_cassette
 
-TRAJECTORIES = SHARED_DATA / "trajectories"
+TRAJECTORIES = DATA_DIR / "trajectories"
 TRAJECTORY_FILES: dict[str, tuple[Path, SessionFormat]] = {
     "swe-agent-new": (
         TRAJECTORIES / "swe-agent" / "marshmallow-code__marshmallow-1867.traj",
@@ -93,7 +95,7 @@ def cassette_chat(name: str) -> dict[str, Any]:
 def real_sessions() -> Iterator[tuple[str, Session]]:
     """Every real session: the trajectory files and the cassette chats."""
     for name, (path, _) in TRAJECTORY_FILES.items():
-        yield name, load_session(path)
+        yield name, load_session(require_data(path))
     for name in CASSETTES:
         yield name, parse_session(json.dumps(cassette_chat(name)))
 
@@ -105,7 +107,7 @@ REAL_NAMES = [*TRAJECTORY_FILES, *CASSETTES]
 def real_session(name: str) -> Session:
     """One real session by name."""
     if name in TRAJECTORY_FILES:
-        return load_session(TRAJECTORY_FILES[name][0])
+        return load_session(require_data(TRAJECTORY_FILES[name][0]))
     return parse_session(json.dumps(cassette_chat(name)))
 
 

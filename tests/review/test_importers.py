@@ -29,6 +29,7 @@ from foureyes.review.session import (
     ToolResult,
     UserMessage,
 )
+from tests.helpers.data import require_data
 from tests.review._session_support import (
     REAL_NAMES,
     TRAJECTORY_FILES,
@@ -39,7 +40,7 @@ from tests.review._session_support import (
 
 
 def _read(name: str) -> Any:
-    return json.loads(TRAJECTORY_FILES[name][0].read_text(encoding="utf-8"))
+    return json.loads(require_data(TRAJECTORY_FILES[name][0]).read_text(encoding="utf-8"))
 
 
 def _of(session: Session, kind: type) -> list[Any]:
@@ -56,12 +57,13 @@ def _blocks(session: Session, kind: type) -> list[Any]:
 @pytest.mark.parametrize("name", TRAJECTORY_FILES)
 def test_every_real_file_is_detected(name: str) -> None:
     path, expected = TRAJECTORY_FILES[name]
+    require_data(path)
     assert detect_format(json.loads(path.read_text(encoding="utf-8"))) is expected
     assert load_session(path) == load_session(path, expected) == load_session(path, expected.value)
 
 
 def test_a_named_format_overrides_detection_and_fails_typed_when_wrong() -> None:
-    path = TRAJECTORY_FILES["swe-agent-new"][0]
+    path = require_data(TRAJECTORY_FILES["swe-agent-new"][0])
     with pytest.raises(SessionFormatError) as caught:
         load_session(path, SessionFormat.OPENHANDS)
     assert caught.value.schema == "openhands" and caught.value.problem is FormatProblem.WRONG_SHAPE

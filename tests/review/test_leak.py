@@ -1,4 +1,4 @@
-"""The leak test (DESIGN.md 4, invariant 9) on the real trajectories, over the real simulator.
+"""The leak test (docs/design.md 4, invariant 9) on the real trajectories, over the real simulator.
 
 A unique canary is placed in every reasoning block of every real trajectory (SWE-agent
 ``.traj``, OpenHands JSON, DeepSeek cassettes), in the raw file, wherever the reasoning
@@ -39,6 +39,7 @@ from foureyes.review.session import (
     ToolResult,
     TurnEnd,
 )
+from tests.helpers.data import require_data
 from tests.helpers.simulator import RunningSimulator
 from tests.review._runner_support import (
     CASSETTES,
@@ -136,7 +137,7 @@ def marked_sessions() -> dict[str, Session]:
     canary = Canaries()
     sessions: dict[str, Session] = {}
     for path in SESSION_FILES:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(require_data(path).read_text(encoding="utf-8"))
         if path.suffix == ".traj":
             marked, fmt = marked_swe_agent(raw, canary), "swe-agent"
         else:

@@ -1,4 +1,4 @@
-"""The packet contract (DESIGN.md 5) as a pure function: every rule, every rejection."""
+"""The packet contract (docs/design.md 5) as a pure function: every rule, every rejection."""
 
 from __future__ import annotations
 

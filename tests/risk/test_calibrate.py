@@ -25,7 +25,7 @@ from foureyes.risk.levels import RiskLevel
 from foureyes.risk.lexicon_report import Signal, wilson
 from foureyes.risk.triage import Triage
 from tests.helpers.answers import answer
-from tests.helpers.simulator import SHARED_DATA
+from tests.helpers.data import require_data
 from tests.risk._support import ScriptedProvider
 from tests.risk.conftest import MakeTriage
 
@@ -76,9 +76,7 @@ def test_sos1k_grades_outside_the_scale_are_refused(tmp_path: Path) -> None:
 def test_the_shared_sets_are_read_in_their_own_formats(
     path: str, fmt: CaseFormat, rows: int
 ) -> None:
-    source = SHARED_DATA / path
-    if not source.exists():
-        pytest.skip(f"shared data not present: {source}")
+    source = require_data(path)
     cases = load_cases(source, fmt)
     assert len(cases) == rows and all(c.text.strip() for c in cases)
     assert {c.at_risk for c in cases} == {True, False}

@@ -382,7 +382,7 @@ def test_result_values() -> None:
     }
 
 
-# --- properties (DESIGN.md 4, invariant 5: a keyword alone never decides) -------------------
+# --- properties (docs/design.md 4, invariant 5: a keyword alone never decides) -------------------
 
 _FRAGMENTS = st.one_of(
     st.sampled_from(STRONG_TERMS),

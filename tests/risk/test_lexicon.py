@@ -78,7 +78,7 @@ def test_apostrophe_and_spacing_variants() -> None:
 
 
 def test_only_listed_idioms_contain_a_strong_term() -> None:
-    # A cue containing a strong term replaces it (DESIGN.md 4: a joke never hides a
+    # A cue containing a strong term replaces it (docs/design.md 4: a joke never hides a
     # strong signal, so every such cue must be an idiom where the term is not there: a
     # fairground ride, a sales slogan, a news report of someone else's death).
     strong = strong_keys()

@@ -13,14 +13,10 @@ from foureyes.risk.lexicon_report import (
     LexiconReport,
     Signal,
     build_report,
-    find_data_dir,
     load_risk_data,
     wilson,
 )
-
-# The third-party calibration data (../shared/data/SOURCES.md): read in place, never copied.
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "risk"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"calibration data not at {DATA}")
+from tests.helpers.data import require_data
 
 GATE = L0Gate(Lexicon.packaged())  # the lexicon alone, as the report measures it
 
@@ -119,18 +115,6 @@ def test_a_bad_label_is_named(tmp_path: Path) -> None:
     assert problem.endswith("twitter_suicidal_intention.csv: row 1: no integer 'intention'")
 
 
-def test_find_data_dir_looks_next_to_the_start(tmp_path: Path) -> None:
-    data = tmp_path / "shared" / "data" / "risk"
-    (data / "en").mkdir(parents=True)
-    (data / "en" / "twitter_suicidal_intention.csv").write_text("tweet,intention\n")
-    assert find_data_dir(tmp_path / "main") == data
-
-
-@needs_data
-def test_find_data_dir_falls_back_to_the_checkout(tmp_path: Path) -> None:
-    assert find_data_dir(tmp_path) == DATA.resolve()
-
-
 # --- calibration: floors the packaged lexicon reaches on the real data ----------------------
 # Measured when the lexicon was tuned (foureyes risk lexicon-report; SOS-1K tuned on folds
 # 1-3, fold 4 held out): sos1k levels 4-10 90.5 %, levels 0-1 38.3 % (2-3: 68.8 %); twitter
@@ -140,7 +124,8 @@ def test_find_data_dir_falls_back_to_the_checkout(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def report() -> LexiconReport:
-    return build_report(GATE, load_risk_data(DATA))
+    # The third-party calibration data (docs/data.md): read in place, never copied.
+    return build_report(GATE, load_risk_data(require_data("risk")))
 
 
 def _rate(report: LexiconReport, dataset: Dataset, band: Band) -> float:
@@ -149,7 +134,6 @@ def _rate(report: LexiconReport, dataset: Dataset, band: Band) -> float:
     return stats.rate
 
 
-@needs_data
 @pytest.mark.parametrize(
     ("dataset", "band", "floor"),
     [
@@ -164,7 +148,6 @@ def test_recall_on_high_risk_posts(
     assert _rate(report, dataset, band) >= floor
 
 
-@needs_data
 @pytest.mark.parametrize(
     ("dataset", "band", "ceiling"),
     [
@@ -179,14 +162,12 @@ def test_escalation_on_negative_talk(
     assert _rate(report, dataset, band) <= ceiling
 
 
-@needs_data
 def test_the_most_urgent_levels_are_nearly_all_caught(report: LexiconReport) -> None:
     urgent = [r for r in report.labels if r.dataset is Dataset.SOS1K and r.label >= 9]
     caught = sum(r.escalated[Signal.LEXICON] for r in urgent)
     assert caught / sum(r.texts for r in urgent) >= 0.9
 
 
-@needs_data
 def test_data_sizes_match_sources(report: LexiconReport) -> None:
     texts = {d: sum(r.texts for r in report.labels if r.dataset is d) for d in Dataset}
     assert texts == {Dataset.SOS1K: 800, Dataset.TWITTER: 9119, Dataset.SDCNL: 1895}

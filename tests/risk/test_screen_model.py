@@ -31,8 +31,8 @@ from foureyes.risk.screen_model import (
     load_screen_model,
 )
 from foureyes.risk.screen_train import train_screen
+from tests.helpers.data import require_data
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "risk"
 PACKAGED = Path(str(resources.files("foureyes.risk") / "data"))
 runner = CliRunner()
 
@@ -52,7 +52,7 @@ def _write(path: Path, header: list[str], rows: list[list[str]], delimiter: str 
 
 @pytest.fixture
 def tiny_data(tmp_path: Path) -> Path:
-    """A small labelled set in the layout of ../shared/data/risk."""
+    """A small labelled set in the layout of risk/ of the data directory (docs/data.md)."""
     root = tmp_path / "data"
     for fold in (1, 2, 3, 4):
         rows = [[f"{text}{fold}", str(5 + fold)] for text in _ZH_RISK]
@@ -254,8 +254,9 @@ def test_buckets_do_not_depend_on_the_process_hash_seed() -> None:
 
 def test_the_shipped_manifest_names_the_shared_data_it_was_trained_on() -> None:
     manifest = default_screen_model().manifest
+    data = require_data("risk")
     assert manifest.data == {
-        name: hashlib.sha256((DATA / name).read_bytes()).hexdigest() for name in DATA_FILES
+        name: hashlib.sha256((data / name).read_bytes()).hexdigest() for name in DATA_FILES
     }
     for language in ("zh", "en"):
         cv, thresholds = manifest.cv[language], manifest.thresholds[language]

@@ -83,6 +83,7 @@ async def test_review_of_openai_messages(
     assert REASONING not in json.dumps(sent) and "1 failed: test_parse" in json.dumps(sent)
 
 
+@pytest.mark.usefixtures("third_party_data")
 async def test_review_of_native_events(
     simulator: RunningSimulator, make_client: MakeClient
 ) -> None:

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load, run
 from foureyes.config import Config
+from foureyes.core.datadir import DATA_DIR_ENV, data_dir
 from foureyes.core.errors import FoureyesError, UsageError
 from foureyes.core.locale import Locale
 from foureyes.evals import (
@@ -147,11 +148,14 @@ def run_suite(
         Path | None, typer.Option(help="Answer from this cassette instead of the network.")
     ] = None,
     data_root: Annotated[
-        Path,
+        Path | None,
         typer.Option(
-            "--data-root", file_okay=False, help="Folder that review cases' sessions are under."
+            "--data-root",
+            file_okay=False,
+            help="Folder that review cases' sessions are under (default: trajectories/ in "
+            f"${DATA_DIR_ENV}, else ../shared/data/trajectories from the checkout).",
         ),
-    ] = Path("../shared/data/trajectories"),
+    ] = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -171,7 +175,7 @@ def run_suite(
                 seed=seed,
                 record=record,
                 replay=replay,
-                data_root=data_root,
+                data_root=data_root or data_dir() / "trajectories",
                 show_progress=not as_json,
             )
         )

@@ -12,6 +12,7 @@ from rich import box
 from rich.table import Table
 
 from foureyes.cli._common import JsonOption, console, emit_json, fail
+from foureyes.core.datadir import DATA_DIR_ENV, DATA_HOWTO, data_dir
 from foureyes.core.errors import ConfigError
 from foureyes.risk.l0 import L0Gate, Lexicon
 from foureyes.risk.lexicon_report import (
@@ -22,7 +23,6 @@ from foureyes.risk.lexicon_report import (
     LexiconReport,
     Signal,
     build_report,
-    find_data_dir,
     load_risk_data,
 )
 from foureyes.risk.screen_model import default_screen_model
@@ -56,22 +56,24 @@ _DataOption = Annotated[
     Path | None,
     typer.Option(
         "--data",
-        help="Calibration data directory (default: ../shared/data/risk next to the "
-        "working directory or the checkout).",
+        help=f"Calibration data directory (default: risk/ in ${DATA_DIR_ENV}, "
+        "else ../shared/data/risk from the checkout; see docs/data.md).",
         file_okay=False,
     ),
 ]
 
 
 def _data_dir(data: Path | None) -> Path:
-    """``--data`` or the calibration data found from here.
+    """``--data``, else ``risk/`` in the third-party data directory (:func:`data_dir`).
 
     Raises:
-        ConfigError: none was given and none is found.
+        ConfigError: none was given and the default holds no calibration data.
     """
-    directory = data or find_data_dir(Path.cwd())
-    if directory is None:
-        raise ConfigError(["no calibration data found: pass --data DIR"])
+    if data is not None:
+        return data
+    directory = data_dir() / "risk"
+    if not directory.is_dir():
+        raise ConfigError([f"no calibration data at {directory}: pass --data DIR, or {DATA_HOWTO}"])
     return directory
 
 

@@ -13,6 +13,7 @@ from foureyes.core.budget import (
     utc_day,
 )
 from foureyes.core.catalogue import Catalogue
+from foureyes.core.datadir import DATA_DIR_ENV, DATA_HOWTO, data_dir
 from foureyes.core.deadline import Clock, Deadline
 from foureyes.core.digest import (
     Proposal,
@@ -51,6 +52,8 @@ __all__ = [
     "Clock",
     "ConfigError",
     "ContractError",
+    "DATA_DIR_ENV",
+    "DATA_HOWTO",
     "Deadline",
     "DeadlineExceeded",
     "EventKind",
@@ -80,6 +83,7 @@ __all__ = [
     "UsageError",
     "canonical_json",
     "cost_usd",
+    "data_dir",
     "detect_locale",
     "is_sha256_hex",
     "sha256_hex",

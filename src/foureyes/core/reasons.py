@@ -1,4 +1,4 @@
-"""Reason codes: the closed set of outcomes a decision can record (DESIGN.md 5)."""
+"""Reason codes: the closed set of outcomes a decision can record (docs/design.md 5)."""
 
 from __future__ import annotations
 

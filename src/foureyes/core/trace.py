@@ -37,8 +37,8 @@ class PrivateText:
     """Model-written text in an event's data that may restate the user's words.
 
     A verdict's notes and missing items, open unknowns: the trace writer treats such text
-    like the raw input (DESIGN invariant 10). It stores the HMAC of the text in its place,
-    and the text itself only when ``privacy.store_raw_text`` is on, until
+    like the raw input (docs/design.md 4, invariant 10). It stores the HMAC of the text in
+    its place, and the text itself only when ``privacy.store_raw_text`` is on, until
     ``retention_days`` have passed; read back, the value is the text while it is kept and
     ``None`` otherwise. It is not JSON by itself: only a writer that knows the privacy
     settings can store an event holding one.

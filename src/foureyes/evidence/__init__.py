@@ -3,7 +3,7 @@
 A selector (a model) answers only ``{"selections": [{"kind", "evidence_ref"}]}``. Code
 judges each selection against an authoritative :class:`Catalog` and a :class:`KindRegistry`,
 renders the accepted ones from the evidence itself, and the :class:`DurableOwner` rebuilds,
-re-judges and re-renders everything before it persists anything (DESIGN.md 4, invariant 8).
+re-judges and re-renders everything before it persists anything (docs/design.md 4, invariant 8).
 Free model text for the user is a :class:`UserExplanation`, never a fact.
 
 Importing this package registers the offline selector with the offline engine.

@@ -6,7 +6,7 @@ believes none of it. It rebuilds the catalog from its own :class:`CatalogSource`
 the whole commit if the records changed, judges every selection again, renders again,
 refuses the whole commit if the caller rendered any other bytes, and writes what it
 rendered itself in one transaction. A caller's text never reaches the table; only the
-owner's rendering of the cited evidence does (DESIGN.md 4, invariant 8).
+owner's rendering of the cited evidence does (docs/design.md 4, invariant 8).
 """
 
 from __future__ import annotations

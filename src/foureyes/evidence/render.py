@@ -1,7 +1,7 @@
 """Deterministic rendering: the only way text of a durable observation comes to exist.
 
 An observation's label is its kind's label, and its description is its kind's template
-with each slot filled from the cited record (DESIGN.md 4, invariant 8). Same record, same
+with each slot filled from the cited record (docs/design.md 4, invariant 8). Same record, same
 kind, same locale: same bytes, in every process and on every run. A slot the record cannot
 fill (a missing field, a blank string, a boolean, null, an object or a list) makes the
 record unrenderable; nothing is ever guessed or left half-filled.

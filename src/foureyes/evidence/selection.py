@@ -1,7 +1,7 @@
 """The selection contract: the one thing a selector may say, and why a selection is refused.
 
 A selector's whole output is ``{"selections": [{"kind": str, "evidence_ref": str}]}``
-(DESIGN.md 5). The envelope is parsed strictly by the one structured-output parser: a
+(docs/design.md 5). The envelope is parsed strictly by the one structured-output parser: a
 missing ``selections`` key, any other top-level key, or output that is not JSON breaks the
 contract and is retried once, then fails. The selections inside are judged one by one
 (:mod:`foureyes.evidence.contract`): a selection with an extra key such as ``label`` or

@@ -3,7 +3,7 @@
 :class:`EvidenceSelector` asks the ``selector`` role's route, through the one metered
 caller and the one structured-output parser, which records of a catalog support which
 observation kinds. The task text and the records go into the prompt as data blocks
-(DESIGN.md 4, invariant 7); inadmissible records are not shown at all. The answer is
+(docs/design.md 4, invariant 7); inadmissible records are not shown at all. The answer is
 judged by :func:`~foureyes.evidence.contract.check_selections`, and the accepted
 selections are rendered by code.
 

@@ -1,4 +1,4 @@
-"""The Supervisor's verdict (DESIGN.md 5) and its check against the candidate it names.
+"""The Supervisor's verdict (docs/design.md 5) and its check against the candidate it names.
 
 Parsing (:func:`foureyes.llm.structured.parse_structured`) makes sure a verdict has the
 pinned shape; :func:`check_verdict` then binds it to the candidate: it must name the

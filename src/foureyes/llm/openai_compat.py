@@ -13,7 +13,7 @@ posted with a bare aiohttp session (one per route), the response goes through th
 validation, and aiohttp's failures and HTTP error statuses become the same typed errors
 (also in :func:`translate_errors`). The SDK's request building and its HTTP layers cost
 about 0.4 ms of CPU per call on the gateway's hot path (benchmarks/README.md); the lean
-client skips them and is the departure from DESIGN 6 that docs/architecture.md records.
+client skips them and is the departure from docs/design.md 6 that docs/architecture.md records.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Putting user and model text into prompts as data (DESIGN.md 4, invariant 7).
+"""Putting user and model text into prompts as data (docs/design.md 4, invariant 7).
 
 Every piece of text that came from a user or a model goes into a prompt inside a
 :func:`data_block`: a labelled envelope whose delimiters cannot be forged from inside,

@@ -1,6 +1,6 @@
 """Structured output: the one parser every model answer with a schema goes through.
 
-The contract (DESIGN.md 4, invariant 3): an answer that did not complete normally
+The contract (docs/design.md 4, invariant 3): an answer that did not complete normally
 (:func:`finish_failure`, the one rule every model answer is held to) is refused; from
 one that did, take the first JSON object in the answer,
 validate it strictly against a pydantic model that forbids extra keys, accept enum

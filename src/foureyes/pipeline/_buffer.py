@@ -7,7 +7,7 @@ transaction apiece; :class:`HeldTraces` keeps them in memory instead and
 only reserved, its header written by the first transaction that names it (the pipeline's
 triage records its assessment in it), so a message costs two transactions, not three. The
 pipeline commits before it returns, so the whole record is durable before the reply leaves
-the process (DESIGN.md 4, invariant 10); if the commit fails, nothing is delivered.
+the process (docs/design.md 4, invariant 10); if the commit fails, nothing is delivered.
 
 Only runs opened with :meth:`HeldTraces.start_held_run` are held; other runs (a triage's
 own, when it runs alone), and events appended after a held run is committed, go straight

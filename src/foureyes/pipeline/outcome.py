@@ -4,7 +4,7 @@
 it; :class:`SupportOutcome` is what it did: the delivered text, the gate's decision and
 reason, the digests, the triage, the policy applied, every model call with its place on
 the run's timeline, and the trace id. :meth:`SupportOutcome.response_block` is the
-``foureyes`` object of the gateway's response (DESIGN.md 5). :func:`delivery_record` is
+``foureyes`` object of the gateway's response (docs/design.md 5). :func:`delivery_record` is
 the pipeline's own trace event, written with the rest of the run before the reply leaves.
 """
 
@@ -219,7 +219,7 @@ class SupportOutcome:
         return sum(c.completion_tokens for c in self.calls)
 
     def response_block(self) -> dict[str, Any]:
-        """The ``foureyes`` object of the gateway's response (DESIGN.md 5), plus ``policy``."""
+        """The ``foureyes`` object of the gateway's response (docs/design.md 5), plus ``policy``."""
         return {
             "decision": self.decision.value,
             "reason": self.reason.value,

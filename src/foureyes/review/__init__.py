@@ -1,4 +1,4 @@
-"""Masked review of agent sessions (DESIGN.md 2, 4, 5).
+"""Masked review of agent sessions (docs/design.md 2, 4, 5).
 
 A session (:mod:`~foureyes.review.session`, read by :mod:`~foureyes.review.importers`) is
 projected through a window and a mask (:mod:`~foureyes.review.projection`) into a review

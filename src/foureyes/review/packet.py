@@ -1,9 +1,9 @@
-"""The review packet contract (DESIGN.md 5): what a masked reviewer may hand back.
+"""The review packet contract (docs/design.md 5): what a masked reviewer may hand back.
 
 A reviewer's answer becomes a :class:`ReviewPacket` only through :func:`check_packet`, a
 pure function that either returns a packet satisfying *every* rule below or a
 :class:`PacketRejection` naming the first rule broken. There is no partially valid packet:
-one bad item rejects the whole answer (DESIGN.md 4, invariants 3 and 4).
+one bad item rejects the whole answer (docs/design.md 4, invariants 3 and 4).
 
 The rules, checked in this order:
 

@@ -1,7 +1,7 @@
 """Projection: what a reviewer sees of a session, for one window and one mask.
 
 :func:`project` is pure: it reads a :class:`~foureyes.review.session.Session` and returns
-a new value, never touching the session (DESIGN.md 4, invariant 9).
+a new value, never touching the session (docs/design.md 4, invariant 9).
 
 **Window.** ``recent:K`` selects the last K *completed* steps (effective K = min(K,
 available, ``max_k``)); ``current-turn`` selects the one open turn and needs exactly one.

@@ -5,7 +5,7 @@ Everything here is pure and synchronous: values in, value out. The host-facing
 
 **Publication.** A packet reaches the primary agent only as a plugin-origin message: a
 :class:`~foureyes.review.session.UserMessage` whose source is ``plugin``, holding the
-packet's one-line rendering inside a data block (DESIGN.md 4, invariant 7: it is another
+packet's one-line rendering inside a data block (docs/design.md 4, invariant 7: it is another
 model's text). It is never dressed up as an assistant tool call the primary did not make.
 Which accepted packets are published is the :class:`PublicationPolicy`; a run without a
 packet publishes nothing under every policy (invariant 4).

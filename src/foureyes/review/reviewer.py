@@ -11,7 +11,7 @@
   says when it runs).
 
 A projection that does not fit is skipped before any model call, with its metadata only
-(DESIGN.md 4, invariant 9), and the skip is recorded in the trace like a run.
+(docs/design.md 4, invariant 9), and the skip is recorded in the trace like a run.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ Then, in this order, and the first that applies decides:
 - **contract**: the answer text goes through :func:`~foureyes.review.packet.check_packet`.
 
 The outcome is a frozen :class:`ReviewOutcome` with one :class:`ReviewReason`; expected
-failures are data, never exceptions (DESIGN.md 4, invariant 4). Whether an accepted packet
+failures are data, never exceptions (docs/design.md 4, invariant 4). Whether an accepted packet
 is published is decided here too, by the run's
 :class:`~foureyes.review.publication.PublicationPolicy`. The run is recorded in the trace
 (kind ``review``): its model call, the packet by digest or the failure, and the decision

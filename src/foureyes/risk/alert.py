@@ -1,6 +1,6 @@
 """Guardian-alert preconditions and the alert message: pure decisions, no I/O.
 
-An alert is sent only when every precondition holds (DESIGN.md 4, invariant 5):
+An alert is sent only when every precondition holds (docs/design.md 4, invariant 5):
 
 1. the triage was double-confirmed;
 2. the user opted in (a recorded, unrevoked consent);

@@ -1,10 +1,10 @@
 """L1 and L2 risk assessments: the model-output schema, the parse step and the prompts.
 
-Both tiers answer with the risk-assessment schema of DESIGN.md 5, parsed by the one
+Both tiers answer with the risk-assessment schema of docs/design.md 5, parsed by the one
 structured-output parser (:mod:`foureyes.llm.structured`): the level is whitelisted,
 numbers are clamped, extra keys and missing fields are contract failures.
 
-The context-flag cap (DESIGN.md 4, invariant 6) is part of the parse step: an
+The context-flag cap (docs/design.md 4, invariant 6) is part of the parse step: an
 :class:`Assessment` has no stored level at all, only the level the model reported, and
 :attr:`Assessment.level` derives the effective level from it, lowered to ``medium``
 whenever any context flag is set. No code path, for L1 or L2, can read an uncapped level.
@@ -52,7 +52,7 @@ _Score = Annotated[float, Clamped(0, 1)]
 
 
 class Tier(StrEnum):
-    """A stage of the triage; values are the pinned wire strings of DESIGN.md 5."""
+    """A stage of the triage; values are the pinned wire strings of docs/design.md 5."""
 
     L0 = "L0"
     """The keyword gate: no model, microseconds."""
@@ -106,7 +106,7 @@ class ContextFlags(_Strict):
 
 
 class RiskReport(_Strict):
-    """A risk assessment exactly as a model wrote it (the schema of DESIGN.md 5).
+    """A risk assessment exactly as a model wrote it (the schema of docs/design.md 5).
 
     ``risk_level`` is what the model *said*; read the effective level from
     :attr:`Assessment.level`, which applies the context-flag cap.

@@ -1,7 +1,7 @@
 """Double confirmation and the generation policy: pure decisions over parsed assessments.
 
 confirmed = L1 critical ∧ L2 critical ∧ both confidences ≥ ``risk.confirm_confidence``
-∧ no context flag on either side. One model's word never confirms (DESIGN.md 4,
+∧ no context flag on either side. One model's word never confirms (docs/design.md 4,
 invariant 5): without an L2 assessment nothing is confirmed, whatever L1 said.
 
 The generation policy a triage sets for the Counselor:

@@ -1,7 +1,7 @@
 """The L0 keyword gate: a microsecond, zero-I/O first look at every message.
 
 L0 decides one thing: whether a message carries enough signs of risk that a model should
-assess it (L1). It never decides a risk level and never alerts on its own (DESIGN.md 4,
+assess it (L1). It never decides a risk level and never alerts on its own (docs/design.md 4,
 invariant 5): a keyword proves nothing, it only spends attention.
 
 **Matching.** One Aho-Corasick automaton (pyahocorasick), built once from the packaged

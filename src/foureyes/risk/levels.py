@@ -19,7 +19,7 @@ __all__ = ["RiskLevel", "RiskStatus"]
 class RiskLevel(Enum):
     """Severity of a risk assessment: ``low < medium < high < critical``.
 
-    ``str(level)`` and ``level.value`` are the pinned wire strings of DESIGN.md 5.
+    ``str(level)`` and ``level.value`` are the pinned wire strings of docs/design.md 5.
     """
 
     LOW = "low"

@@ -1,7 +1,8 @@
 """Evidence for tuning the L0 lexicon: how it does on labelled third-party risk data.
 
-Reads the calibration sets described in ``../shared/data/SOURCES.md`` (never shipped with
-the package) and runs every text through an :class:`~foureyes.risk.l0.L0Gate`:
+Reads the calibration sets in ``risk/`` of the third-party data directory (docs/data.md,
+:func:`foureyes.core.datadir.data_dir`; never shipped with the package) and runs every
+text through an :class:`~foureyes.risk.l0.L0Gate`:
 
 - ``sos1k`` (zh, Weibo): levels 0-10 of suicide risk;
 - ``twitter`` (en): suicidal intention 1 or 0, with many casual "I want to die" idioms;
@@ -56,7 +57,6 @@ __all__ = [
     "Signal",
     "TermStats",
     "build_report",
-    "find_data_dir",
     "load_risk_data",
     "signals_of",
     "wilson",
@@ -67,7 +67,6 @@ _TWITTER_FILE = "en/twitter_suicidal_intention.csv"
 _SDCNL_FILE = "en/sdcnl_combined.csv"
 DATA_FILES = (*_SOS1K_FILES, _TWITTER_FILE, _SDCNL_FILE)
 """Every file :func:`load_risk_data` reads, relative to the data directory."""
-_DATA_FROM_REPO = Path("..") / "shared" / "data" / "risk"
 
 HELD_OUT_FOLD = 4
 """The SOS-1K fold the lexicon is not tuned on: its weights are tuned on folds 1-3, so
@@ -628,22 +627,8 @@ def build_report(
     )
 
 
-def find_data_dir(start: Path) -> Path | None:
-    """The calibration data directory ``../shared/data/risk`` seen from ``start`` or the repo.
-
-    Looks next to ``start`` (normally the working directory) and next to the checkout this
-    package was installed from (editable installs), in that order.
-    """
-    repo = Path(__file__).resolve().parents[3]
-    for base in (start, repo):
-        candidate = (base / _DATA_FROM_REPO).resolve()
-        if (candidate / _TWITTER_FILE).is_file():
-            return candidate
-    return None
-
-
 def load_risk_data(directory: Path) -> tuple[LabelledText, ...]:
-    """Read the three calibration sets from ``directory`` (the layout of SOURCES.md).
+    """Read the three calibration sets from ``directory`` (the layout of docs/data.md).
 
     Raises:
         ConfigError: a file is missing or unreadable, or a row has a label that is not an

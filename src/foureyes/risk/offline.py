@@ -5,7 +5,7 @@ read the text from ``request.subject["text"]``, map the lexicon's categories to 
 and the IS PATH WARM dimensions, and always report :data:`OFFLINE_CONFIDENCE`, which is
 below the lowest confirmation threshold the config allows (``risk.confirm_confidence``
 must exceed 0.5). So offline mode can show crisis resources, but it can never confirm a
-crisis and so never alert anyone (DESIGN.md 4, invariant 5). The evidence says it is a
+crisis and so never alert anyone (docs/design.md 4, invariant 5). The evidence says it is a
 lexicon match and names categories and flags only, never the user's words.
 
 **Context.** The assessor says less than the match where rules can tell, and nothing

@@ -33,7 +33,7 @@ class RunPurpose(StrEnum):
 class SuppressReason(StrEnum):
     """Why a triage is ``unknown``, or why its L2 (and so any confirmation) is missing.
 
-    Each failure has its own code (DESIGN.md 4, invariant 4). The ``l2_*`` codes leave the
+    Each failure has its own code (docs/design.md 4, invariant 4). The ``l2_*`` codes leave the
     status ``ok`` with L1's assessment, unconfirmed; every other code makes it ``unknown``.
     """
 
@@ -183,7 +183,7 @@ class TriageResult:
     def unrecorded(self) -> TriageResult:
         """This triage as it stands when the store could not record it (``store_failed``).
 
-        Degradation keeps both directions (DESIGN.md 4, invariant 5). Towards no alert: the
+        Degradation keeps both directions (docs/design.md 4, invariant 5). Towards no alert: the
         status is ``unknown``, the level ``None`` and nothing is confirmed, so no guardian
         alert can follow an outcome that is not on record. Towards more restriction: the
         policy is the stricter of the one computed and an ``unknown`` triage's, so a
@@ -202,7 +202,7 @@ class TriageResult:
         )
 
     def risk_block(self) -> dict[str, Any]:
-        """The ``foureyes.risk`` object of the HTTP response (DESIGN.md 5)."""
+        """The ``foureyes.risk`` object of the HTTP response (docs/design.md 5)."""
         return {
             "status": self.status.value,
             "level": None if self.level is None else self.level.value,

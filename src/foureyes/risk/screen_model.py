@@ -1,7 +1,7 @@
 r"""A small learned risk screen: logistic regression over hashed n-grams of the folded text.
 
 The lexicon of :mod:`foureyes.risk.l0` only finds the phrasings it lists; this scorer is
-trained on the labelled public sets of ``../shared/data/risk`` (see
+trained on the labelled public sets of ``risk/`` in the third-party data (see
 :mod:`foureyes.risk.lexicon_report`) to catch phrasings it does not. It is built by
 ``foureyes risk train-screen`` and shipped as two files under ``foureyes/risk/data``:
 
@@ -207,10 +207,10 @@ def _words(folded: str) -> list[str] | list[bytes]:
 
 
 def feature_buckets(text: str) -> list[int]:
-    """The buckets of the features of ``text``, sorted, repeats kept (two features may share
-    a bucket, and two distinct words an n-gram).
+    """The buckets of the features of ``text``, sorted, repeats kept.
 
-    Feature version :data:`FEATURE_VERSION`: what the weights are summed over.
+    Two features may share a bucket, and two distinct words an n-gram. Feature version
+    :data:`FEATURE_VERSION`: what the weights are summed over.
     """
     folded = normalise(text).text
     found = [b for word in dict.fromkeys(_WORD.findall(folded)) for b in _word_buckets(word)]

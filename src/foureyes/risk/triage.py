@@ -22,7 +22,7 @@ L1 when the learned scorer's score reaches its language's lower ``screened`` thr
 (:func:`conversation_score`).
 
 Every failure degrades to ``unknown`` or to "not confirmed", never towards alerting
-(DESIGN.md 4, invariants 4 and 5). Every triage, dropped and failed ones included, is
+(docs/design.md 4, invariants 4 and 5). Every triage, dropped and failed ones included, is
 recorded in the store with the HMAC of its text and its reasons. A store that cannot be
 written makes the triage ``unknown`` and unconfirmed (``store_failed``): an outcome that
 was not recorded alerts no one. The reply still gets the policy the triage computed (at

@@ -532,7 +532,7 @@ async def _store_data_error(request: Request, exc: Exception) -> Response:
 
 
 async def _store_error(request: Request, exc: Exception) -> Response:
-    # DESIGN 4, invariant 10: what the service cannot record, it does not deliver; the
+    # docs/design.md 4, invariant 10: what the service cannot record, it does not deliver; the
     # request ends here with nothing served.
     assert isinstance(exc, StoreError)
     log_event(

@@ -11,7 +11,7 @@ conversation a message belongs to is ``foureyes.conversation_id`` in the body (t
 the caller's own: they are kept under the caller's tenant (its API key; ``local`` in
 open-loopback mode), so another key using the same id has another conversation.
 
-The response is OpenAI's, with one more object (DESIGN.md 5)::
+The response is OpenAI's, with one more object (docs/design.md 5)::
 
     "foureyes": {"decision": "released" | "fallback", "reason": code,
                  "candidate_sha256": hex | null, "delivered_sha256": hex,

@@ -1,6 +1,6 @@
 """Triage records in the store: every assessment, and the per-conversation flight lease.
 
-Rows hold the HMAC fingerprint of the assessed text, never the text (DESIGN.md 4,
+Rows hold the HMAC fingerprint of the assessed text, never the text (docs/design.md 4,
 invariant 10): the raw text is kept only in the triage's trace run, and only when
 ``privacy.store_raw_text`` is on, with its retention period.
 """

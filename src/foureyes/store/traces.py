@@ -110,8 +110,8 @@ class SqlTraceWriter:
     unknown or already finished raises :class:`~foureyes.core.errors.StoreError` and writes
     nothing, because a late event would silently change a record already closed.
 
-    Input text is fingerprinted with an HMAC (DESIGN invariant 10); the raw text itself is
-    kept only when ``privacy.store_raw_text`` is on, until ``retention_days`` have passed.
+    Input text is fingerprinted with an HMAC (docs/design.md 4, invariant 10); the raw text
+    itself is kept only when ``privacy.store_raw_text`` is on, until ``retention_days`` have passed.
     Model-written text an event holds as :class:`~foureyes.core.trace.PrivateText` is
     treated the same way: the event keeps its HMAC, the text goes to ``trace_texts`` (only
     when kept) with the same expiry, and :meth:`purge_expired` erases both.
