@@ -177,7 +177,8 @@ async def _gate(
     runner = GateRunner(caller, traces=store.traces)
     locale = case.state.get("locale")
     outcome = await runner.reply(
-        ReplyRequest.model_validate({"message": case.state.get("message", ""), "locale": locale})
+        ReplyRequest.model_validate({"message": case.state.get("message", ""), "locale": locale}),
+        purpose=RunPurpose.TEST,
     )
     usage = outcome.usage.values()
     failure = outcome.reason.value if outcome.reason in _GATE_FAILURES else None
