@@ -14,6 +14,7 @@ from foureyes.evals.arms import (
     answer_case,
     arm_config,
     arm_routes,
+    runnable_arms,
 )
 from foureyes.evals.cassette import (
     CassetteMiss,
@@ -114,6 +115,7 @@ __all__ = [
     "answer_review_case",
     "arm_config",
     "arm_routes",
+    "runnable_arms",
     "bootstrap_ci",
     "check_run_id",
     "cohen_kappa",
