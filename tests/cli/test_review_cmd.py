@@ -171,11 +171,23 @@ def test_project_only_prints_the_projection_and_calls_no_model(
     assert simulator.requests() == []
 
 
-def test_the_offline_default_reviews_honestly(tmp_path: Path) -> None:
-    body = document(invoke(str(SESSION_FILES[0]), "--json"))
-    assert body["outcome"]["offline"] is True
-    (item,) = body["outcome"]["packet"]["items"]
-    assert item["kind"] == "unknown" and "offline engine cannot review" in item["content"]
+def test_the_offline_default_publishes_no_review(tmp_path: Path) -> None:
+    body = document(invoke(str(SESSION_FILES[0]), "--json", "--config", str(publish_all(tmp_path))))
+    outcome = body["outcome"]
+    assert outcome["offline"] is True and outcome["reason"] == "reviewer_offline"
+    assert outcome["packet"] is None and outcome["published"] is False
+    assert "offline engine cannot review" in outcome["detail"]
+    assert body["publication"] is None
+
+    text = invoke(str(SESSION_FILES[0]))
+    assert "no packet: reviewer_offline" in text.output and "published" not in text.output
+
+
+def publish_all(tmp_path: Path) -> Path:
+    """A config that publishes every accepted packet: even then nothing offline is."""
+    path = tmp_path / "all.toml"
+    path.write_text('[review]\npublish = "all"\n', encoding="utf-8")
+    return path
 
 
 @pytest.mark.parametrize(
