@@ -67,14 +67,16 @@ def sim_config_file(tmp_path: Path, simulator: RunningSimulator, **review: Any) 
 def real_files(tmp_path: Path) -> list[tuple[Path, str]]:
     """Every real trajectory as a file the command reads, with its format option.
 
-    SWE-agent and OpenHands files are read in place; each cassette's chat traffic becomes
-    an OpenAI chat JSON file (the conversation with its recorded answer).
+    SWE-agent and OpenHands files and the VCR cassettes are read in place; each cassette's
+    chat traffic also becomes an OpenAI chat JSON file (the conversation with its recorded
+    answer).
     """
     files = [(p, "swe-agent" if p.suffix == ".traj" else "openhands") for p in SESSION_FILES]
     for cassette in CASSETTES:
         path = tmp_path / f"{cassette.stem}.json"
         path.write_text(json.dumps(cassette_bodies(cassette)["done"]), encoding="utf-8")
         files.append((path, "openai"))
+        files.append((cassette, "vcr"))  # and the cassette itself, read in place
     return files
 
 
@@ -94,7 +96,7 @@ def test_review_works_on_every_real_trajectory(
     simulator.load(scenario({"content": ANSWER}))
     config = str(sim_config_file(tmp_path, simulator))
     files = real_files(tmp_path)
-    assert len(files) == len(SESSION_FILES) + len(CASSETTES) >= 8
+    assert len(files) == len(SESSION_FILES) + 2 * len(CASSETTES) >= 12
     calls = 0
     for path, fmt in files:
         for explicit in (fmt, "auto"):
@@ -119,7 +121,12 @@ def test_review_works_on_every_real_trajectory(
     assert len(simulator.requests()) == calls
 
 
-_FORMAT = {"swe-agent": "swe-agent", "openhands": "openhands", "openai": "openai-chat"}
+_FORMAT = {
+    "swe-agent": "swe-agent",
+    "openhands": "openhands",
+    "openai": "openai-chat",
+    "vcr": "vcr",
+}
 
 
 def test_reviewer_persona_mode_and_human_output(
