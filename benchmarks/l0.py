@@ -84,7 +84,9 @@ def scaled_lexicon(base: Lexicon, scale: int, rng: random.Random) -> Lexicon:
     """``base`` plus (scale - 1) x its key count of made-up keys from its own vocabulary."""
     words = sorted({w for key in base.keys for w in key.split() if w.isascii()})
     chars = sorted({c for key in base.keys for c in key if not c.isascii()})
-    filler = LexiconEntry("(synthetic)", EntryKind.TERM, L0Category.HOPELESSNESS, 0.1, "bench")
+    filler = LexiconEntry(
+        "(synthetic)", EntryKind.TERM, L0Category.HOPELESSNESS, 0.1, "bench", "foureyes-calibration"
+    )
     keys = dict(base.keys)
     while len(keys) < scale * len(base.keys):
         if rng.random() < 0.5:
@@ -92,7 +94,7 @@ def scaled_lexicon(base: Lexicon, scale: int, rng: random.Random) -> Lexicon:
         else:
             made_up = "".join(rng.sample(chars, rng.randint(2, 5)))
         keys.setdefault(normalise(made_up).text, filler)
-    return Lexicon(base.entries, keys)
+    return Lexicon(base.entries, keys, base.sources)
 
 
 def automaton_pass(keys: Sequence[str]) -> Callable[[str], object]:

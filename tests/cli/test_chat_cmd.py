@@ -100,3 +100,28 @@ def test_an_unusable_store_exits_1_with_the_problem(tmp_path: Path) -> None:
 def test_a_conversation_id_longer_than_256_characters_is_refused() -> None:
     result = runner.invoke(app, ["chat", "--conversation-id", "x" * 257], input="hi\n")
     assert result.exit_code != 0
+
+
+def test_help_and_unknown_commands_are_answered_locally_never_sent() -> None:
+    result = runner.invoke(app, ["chat"], input="/help\n/whatever now\n//etc\n/quit\nhello\n")
+
+    assert result.exit_code == 0, result.output
+    out = result.output.splitlines()
+    assert out[0] == chat_cmd.HELP_LINE
+    for command in chat_cmd.COMMANDS:
+        assert any(line.strip().startswith(command) for line in out)
+    assert "unknown command /whatever (not sent); /help lists the commands" in out
+    # Only "//etc" (the message "/etc") reached the pipeline; /quit ended the chat.
+    decisions = [line for line in out if " | trace " in line]
+    assert len(decisions) == 1
+
+
+def test_json_mode_answers_commands_as_json_and_prints_no_help_line() -> None:
+    result = runner.invoke(app, ["chat", "--json"], input="/help\n/nope\nhello\n")
+
+    assert result.exit_code == 0, result.output
+    help_, unknown, reply = lines(result.output)
+    assert help_ == {"ok": True, "commands": chat_cmd.COMMANDS}
+    assert unknown["ok"] is False and unknown["error"] == "UnknownCommand"
+    assert "/nope" in unknown["problems"][0]
+    assert reply["ok"] is True and "foureyes" in reply

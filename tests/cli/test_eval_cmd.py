@@ -100,8 +100,38 @@ def test_a_suite_folder_with_spaces_or_a_long_name_gets_a_valid_default_run_id(
     assert doc["run_id"].startswith(folder_name.replace(" ", "-")[:20])
 
 
-def test_an_arm_naming_an_undefined_route_is_refused(tmp_path: Path) -> None:
+def test_default_arms_are_those_the_routes_can_run_and_a_named_one_must_exist(
+    tmp_path: Path,
+) -> None:
     plain = tmp_path / "plain.toml"
     plain.write_text(f'[store]\nurl = "sqlite+aiosqlite:///{tmp_path}/p.db"\n', encoding="utf-8")
+
     code, doc = _json(["eval", "run", "gate", "-c", str(plain), "--json"])
+
+    # No "strong" route: supervisor-strong is left out, by name, and the rest run.
+    assert code == 0, doc
+    assert list(doc["arms_left_out"]) == ["supervisor-strong"]
+    assert "'strong'" in doc["arms_left_out"]["supervisor-strong"]
+    cases = len(json.loads((suite_path("gate") / "cases.json").read_text(encoding="utf-8")))
+    assert doc["ran"] == 2 * cases and doc["failures"] == 0
+    text = runner.invoke(app, ["eval", "run", "gate", "-c", str(plain), "--run-id", "again"])
+    assert text.exit_code == 0 and "left out arm supervisor-strong" in text.output
+    # The eval's gate runs are listed as eval runs, apart from chat runs.
+    listed = runner.invoke(app, ["trace", "list", "-c", str(plain), "--json"])
+    assert json.loads(listed.stdout)["data"] == []
+    evals = runner.invoke(app, ["trace", "list", "-c", str(plain), "--purpose", "eval", "--json"])
+    assert {row["kind"] for row in json.loads(evals.stdout)["data"]} == {"gate_reply"}
+
+    code, doc = _json(
+        [
+            "eval",
+            "run",
+            "gate",
+            "-c",
+            str(plain),
+            "--json",
+            "--arms",
+            "rules-only,supervisor-strong",
+        ]
+    )
     assert code == 1 and any("supervisor-strong" in p for p in doc["problems"])

@@ -67,14 +67,16 @@ def sim_config_file(tmp_path: Path, simulator: RunningSimulator, **review: Any) 
 def real_files(tmp_path: Path) -> list[tuple[Path, str]]:
     """Every real trajectory as a file the command reads, with its format option.
 
-    SWE-agent and OpenHands files are read in place; each cassette's chat traffic becomes
-    an OpenAI chat JSON file (the conversation with its recorded answer).
+    SWE-agent and OpenHands files and the VCR cassettes are read in place; each cassette's
+    chat traffic also becomes an OpenAI chat JSON file (the conversation with its recorded
+    answer).
     """
     files = [(p, "swe-agent" if p.suffix == ".traj" else "openhands") for p in SESSION_FILES]
     for cassette in CASSETTES:
         path = tmp_path / f"{cassette.stem}.json"
         path.write_text(json.dumps(cassette_bodies(cassette)["done"]), encoding="utf-8")
         files.append((path, "openai"))
+        files.append((cassette, "vcr"))  # and the cassette itself, read in place
     return files
 
 
@@ -95,7 +97,7 @@ def test_review_works_on_every_real_trajectory(
     simulator.load(scenario({"content": ANSWER}))
     config = str(sim_config_file(tmp_path, simulator))
     files = real_files(tmp_path)
-    assert len(files) == len(SESSION_FILES) + len(CASSETTES) >= 8
+    assert len(files) == len(SESSION_FILES) + 2 * len(CASSETTES) >= 12
     calls = 0
     for path, fmt in files:
         for explicit in (fmt, "auto"):
@@ -120,7 +122,12 @@ def test_review_works_on_every_real_trajectory(
     assert len(simulator.requests()) == calls
 
 
-_FORMAT = {"swe-agent": "swe-agent", "openhands": "openhands", "openai": "openai-chat"}
+_FORMAT = {
+    "swe-agent": "swe-agent",
+    "openhands": "openhands",
+    "openai": "openai-chat",
+    "vcr": "vcr",
+}
 
 
 @pytest.mark.usefixtures("third_party_data")
@@ -176,11 +183,23 @@ def test_project_only_prints_the_projection_and_calls_no_model(
 
 
 @pytest.mark.usefixtures("third_party_data")
-def test_the_offline_default_reviews_honestly(tmp_path: Path) -> None:
-    body = document(invoke(str(SESSION_FILES[0]), "--json"))
-    assert body["outcome"]["offline"] is True
-    (item,) = body["outcome"]["packet"]["items"]
-    assert item["kind"] == "unknown" and "offline engine cannot review" in item["content"]
+def test_the_offline_default_publishes_no_review(tmp_path: Path) -> None:
+    body = document(invoke(str(SESSION_FILES[0]), "--json", "--config", str(publish_all(tmp_path))))
+    outcome = body["outcome"]
+    assert outcome["offline"] is True and outcome["reason"] == "reviewer_offline"
+    assert outcome["packet"] is None and outcome["published"] is False
+    assert "offline engine cannot review" in outcome["detail"]
+    assert body["publication"] is None
+
+    text = invoke(str(SESSION_FILES[0]))
+    assert "no packet: reviewer_offline" in text.output and "published" not in text.output
+
+
+def publish_all(tmp_path: Path) -> Path:
+    """A config that publishes every accepted packet: even then nothing offline is."""
+    path = tmp_path / "all.toml"
+    path.write_text('[review]\npublish = "all"\n', encoding="utf-8")
+    return path
 
 
 @pytest.mark.parametrize(

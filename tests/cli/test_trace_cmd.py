@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from foureyes.cli import trace_cmd
+from foureyes.cli import chat_cmd, trace_cmd
 from foureyes.config import load_config
 from foureyes.core.digest import sha256_hex
 from foureyes.core.locale import Locale
@@ -18,14 +18,32 @@ from foureyes.core.reasons import ReasonCode
 from foureyes.gate import GateOutcome, GateRunner, ReplyRequest, Source, fallback_text
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.routes import Routes
+from foureyes.risk.result import RunPurpose
 from foureyes.store import Store
 
 runner = CliRunner()
 cli = typer.Typer()
 cli.add_typer(trace_cmd.app, name="trace")
+cli.command("chat")(chat_cmd.chat)
 
 
-def reply(request: ReplyRequest) -> GateOutcome:
+def chat_ids(*messages: str) -> list[str]:
+    """The trace ids of ``foureyes chat`` runs, one per message (offline)."""
+    result = runner.invoke(cli, ["chat", "--json"], input="".join(f"{m}\n" for m in messages))
+    assert result.exit_code == 0, result.output
+    return [json.loads(line)["foureyes"]["trace_id"] for line in result.output.splitlines()]
+
+
+def listed(*args: str) -> list[dict[str, object]]:
+    result = runner.invoke(cli, ["trace", "list", "--json", *args])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    assert body["ok"] is True
+    rows: list[dict[str, object]] = body["data"]
+    return rows
+
+
+def reply(request: ReplyRequest, purpose: RunPurpose = RunPurpose.LIVE) -> GateOutcome:
     """One offline gate run into the test's store (the one FOUREYES_STORE__URL names)."""
 
     async def go() -> GateOutcome:
@@ -33,7 +51,7 @@ def reply(request: ReplyRequest) -> GateOutcome:
         store = await Store.open(config.store, config.privacy, os.environ)
         try:
             caller = ModelCaller(Routes.build(config, {}), ledger=store.ledger, trace=store.traces)
-            return await GateRunner(caller, traces=store.traces).reply(request)
+            return await GateRunner(caller, traces=store.traces).reply(request, purpose=purpose)
         finally:
             await store.close()
 
@@ -117,3 +135,67 @@ def test_a_bad_config_exits_1(tmp_path: Path) -> None:
 
     assert result.exit_code == 1
     assert json.loads(result.output)["error"] == "ConfigError"
+
+
+def test_list_shows_chat_runs_apart_from_eval_runs_with_the_consoles_filters() -> None:
+    calm, crisis = chat_ids("I had a rough day", "I want to die")
+    evaluated = reply(ReplyRequest(message="hello"), purpose=RunPurpose.TEST).trace_id
+    library = reply(ReplyRequest(message="hello")).trace_id
+
+    chat = listed()
+    assert [row["trace_id"] for row in chat] == [crisis, calm]  # newest first
+    assert {row["purpose"] for row in chat} == {"chat"}
+    assert [row["trace_id"] for row in listed("--purpose", "eval")] == [evaluated]
+    assert [row["trace_id"] for row in listed("--purpose", "other")] == [library]
+    assert len(listed("--purpose", "all")) == 4
+    high = listed("--risk-level", "high")
+    assert [row["trace_id"] for row in high] == [crisis]
+    assert high[0]["risk"] == {"status": "ok", "level": "high", "tier": "L2", "confirmed": False}
+    assert listed("--reason", "approved", "--limit", "1")[0]["trace_id"] == crisis
+    assert listed("--until", "2000-01-01") == []
+    assert len(listed("--since", "2000-01-01", "--until", "2999-12-31T00:00:00+00:00")) == 2
+
+
+def test_list_prints_one_row_per_run_and_rejects_a_time_without_a_zone() -> None:
+    (trace_id,) = chat_ids("I want to die")
+
+    result = runner.invoke(cli, ["trace", "list"])
+
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.output.splitlines() if trace_id in line)
+    for cell in ("chat", "released", "approved", "high L2"):
+        assert cell in row
+    naive = runner.invoke(cli, ["trace", "list", "--since", "2026-11-30T12:00:00"])
+    assert naive.exit_code == 2 and "zone" in naive.output
+
+
+def test_show_prints_the_triage_of_a_chat_run() -> None:
+    (trace_id,) = chat_ids("I want to die")
+
+    result = runner.invoke(cli, ["trace", "show", trace_id])
+
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert "Triage: level high, status ok, tier L2, path l0" in text
+    assert "L0: score" in text and "escalated, matches: " in text
+    assert "matches: none" not in text
+    assert "Allowed out" in text
+
+
+def test_show_takes_a_unique_prefix_and_refuses_an_ambiguous_or_unknown_one() -> None:
+    first, second = chat_ids("hello", "hello again")
+    common = len(os.path.commonprefix([first, second]))
+
+    unique = runner.invoke(cli, ["trace", "show", second[: common + 1], "--json"])
+    assert unique.exit_code == 0, unique.output
+    assert json.loads(unique.output)["run"]["trace_id"] == second
+
+    ambiguous = runner.invoke(cli, ["trace", "show", first[:common], "--json"])
+    assert ambiguous.exit_code == 1
+    body = json.loads(ambiguous.output)
+    assert body["error"] == "AmbiguousTraceId" and first in body["problems"][0]
+
+    for unknown in ("f" * 8, "not-hex"):
+        missing = runner.invoke(cli, ["trace", "show", unknown, "--json"])
+        assert missing.exit_code == 1
+        assert json.loads(missing.output)["error"] == "TraceNotFound"

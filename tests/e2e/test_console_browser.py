@@ -193,7 +193,7 @@ def test_an_approved_reply_shows_its_text_and_its_whole_trail(tab: Tab, tmp_path
 
     expect(turn.locator(".reply-text")).to_have_text(DRAFT)
     expect(turn.locator(".who .badge")).to_have_text("Released")
-    expect(turn.locator(".who .reason")).to_have_text("approved")
+    expect(turn.locator(".who .reason .code-raw")).to_have_text("approved")
     decision = _card(turn, "Decision")
     expect(decision).to_contain_text("A valid verdict approved this exact digest")
     triage = _card(turn, "Triage")
@@ -206,6 +206,7 @@ def test_an_approved_reply_shows_its_text_and_its_whole_trail(tab: Tab, tmp_path
     expect(candidate).to_have_attribute("title", sha256_hex(DRAFT))
     expect(review.locator(".verdict")).to_have_text("approve")
     expect(review.locator(".match")).to_have_count(1)
+    turn.locator("details.trail summary").click()  # collapsed until asked for
     waterfall = _card(turn, "Timings").locator(".wf-row")
     expect(waterfall).to_have_count(3)  # the total, the Counselor, the Supervisor
     expect(waterfall.nth(1)).to_contain_text("Counselor · draft")
@@ -227,7 +228,7 @@ def test_a_rule_violation_shows_the_fallback_and_the_rule_that_fired(tab: Tab) -
     turn = tab.send("rule-breaker: I feel stuck.")
 
     expect(turn.locator(".who .badge")).to_have_text("Fallback")
-    expect(turn.locator(".who .reason")).to_have_text("rule_violation")
+    expect(turn.locator(".who .reason .code-raw")).to_have_text("rule_violation")
     expect(turn.locator(".reply-text")).to_have_text(
         fallback_text(ReasonCode.RULE_VIOLATION, Locale.EN)
     )
@@ -244,7 +245,7 @@ def test_a_review_timeout_shows_the_failed_call(tab: Tab) -> None:
 
     turn = tab.send("slow-review: I can't sleep again.")
 
-    expect(turn.locator(".who .reason")).to_have_text("review_timeout")
+    expect(turn.locator(".who .reason .code-raw")).to_have_text("review_timeout")
     expect(_card(turn, "Decision")).to_contain_text("The Supervisor gave no answer in time")
     expect(_card(turn, "Review").locator(".problem")).to_contain_text("review_timeout")
     failed = _card(turn, "Timings").locator(".wf-row", has_text="Supervisor")
@@ -257,7 +258,7 @@ def test_a_confirmed_crisis_is_written_by_code_and_shows_both_assessments(tab: T
 
     turn = tab.send(CRISIS)
 
-    expect(turn.locator(".who .reason")).to_have_text("generation_prohibited")
+    expect(turn.locator(".who .reason .code-raw")).to_have_text("generation_prohibited")
     expect(turn.locator(".who .badge")).to_have_text("Fallback")
     assert DRAFT not in turn.locator(".reply-text").inner_text()
     triage = _card(turn, "Triage")
@@ -273,8 +274,9 @@ def test_a_confirmed_crisis_is_written_by_code_and_shows_both_assessments(tab: T
         expect(assessments.nth(n)).to_contain_text("critical")
         expect(assessments.nth(n)).to_contain_text("confidence 95%")
     expect(triage.locator("[data-alert]")).to_contain_text("alerts are off")
+    turn.locator("details.trail summary").click()
     roles = _card(turn, "Timings").locator(".wf-label").all_inner_texts()
-    assert "Risk L1 · l1" in roles and "Risk L2 · l2" in roles
+    assert "Risk L1 · assessment" in roles and "Risk L2 · assessment" in roles
 
 
 def test_an_unconfirmed_high_risk_releases_the_reply_with_resources(tab: Tab) -> None:
@@ -282,9 +284,10 @@ def test_an_unconfirmed_high_risk_releases_the_reply_with_resources(tab: Tab) ->
 
     turn = tab.send("I want to die, I'm not sure what to do.")
 
-    expect(turn.locator(".who .reason")).to_have_text("approved")
+    expect(turn.locator(".who .reason .code-raw")).to_have_text("approved")
     expect(turn.locator(".reply-text")).to_contain_text(DRAFT)
     assert turn.locator(".reply-text").inner_text() != DRAFT  # the resources follow it
+    turn.locator("details.trail summary").click()
     triage = _card(turn, "Triage")
     expect(triage.locator("dd .level")).to_have_text("high")
     expect(triage).to_contain_text("not confirmed")
@@ -305,8 +308,8 @@ def test_hostile_model_text_is_shown_as_text(tab: Tab) -> None:
     hostile_user = tab.send(f"{HOSTILE} is what I typed")
 
     expect(released.locator(".reply-text")).to_have_text(HOSTILE_REPLY)
-    expect(released.locator(".who .reason")).to_have_text("approved")
-    expect(rejected.locator(".who .reason")).to_have_text("rejected")
+    expect(released.locator(".who .reason .code-raw")).to_have_text("approved")
+    expect(rejected.locator(".who .reason .code-raw")).to_have_text("rejected")
     note = _card(rejected, "Review").locator("li[data-rule=dismissive] .model-note")
     expect(note).to_have_text(f" “{HOSTILE}”")
     expect(hostile_user.locator(".msg.user .text")).to_have_text(f"{HOSTILE} is what I typed")
@@ -388,7 +391,7 @@ def test_the_trace_list_filters_and_opens_a_trace(
     link.click()
     detail = tab.page.locator("#trace-detail")
     expect(detail.locator("#detail-id")).to_have_text(approved["trace_id"])
-    expect(_card(detail, "Decision").locator(".reason")).to_have_text("approved")
+    expect(_card(detail, "Decision").locator(".reason .code-raw")).to_have_text("approved")
     expect(detail).to_contain_text("The trace keeps no reply text")
     digests = _card(detail, "Review").locator(".kv dd .digest")
     expect(digests.nth(0)).to_have_attribute("title", approved["candidate_sha256"])
@@ -460,7 +463,7 @@ def test_a_keyed_service_takes_an_admin_key_typed_into_the_page(
             page.get_by_label("Admin API key").fill(CLIENT_KEY)
             page.get_by_role("button", name="Use this key").click()
             chatted = tab.send("hello with a client key")
-            expect(chatted.locator(".who .reason")).to_have_text("approved")
+            expect(chatted.locator(".who .reason .code-raw")).to_have_text("approved")
             expect(chatted.locator(".trail-body .problem")).to_contain_text("'admin' scope")
 
             page.get_by_label("Admin API key").fill(ADMIN_KEY)
@@ -490,8 +493,8 @@ def test_a_screenshot_of_a_conversation(tab: Tab, tmp_path: Path) -> None:
     tab.open()
     tab.send("I had a rough day at work and I can't sleep.")
     tab.send(CRISIS)
-    for trail in tab.page.locator("details.trail").all()[:1]:
-        trail.locator("summary").click()  # fold the first trail: the picture shows the second
+    for trail in tab.page.locator("details.trail").all()[1:]:
+        trail.locator("summary").click()  # open the second trail: the picture shows it
 
     shot = tmp_path / "console.png"
     tab.page.screenshot(path=str(shot), full_page=True)
@@ -515,3 +518,105 @@ def test_the_trace_list_pages_back_in_time(tab: Tab, service: RunningServer) -> 
     ids = _rows(tab).evaluate_all("rs => rs.map(r => r.dataset.trace)")
     assert len(ids) > 50 and len(set(ids)) == len(ids)
     assert ids == sorted(ids, reverse=True)
+
+
+# --- trails folded, runs by purpose, the opened trace on top, zh labels ------------------
+
+
+def test_a_reply_s_trail_is_collapsed_until_clicked(tab: Tab) -> None:
+    tab.open()
+
+    turn = tab.send("A calm walk home.")
+
+    trail = turn.locator("details.trail")
+    expect(trail).not_to_have_attribute("open", "")
+    expect(_card(turn, "Decision")).to_be_hidden()
+    trail.locator("summary").click()
+    expect(trail).to_have_attribute("open", "")
+    expect(_card(turn, "Decision")).to_be_visible()
+
+
+def test_the_trace_list_shows_chat_runs_unless_asked_for_eval_runs(
+    tab: Tab, service: RunningServer
+) -> None:
+    chat = _post(service, "Chatting about my week.")
+    assessed = httpx.post(
+        f"{service.url}/v1/assess",
+        json={"text": "an eval case", "purpose": "test"},
+        timeout=30,
+    )
+    assessed.raise_for_status()
+    evaluated = assessed.json()["trace_id"]
+
+    tab.open("#traces")
+    expect(tab.page.locator("#f-purpose")).to_have_value("chat")
+    expect(tab.page.locator(f"tr[data-trace='{chat['trace_id']}']")).to_have_count(1)
+    expect(tab.page.locator(f"tr[data-trace='{evaluated}']")).to_have_count(0)
+
+    _filter(tab, purpose="eval")
+    expect(tab.page.locator(f"tr[data-trace='{evaluated}']")).to_have_count(1)
+    expect(tab.page.locator(f"tr[data-trace='{chat['trace_id']}']")).to_have_count(0)
+
+    _filter(tab, purpose="")  # any
+    expect(tab.page.locator(f"tr[data-trace='{evaluated}']")).to_have_count(1)
+    expect(tab.page.locator(f"tr[data-trace='{chat['trace_id']}']")).to_have_count(1)
+
+
+def test_an_opened_trace_shows_above_the_list_scrolled_into_view(
+    tab: Tab, service: RunningServer
+) -> None:
+    oldest = _post(service, "The first of several messages.")
+    for n in range(8):
+        _post(service, f"Another message, number {n}.")
+    tab.page.set_viewport_size({"width": 1280, "height": 600})
+    tab.open("#traces")
+    expect(tab.page.locator("#trace-detail")).to_be_hidden()  # nothing opened yet
+
+    row = tab.page.locator(f"tr[data-trace='{oldest['trace_id']}']")
+    row.locator("a").click()
+
+    detail = tab.page.locator("#trace-detail")
+    expect(detail.locator("#detail-id")).to_have_text(oldest["trace_id"])
+    expect(_card(detail, "Decision")).to_be_visible()
+    detail_box = detail.bounding_box()
+    table_box = tab.page.locator("#trace-table").bounding_box()
+    assert detail_box is not None and table_box is not None
+    assert detail_box["y"] + detail_box["height"] <= table_box["y"]  # above the list
+    assert 0 <= detail_box["y"] < 600  # its top is on screen
+
+
+def test_the_zh_console_names_reasons_stages_policies_and_kinds_in_chinese(
+    chromium: Browser, service: RunningServer, simulator_process: RunningSimulator
+) -> None:
+    simulator_process.load(SCENARIO)
+    context = chromium.new_context(locale="zh-CN", timezone_id="UTC")
+    try:
+        tab = Tab(context.new_page(), service.url)
+        tab.open()
+        turn = tab.send("今天工作好累，睡不着。")
+        turn.locator("details.trail summary").click()
+
+        reason = turn.locator(".who .reason")
+        expect(reason.locator(".code-name")).to_have_text("已批准")
+        expect(reason.locator(".code-raw")).to_have_text("approved")  # the code stays visible
+        expect(reason).to_have_attribute("title", "approved")
+        policy = _card(turn, "风险分级").locator("[data-policy]")
+        expect(policy).to_contain_text("常规")
+        expect(policy.locator(".code-raw")).to_have_text("normal")
+        rows = _card(turn, "耗时").locator(".wf-row .wf-label")
+        expect(rows.nth(1)).to_have_text("咨询者 · 起草")
+        expect(rows.nth(1)).to_have_attribute("title", "draft")
+        expect(rows.nth(2)).to_have_text("审核者 · 审核")
+
+        link = turn.locator(".who .trace-link").get_attribute("href")
+        assert link is not None and link.startswith("#traces/")
+        tab.open(link)
+        kind = tab.page.locator("#trace-detail .kv dd").first
+        expect(kind.locator(".code-name")).to_have_text("支持消息")
+        expect(kind.locator(".code-raw")).to_have_text("support_message")
+        options = tab.page.locator("#f-reason option").all_inner_texts()
+        assert "违反规则 (rule_violation)" in options
+        purposes = tab.page.locator("#f-purpose option").all_inner_texts()
+        assert purposes[0] == "对话记录"
+    finally:
+        context.close()

@@ -65,9 +65,9 @@ def test_the_console_shows_each_decision_as_it_was_made(
 
         released = reason is ReasonCode.APPROVED
         expect(turn.locator(".who .badge")).to_have_text("Released" if released else "Fallback")
-        expect(turn.locator(".who .reason")).to_have_text(reason.value)
+        expect(turn.locator(".who .reason .code-raw")).to_have_text(reason.value)
         decision = turn.locator(".card").filter(has=tab.page.locator("h3, h4", has_text="Decision"))
-        expect(decision.locator(".reason")).to_have_text(reason.value)
+        expect(decision.locator(".reason .code-raw")).to_have_text(reason.value)
         reply = turn.locator(".reply-text")
         if released:
             expect(reply).to_have_text(DRAFT)

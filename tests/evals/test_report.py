@@ -6,8 +6,10 @@ import base64
 import dataclasses
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from matplotlib.text import Text
 
 from foureyes.core.errors import UsageError
 from foureyes.core.locale import Locale
@@ -128,3 +130,58 @@ async def test_markdown_cells_cannot_break_the_table(tmp_path: Path, store: Stor
 
     row = next(line for line in table.splitlines() if line.startswith("| a\\|b |"))
     assert row.replace("\\|", "").count("|") == len(view.arms.header) + 1
+
+
+def _overlapping_texts(fig: Any) -> list[tuple[str, str]]:
+    """Pairs of drawn texts of ``fig`` whose boxes intersect, and texts that leave it."""
+    renderer = fig.canvas.get_renderer()
+    ticks, drawn = set(), set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            every = axis.get_major_ticks() + axis.get_minor_ticks()
+            ticks |= {id(label) for tick in every for label in (tick.label1, tick.label2)}
+            # Only ticks inside the view are drawn (a locator also places some beyond it).
+            for tick in axis._update_ticks():
+                drawn |= {id(label) for label in (tick.label1, tick.label2) if label.get_visible()}
+    texts = [
+        t
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and (id(t) not in ticks or id(t) in drawn)
+    ]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+    page = fig.bbox
+    problems = [
+        (name, "the figure's edge")
+        for name, box in boxes
+        if box.x0 < page.x0 or box.y0 < page.y0 or box.x1 > page.x1 or box.y1 > page.y1
+    ]
+    for n, (first, a) in enumerate(boxes):
+        problems += [(first, second) for second, b in boxes[n + 1 :] if a.overlaps(b)]
+    return problems
+
+
+@pytest.mark.parametrize("locale", [Locale.EN, Locale.ZH_HANS])
+async def test_no_plot_label_overlaps_another_or_leaves_the_figure(
+    tmp_path: Path, store: Store, locale: Locale
+) -> None:
+    await _triage_run(tmp_path, store)
+    _, metrics = await load_metrics(store, "t")
+    # Long arm names, all at the same (zero) cost: the case where labels used to collide.
+    renamed = {a.arm: f"{a.arm}-with-a-rather-long-arm-name" for a in metrics.arms}
+    metrics = dataclasses.replace(
+        metrics,
+        baseline=renamed[metrics.baseline],
+        arms=tuple(dataclasses.replace(a, arm=renamed[a.arm]) for a in metrics.arms),
+        confusions={renamed[k]: v for k, v in metrics.confusions.items()},
+    )
+    assert len({(a.mean_cost_usd, a.pass_rate.estimate) for a in metrics.arms}) < len(metrics.arms)
+    text = _plots.PlotText.of(report_strings(), locale, _plots.cjk_font())
+
+    for plot, args in [
+        (_plots.PASS_RATE, ()),
+        (_plots.CORRECTIONS, ()),
+        (_plots.COST_BENEFIT, ()),
+        *((_plots.CONFUSION, (a.arm,)) for a in metrics.arms),
+    ]:
+        with plot.figure(metrics, text, *args) as fig:
+            assert _overlapping_texts(fig) == [], plot.draw.__name__

@@ -31,7 +31,9 @@ from foureyes.review.session import (
 )
 from tests.helpers.data import require_data
 from tests.review._session_support import (
+    CASSETTES,
     REAL_NAMES,
+    TRAJECTORIES,
     TRAJECTORY_FILES,
     canary_sessions,
     cassette_chat,
@@ -255,6 +257,50 @@ def test_deepseek_chat_keeps_reasoning_parallel_calls_and_tools() -> None:
         if isinstance(b, ToolCallBlock)
     ]
     assert step_calls == ["call_00_6edlnw3Z1MgeMfey687g8451", "call_01_km02sac7sHxNDPATKLZy7705"]
+
+
+# --- VCR cassettes ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(CASSETTES))
+def test_a_vcr_cassette_is_imported_as_its_last_chat_call(name: str) -> None:
+    path = TRAJECTORIES / "cassettes" / CASSETTES[name]
+
+    session = load_session(path)  # detected as a cassette
+
+    assert session == parse_session(json.dumps(cassette_chat(name)))
+    assert load_session(path, SessionFormat.VCR) == session
+    assert load_session(path, "vcr") == session
+
+
+@pytest.mark.parametrize("name", ["deepseek-thinking", "deepseek-stream"])
+def test_a_deepseek_cassette_keeps_its_reasoning_content_as_reasoning(name: str) -> None:
+    session = load_session(TRAJECTORIES / "cassettes" / CASSETTES[name])
+
+    (reasoning,) = _blocks(session, ReasoningBlock)
+    (answer,) = _blocks(session, TextBlock)
+    assert len(reasoning.text) > 200 and reasoning.text != answer.text
+    assert reasoning.text == cassette_chat(name)["messages"][-1]["reasoning_content"]
+    (turn,) = session.turns()
+    assert turn.reason is EndReason.COMPLETED
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("interactions: 5\n", FormatProblem.WRONG_SHAPE),
+        ("interactions:\n- request:\n    uri: https://x/v1/models\n", FormatProblem.WRONG_SHAPE),
+        (
+            "interactions:\n- request:\n    uri: https://x/v1/chat/completions\n  response: {}\n",
+            FormatProblem.WRONG_SHAPE,
+        ),
+        ("interactions:\n- request:\n    uri: 'never closed\n", FormatProblem.NOT_JSON),
+    ],
+)
+def test_a_broken_cassette_is_a_format_error(text: str, problem: FormatProblem) -> None:
+    with pytest.raises(SessionFormatError) as refused:
+        parse_session(text)
+    assert refused.value.schema == "vcr" and refused.value.problem is problem
 
 
 def test_openai_chat_with_two_user_turns() -> None:

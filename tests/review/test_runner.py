@@ -30,13 +30,14 @@ from foureyes.core.errors import (
     StoreError,
     UsageError,
 )
+from foureyes.core.locale import Locale
 from foureyes.core.trace import EventKind
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.prompting import neutralise
 from foureyes.llm.provider import ChatRequest, ChatResult, ToolCall
 from foureyes.llm.routes import Routes
 from foureyes.review.offline import OFFLINE_NOTICE
-from foureyes.review.packet import ItemKind, PacketRejection, PacketStatus
+from foureyes.review.packet import PacketRejection
 from foureyes.review.publication import PublicationPolicy, publication_message
 from foureyes.review.runner import (
     ReviewOutcome,
@@ -73,23 +74,29 @@ async def events(store: Store, trace_id: str | None) -> list[tuple[EventKind, di
     return [(e.kind, dict(e.data)) for e in record.events]
 
 
-async def test_offline_reviewer_returns_its_honest_notice(tmp_path: Path) -> None:
+async def test_the_offline_reviewer_s_notice_is_no_packet_and_never_published(
+    tmp_path: Path,
+) -> None:
     async with opened_store(tmp_path) as store, open_caller(Config(), store) as caller:
         runner = ReviewRunner(caller, packet_max_chars=MAX)
-        outcome = await runner.run(REQUEST, deadline=Deadline.after(5), conversation_id="s1")
-        assert outcome.reason is ReviewReason.ACCEPTED and outcome.offline
-        assert outcome.packet is not None
-        assert outcome.packet.status is PacketStatus.UPDATE
-        (only,) = outcome.packet.items
-        assert only.kind is ItemKind.UNKNOWN and only.content in OFFLINE_NOTICE.values()
+        outcome = await runner.run(
+            REQUEST,
+            deadline=Deadline.after(5),
+            conversation_id="s1",
+            policy=PublicationPolicy.ALL,
+        )
+        assert outcome.reason is ReviewReason.REVIEWER_OFFLINE and outcome.offline
+        assert outcome.packet is None and not outcome.published
+        assert "offline engine cannot review" in outcome.detail
         record = await store.traces.get(outcome.trace_id or "")
         assert record is not None
         assert record.run.kind == "review" and record.run.conversation_id == "s1"
-        assert record.run.outcome == "accepted" and record.run.reason == "accepted"
+        assert record.run.outcome == "no_packet" and record.run.reason == "reviewer_offline"
         assert record.run.meta["trigger"] == "manual"
-        kinds = [e.kind for e in record.events]
-        assert kinds == [EventKind.MODEL_CALL, EventKind.PROPOSAL, EventKind.DECISION]
-        assert record.events[1].data["sha256"] == outcome.packet.sha256
+        assert [e.kind for e in record.events][0] is EventKind.MODEL_CALL
+        assert EventKind.PROPOSAL not in [e.kind for e in record.events]
+    # What the offline engine answers is still its honest notice, in the session's language.
+    assert set(OFFLINE_NOTICE) == set(Locale)
 
 
 async def test_an_accepted_packet_over_http(simulator: RunningSimulator, tmp_path: Path) -> None:

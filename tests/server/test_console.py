@@ -36,6 +36,7 @@ from foureyes.server.app import GATEWAY_MODEL, create_app
 from foureyes.server.console import (
     CONSOLE_CSP,
     LEVEL_FILTERS,
+    PURPOSE_FILTERS,
     Catalogue,
     PageAssets,
     console_strings,
@@ -289,6 +290,10 @@ def test_the_script_never_builds_markup_from_strings() -> None:
 
 FAMILIES: dict[str, list[str]] = {
     "reason": [r.value for r in ReasonCode],
+    "reasonname": [r.value for r in ReasonCode],
+    "stage": ["draft", "review", "l1", "l2", "select", "explain"],
+    "kind": ["support_message", "gate_reply", "risk_triage", "review", "facts"],
+    "purpose": list(PURPOSE_FILTERS),
     "outcome": [o.value for o in Outcome],
     "level": [level.value for level in RiskLevel] + ["unknown", "unscreened"],
     "status": [s.value for s in RiskStatus],
@@ -321,10 +326,12 @@ def test_every_string_the_page_uses_exists_and_every_string_is_used() -> None:
     in_script = set(re.findall(r"""\bt\(["']([\w.-]+)["']\)""", SCRIPT))
     in_script |= {
         f"{family}.{value}"
-        for family in re.findall(r"""\b(?:label|chips)\(["'](\w+)["']""", SCRIPT)
+        for family in re.findall(r"""\b(?:label|chips|coded)\(["'](\w+)["']""", SCRIPT)
         for value in FAMILIES.get(family, [])
     }
     in_page_code = {f"level.{level}" for level in LEVEL_FILTERS} | {"traces.any"}
+    in_page_code |= {f"purpose.{purpose}" for purpose in PURPOSE_FILTERS}
+    in_page_code |= {f"reasonname.{reason.value}" for reason in ReasonCode}
     used = in_template | in_script | in_page_code
     assert used - set(catalogue.entries) == set()
     assert set(catalogue.entries) - used == set()

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sqlite3
 import string
 
@@ -198,3 +199,31 @@ async def test_a_store_failure_is_503_and_nothing_is_served() -> None:
         "param": None,
     }
     assert health.status_code == 503 and health.json()["status"] == "unavailable"
+
+
+_LATIN = re.compile(r"[A-Za-z]{3,}")
+
+
+@pytest.mark.parametrize("language", ["zh-CN", "zh-TW"])
+async def test_chinese_validation_errors_embed_no_english_validation_text(language: str) -> None:
+    headers = bearer(ADMIN_KEY) | {"accept-language": language}
+    async with app_client(create_app(keyed(), KEYS_ENV)) as client:
+        wrong = await client.post(
+            "/v1/keys", json={"name": [SECRET], "scope": "boss", "x": 1}, headers=headers
+        )
+        broken = await client.post(
+            "/v1/keys",
+            content='{"name": "a"',
+            headers=headers | {"content-type": "application/json"},
+        )
+        english = await client.post("/v1/keys", json={"name": [SECRET]}, headers=bearer(ADMIN_KEY))
+    for response in (wrong, broken):
+        message = str(_error(response)["message"])
+        # Field names are the request's own (name, scope, x); no word of pydantic's or
+        # the JSON decoder's English is left.
+        leftover = set(_LATIN.findall(message)) - {"name", "scope", "JSON"}
+        assert leftover == set(), message
+        assert SECRET not in response.text
+    assert "name" in str(_error(wrong)["message"]) and "scope" in str(_error(wrong)["message"])
+    assert "位置" in str(_error(broken)["message"])
+    assert "Input should be a valid string" in str(_error(english)["message"])

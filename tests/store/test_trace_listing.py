@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 
 import pytest
 
@@ -113,8 +114,10 @@ async def _run(
     reason: str = "approved",
     level: str | None = "low",
     status: str = "ok",
+    purpose: str | None = None,
 ) -> str:
-    trace_id = await store.traces.start_run(kind, conversation_id=conversation)
+    meta = None if purpose is None else {"purpose": purpose}
+    trace_id = await store.traces.start_run(kind, conversation_id=conversation, meta=meta)
     if status:
         await store.assessments.record(
             NewAssessment(
@@ -225,3 +228,44 @@ async def test_the_level_filter_tells_unscreened_from_unknown(
 
     assert await ids("unknown") == [unknown]
     assert await ids("unscreened") == [unscreened]
+
+
+async def test_the_purpose_filter_keeps_eval_runs_apart_from_chat_runs(
+    open_store: OpenStore, store_url: str
+) -> None:
+    clock = ManualClock()
+    store = await open_store(store_url, clock=clock)
+    chat = await _run(store, clock, purpose="live")
+    untagged_chat = await _run(store, clock)
+    gate_eval = await _run(store, clock, kind="gate_reply", status="", purpose="test")
+    triage_eval = await _run(store, clock, kind="risk_triage", purpose="calibration")
+    review = await _run(store, clock, kind="review", status="")
+    live_triage = await _run(store, clock, kind="risk_triage", purpose="live")
+
+    async def ids(purpose: str) -> list[str]:
+        return [r.trace_id for r in await store.traces.list_runs(RunFilter(purpose=purpose))]
+
+    assert await ids("chat") == [untagged_chat, chat]
+    assert await ids("eval") == [triage_eval, gate_eval]
+    assert await ids("other") == [live_triage, review]
+    listed = {r.trace_id: r.as_json()["purpose"] for r in await store.traces.list_runs()}
+    assert listed[chat] == "chat" and listed[gate_eval] == "eval" and listed[review] == "other"
+    with pytest.raises(UsageError, match="purpose"):
+        await store.traces.list_runs(RunFilter(purpose="live"))
+
+
+async def test_ids_with_a_prefix_are_found_in_order(open_store: OpenStore, store_url: str) -> None:
+    clock = ManualClock()
+    store = await open_store(store_url, clock=clock)
+    first = await _run(store, clock)
+    second = await _run(store, clock)
+    common = len(os.path.commonprefix([first, second]))
+
+    assert await store.traces.ids_with_prefix(first[:common]) == [first, second]
+    assert await store.traces.ids_with_prefix(first[:common], limit=1) == [first]
+    assert await store.traces.ids_with_prefix(second[: common + 1]) == [second]
+    assert await store.traces.ids_with_prefix(first) == [first]
+    assert await store.traces.ids_with_prefix("f" * 32) == []
+    for bad in ("", "ABC", "x1", "0" * 33):
+        with pytest.raises(UsageError):
+            await store.traces.ids_with_prefix(bad)

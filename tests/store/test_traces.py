@@ -292,6 +292,7 @@ def test_the_writer_has_no_method_to_edit_or_delete() -> None:
         "finish_run",
         "fingerprint",
         "get",
+        "ids_with_prefix",
         "list_runs",
         "purge_expired",
         "reserve_run",

@@ -4,6 +4,11 @@ Each reply is followed by its decision line: released or fallback and the reason
 triage's tier, level and status, the policy applied, the candidate's and the delivered
 text's digests (short) and the trace id, for ``foureyes trace show``. ``--json`` prints
 one JSON object per message instead: the reply and the gateway's ``foureyes`` object.
+
+A line that starts with ``/`` is a command, handled here and never sent: ``/help`` lists
+the commands, ``/quit`` ends the chat, any other is refused as unknown. A message that
+starts with ``/`` is written with two (``//etc`` sends ``/etc``). A help line saying so
+opens an interactive chat.
 """
 
 from __future__ import annotations
@@ -26,9 +31,19 @@ from foureyes.llm.routes import Routes
 from foureyes.pipeline import SupportMessage, SupportOutcome, SupportPipeline
 from foureyes.store import Store
 
-__all__ = ["chat", "decision_line", "open_pipeline"]
+__all__ = ["COMMANDS", "HELP_LINE", "chat", "decision_line", "open_pipeline"]
 
 _SHORT = 12
+COMMANDS = {
+    "/help": "list these commands",
+    "/quit": "end the chat (as does end of input)",
+}
+"""The chat's own commands: handled locally, never sent as a message."""
+HELP_LINE = (
+    "Type a message and press Enter; /help lists the commands, /quit ends the chat"
+    " (a message that starts with / is written with //)."
+)
+"""The line that opens a chat in the terminal."""
 
 
 @contextlib.asynccontextmanager
@@ -84,10 +99,40 @@ def _document(outcome: SupportOutcome) -> dict[str, Any]:
     }
 
 
+def _command(text: str, *, as_json: bool) -> bool:
+    """Handle a command line locally; ``False`` when it ends the chat."""
+    name = text.split(maxsplit=1)[0]
+    if name == "/quit":
+        return False
+    if as_json:
+        if name == "/help":
+            typer.echo(json.dumps({"ok": True, "commands": COMMANDS}, sort_keys=True))
+        else:
+            problem = f"unknown command {name}; /help lists the commands"
+            document = {"ok": False, "error": "UnknownCommand", "problems": [problem]}
+            typer.echo(json.dumps(document, ensure_ascii=False, sort_keys=True))
+        return True
+    if name == "/help":
+        for command, meaning in COMMANDS.items():
+            console.print(f"  {command}  {meaning}", markup=False, highlight=False)
+        console.print("  //text  send a message that starts with /", markup=False)
+    else:
+        console.print(
+            f"unknown command {name} (not sent); /help lists the commands",
+            style="yellow",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    return True
+
+
 async def _chat(cfg: Config, conversation_id: str, *, as_json: bool) -> None:
     history: list[Turn] = []
     prompt = not as_json and sys.stdin.isatty()
     async with open_pipeline(cfg) as pipeline:
+        if not as_json:
+            console.print(HELP_LINE, style="dim", markup=False, highlight=False, soft_wrap=True)
         while True:
             if prompt:
                 console.print("[bold]>[/] ", end="")
@@ -97,6 +142,11 @@ async def _chat(cfg: Config, conversation_id: str, *, as_json: bool) -> None:
             text = line.rstrip("\n")
             if not text.strip():
                 continue
+            if text.startswith("/") and not text.startswith("//"):
+                if _command(text, as_json=as_json):
+                    continue
+                return
+            text = text.removeprefix("/")  # "//etc" is the message "/etc"
             outcome = await pipeline.handle(
                 SupportMessage(text=text, history=tuple(history), conversation_id=conversation_id)
             )
@@ -122,7 +172,9 @@ def chat(
     """Talk to the support pipeline: each line of stdin is a message.
 
     Every message is triaged and every reply passes the release gate, as in the
-    gateway; a decision line follows each reply. Exits 1 when the config is invalid or
+    gateway; a decision line follows each reply. A line that starts with / is a
+    command, never sent: /help lists them, /quit ends the chat; // sends a message that
+    starts with /. Exits 1 when the config is invalid or
     the store cannot be opened or written (nothing is shown that was not recorded).
     """
     cfg = load(config, as_json=as_json)

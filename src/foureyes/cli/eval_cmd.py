@@ -10,7 +10,16 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load, run
+from foureyes.cli._common import (
+    ConfigOption,
+    JsonOption,
+    console,
+    emit_json,
+    err_console,
+    fail,
+    load,
+    run,
+)
 from foureyes.config import Config
 from foureyes.core.datadir import DATA_DIR_ENV, data_dir
 from foureyes.core.errors import FoureyesError, UsageError
@@ -23,6 +32,7 @@ from foureyes.evals import (
     arm_routes,
     eval_providers,
     load_suite,
+    runnable_arms,
     shipped_suites,
     suite_path,
     write_report,
@@ -83,9 +93,16 @@ async def _run(
     replay: Path | None,
     data_root: Path,
     show_progress: bool,
-) -> RunSummary:
+) -> tuple[RunSummary, dict[str, str]]:
     suite = load_suite(suite_path(suite_name))
-    arms = [suite.arm(n) for n in arm_names] if arm_names else list(suite.arms)
+    left_out: dict[str, str] = {}
+    if arm_names:
+        arms = [suite.arm(n) for n in arm_names]
+    else:
+        # By default, the arms this config's routes can run; the others are named.
+        arms, left_out = runnable_arms(cfg, suite.arms)
+        if suite.baseline.name in left_out:
+            raise SuiteError([f"arm {name}: {why}" for name, why in left_out.items()])
     routes = arm_routes(cfg, arms)
     providers = eval_providers(cfg, routes, os.environ, record=record, replay=replay)
     mode = "replay" if replay else "record" if record else "live"
@@ -120,7 +137,7 @@ async def _run(
                 data_root=data_root,
                 on_progress=advance,
             )
-            return await runner.run()
+            return await runner.run(), left_out
     finally:
         for provider in providers.values():
             await provider.aclose()
@@ -131,7 +148,11 @@ async def _run(
 def run_suite(
     suite: Annotated[str, typer.Argument(help="A shipped suite's name, or a suite folder.")],
     arms: Annotated[
-        str | None, typer.Option("--arms", help="Comma-separated arm names (default: all).")
+        str | None,
+        typer.Option(
+            "--arms",
+            help="Comma-separated arm names (default: every arm the config's routes can run).",
+        ),
     ] = None,
     run_id: Annotated[
         str | None, typer.Option("--run-id", help="Resume this run (default: a new run).")
@@ -159,12 +180,17 @@ def run_suite(
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Run every case of SUITE under every chosen arm; stored as each pair finishes."""
+    """Run every case of SUITE under every chosen arm; stored as each pair finishes.
+
+    Without --arms, an arm whose route the config does not define (supervisor-strong
+    without a strong route) is left out and named; a named arm whose route is missing, or
+    a baseline that cannot run, exits 1 before any case runs.
+    """
     cfg = load(config, as_json=as_json)
     rid = new_run_id(Path(suite).name, dt.datetime.now(dt.UTC)) if run_id is None else run_id
     names = [n.strip() for n in arms.split(",") if n.strip()] if arms else None
     try:
-        summary = run(
+        summary, left_out = run(
             _run(
                 cfg,
                 suite,
@@ -190,10 +216,19 @@ def run_suite(
         "skipped": summary.skipped,
         "failures": summary.failures,
         "spend_usd": summary.spend_usd,
+        "arms_left_out": left_out,
     }
     if as_json:
         emit_json(document)
         return
+    for name, why in left_out.items():
+        err_console.print(
+            f"left out arm {name}: {why} (define the route, or choose arms with --arms)",
+            style="yellow",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     console.print(
         f"run [bold]{summary.run_id}[/]: ran {summary.ran}, skipped {summary.skipped}, "
         f"failures {summary.failures}, spend ${summary.spend_usd:.4f}"

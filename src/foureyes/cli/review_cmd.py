@@ -36,6 +36,7 @@ class _Format(StrEnum):
     NATIVE = "native"
     SWE_AGENT = "swe-agent"
     OPENHANDS = "openhands"
+    VCR = "vcr"
 
 
 _FORMATS = {
@@ -44,6 +45,7 @@ _FORMATS = {
     _Format.NATIVE: SessionFormat.NATIVE,
     _Format.SWE_AGENT: SessionFormat.SWE_AGENT,
     _Format.OPENHANDS: SessionFormat.OPENHANDS,
+    _Format.VCR: SessionFormat.VCR,
 }
 
 
@@ -58,7 +60,8 @@ def review(
     session_file: Annotated[
         Path,
         typer.Argument(
-            help="The session: OpenAI chat JSON, native JSONL, SWE-agent .traj or OpenHands JSON.",
+            help="The session: OpenAI chat JSON, native JSONL, SWE-agent .traj, OpenHands JSON"
+            " or a VCR cassette (.yaml) of chat calls.",
             exists=True,
             dir_okay=False,
         ),

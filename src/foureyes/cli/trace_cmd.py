@@ -1,16 +1,23 @@
-"""``foureyes trace show ID``: which text, based on which data and rules, was allowed out.
+"""``foureyes trace``: the recorded runs, listed and shown.
 
-The readable view answers that question from the run's decision record: the text that
-went out (by digest, and in full when code rendered it), the data the review was based
-on, the rules in force and those that fired, every draft and its verdict, the model calls,
-and if no candidate went out, why not. ``--json`` prints the whole record.
+``trace list`` prints the recent runs, newest first (id, start, purpose, outcome, reason,
+risk level), with the console's filters: purpose (chat runs by default, apart from eval
+runs), reason, risk level, and a date range.
+
+``trace show ID`` answers which text, based on which data and rules, was allowed out,
+from the run's records: the triage (status, level, tier, path, the L0 matches by
+category and span), the text that went out (by digest, and in full when code rendered
+it), the data the review was based on, the rules in force and those that fired, every
+draft and its verdict, the model calls, and if no candidate went out, why not. ``ID`` may
+be a unique prefix of the id. ``--json`` prints the whole record.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.table import Table
@@ -18,19 +25,24 @@ from rich.table import Table
 from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load, run
 from foureyes.config import Config
 from foureyes.core.digest import sha256_hex
-from foureyes.core.errors import FoureyesError
+from foureyes.core.errors import FoureyesError, UsageError
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
 from foureyes.core.trace import EventKind, TraceRecord
 from foureyes.gate import RECORD_SCHEMA, fallback_text
 from foureyes.risk.resources import render_resources
 from foureyes.store import Store
+from foureyes.store.trace_list import MAX_LIST, RunFilter, RunSummary
 
-__all__ = ["TraceNotFound", "app", "show"]
+__all__ = ["AmbiguousTraceId", "TraceNotFound", "app", "list_runs", "show"]
 
 app = typer.Typer(no_args_is_help=True, help="Read recorded runs.")
 
-TraceId = Annotated[str, typer.Argument(help="The trace id (32 hex characters).")]
+TraceId = Annotated[
+    str, typer.Argument(help="The trace id (32 hex characters), or a unique prefix of it.")
+]
+_Purpose = Literal["chat", "eval", "other", "all"]
+_Level = Literal["low", "medium", "high", "critical", "unknown", "unscreened"]
 
 _WHY = {
     ReasonCode.REJECTED: "the Supervisor rejected the candidate",
@@ -56,15 +68,133 @@ class TraceNotFound(FoureyesError):
         super().__init__(f"no trace {trace_id!r} in the store")
 
 
+class AmbiguousTraceId(FoureyesError):
+    """Raised when a short trace id is the prefix of more than one run's id."""
+
+    def __init__(self, prefix: str, matches: Sequence[str]) -> None:
+        self.prefix = prefix
+        self.matches = tuple(matches)
+        super().__init__(
+            f"{prefix!r} is the prefix of more than one trace ({', '.join(self.matches)}, ...):"
+            " give more of the id"
+        )
+
+
 async def _read(config: Config, trace_id: str) -> TraceRecord:
     store = await Store.open(config.store, config.privacy, os.environ)
     try:
-        record = await store.traces.get(trace_id)
+        try:
+            matches = await store.traces.ids_with_prefix(trace_id.lower())
+        except UsageError:
+            raise TraceNotFound(trace_id) from None
+        if len(matches) > 1:
+            raise AmbiguousTraceId(trace_id, matches)
+        record = await store.traces.get(matches[0]) if matches else None
     finally:
         await store.close()
     if record is None:
         raise TraceNotFound(trace_id)
     return record
+
+
+def _day_bound(value: str | None, *, end: bool) -> dt.datetime | None:
+    """A ``--since``/``--until`` value: a day (UTC, whole days) or an ISO time with a zone."""
+    if value is None:
+        return None
+    try:
+        day = dt.date.fromisoformat(value)
+    except ValueError:
+        pass
+    else:
+        midnight = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
+        return midnight + dt.timedelta(days=1) if end else midnight
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise typer.BadParameter(
+            f"{value!r}: give a day (2026-11-30) or a time with a zone (2026-11-30T12:00:00Z)"
+        )
+    return moment
+
+
+async def _list(config: Config, where: RunFilter, limit: int) -> list[RunSummary]:
+    store = await Store.open(config.store, config.privacy, os.environ)
+    try:
+        return await store.traces.list_runs(where, limit=limit)
+    finally:
+        await store.close()
+
+
+@app.command("list")
+def list_runs(
+    config: ConfigOption = None,
+    purpose: Annotated[
+        _Purpose,
+        typer.Option(help="chat: support messages; eval: eval, test and calibration runs."),
+    ] = "chat",
+    reason: Annotated[str | None, typer.Option(help="Runs finished with this reason.")] = None,
+    risk_level: Annotated[
+        _Level | None, typer.Option(help="Runs whose triage found this level (or status).")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="From this day (UTC) or ISO time with a zone.")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="To the end of this day (UTC), or before this time.")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, max=MAX_LIST, help="At most this many.")] = 50,
+    as_json: JsonOption = False,
+) -> None:
+    """List the recent runs, newest first, with the console's filters.
+
+    Exits 1 when the config is invalid or the store cannot be read.
+    """
+    where = RunFilter(
+        purpose=None if purpose == "all" else purpose,
+        reason=reason,
+        risk_level=risk_level,
+        since=_day_bound(since, end=False),
+        until=_day_bound(until, end=True),
+    )
+    cfg = load(config, as_json=as_json)
+    try:
+        runs = run(_list(cfg, where, limit))
+    except FoureyesError as exc:
+        fail(exc, as_json=as_json)
+    if as_json:
+        emit_json({"ok": True, "data": [summary.as_json() for summary in runs]})
+        return
+    if not runs:
+        _out("no runs match", markup=False)
+        return
+    # Plain lines, not a table: an id must stay whole at any terminal width.
+    rows = [("trace", "started", "purpose", "outcome", "reason", "risk")]
+    rows += [
+        (
+            summary.trace_id,
+            summary.started_at.isoformat(timespec="seconds"),
+            summary.purpose,
+            summary.outcome or "-",
+            summary.reason or "-",
+            _risk(summary),
+        )
+        for summary in runs
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        _out(
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip(),
+            markup=False,
+            highlight=False,
+        )
+
+
+def _risk(summary: RunSummary) -> str:
+    if summary.risk_status is None:
+        return "-"
+    return f"{summary.risk_level or summary.risk_status} {summary.risk_tier}"
 
 
 @app.command("show")
@@ -82,6 +212,7 @@ def show(trace_id: TraceId, config: ConfigOption = None, as_json: JsonOption = F
         emit_json({"ok": True, **record.as_json()})
         return
     _print_header(record)
+    _print_triage(record)
     decisions = [e.data for e in record.events if e.kind is EventKind.DECISION]
     gate = [d for d in decisions if d.get("schema") == RECORD_SCHEMA]
     for data in gate:
@@ -107,6 +238,38 @@ def _print_header(record: TraceRecord) -> None:
     _out(f"started {header.started_at.isoformat()}, {finished}", markup=False)
     if header.outcome:
         _out(f"outcome {header.outcome} ({header.reason})", markup=False)
+
+
+def _print_triage(record: TraceRecord) -> None:
+    triage = next(
+        (
+            e.data
+            for e in reversed(record.events)
+            if e.kind is EventKind.RISK and e.stage == "triage"
+        ),
+        None,
+    )
+    if triage is None:
+        return
+    out = _out
+    out("")
+    confirmed = ", confirmed" if triage["confirmed"] else ""
+    out(
+        f"Triage: level {triage['level'] or '-'}, status {triage['status']}{confirmed}, "
+        f"tier {triage['tier']}, path {triage['path'] or 'stopped at L0'}",
+        markup=False,
+    )
+    out(
+        f"  policy {triage['policy']}, reasons: {', '.join(triage['reasons']) or 'none'}",
+        markup=False,
+    )
+    l0 = triage["l0"]
+    matches = ", ".join(f"{m['category']}@{m['start']}-{m['end']}" for m in l0["matches"])
+    out(
+        f"  L0: score {l0['score']}, {'escalated' if l0['escalate'] else 'not escalated'}, "
+        f"matches: {matches or 'none'}",
+        markup=False,
+    )
 
 
 def _rendered(part: Mapping[str, Any], data: Mapping[str, Any]) -> str | None:

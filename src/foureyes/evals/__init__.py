@@ -14,6 +14,7 @@ from foureyes.evals.arms import (
     answer_case,
     arm_config,
     arm_routes,
+    runnable_arms,
 )
 from foureyes.evals.cassette import (
     CassetteMiss,
@@ -136,6 +137,7 @@ __all__ = [
     "report_view",
     "run_facts",
     "run_verifier",
+    "runnable_arms",
     "shipped_suites",
     "suite_path",
     "write_report",

@@ -11,9 +11,10 @@ in Chinese.
 from __future__ import annotations
 
 import io
+import re
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -30,6 +31,11 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "CONFUSION",
+    "CORRECTIONS",
+    "COST_BENEFIT",
+    "PASS_RATE",
+    "Plot",
     "PlotText",
     "cjk_font",
     "confusion_png",
@@ -143,10 +149,11 @@ class PlotText:
 @contextmanager
 def _figure(text: PlotText, size: tuple[float, float]) -> Iterator[tuple[Figure, Axes]]:
     # Named families, not the generic "sans-serif": matplotlib falls back glyph by glyph
-    # only along an explicit list.
+    # only along an explicit list. Constrained layout makes room for every label (rotated
+    # ticks, a legend outside the axes) instead of letting them overlap.
     plt = _matplotlib()[0]
     with _DRAWING, plt.rc_context({"font.family": list(text.families)}):
-        fig, ax = plt.subplots(figsize=size)
+        fig, ax = plt.subplots(figsize=size, layout="constrained")
         try:
             yield fig, ax
         finally:
@@ -159,83 +166,162 @@ def _png(fig: Figure) -> bytes:
         # A name from the run (an arm, a label) in a script no font here can draw comes
         # out as boxes; that is all matplotlib's warning would say.
         warnings.filterwarnings("ignore", message="Glyph .* missing from font")
-        fig.tight_layout()
         fig.savefig(buffer, format="png", dpi=100)
     return buffer.getvalue()
 
 
-def pass_rate_png(metrics: RunMetrics, text: PlotText) -> bytes:
-    """Per-arm pass rate with its bootstrap interval."""
-    with _figure(text, (6, 3.5)) as (fig, ax):
-        names = [a.arm for a in metrics.arms]
-        rates = [a.pass_rate.estimate for a in metrics.arms]
-        below = [a.pass_rate.estimate - a.pass_rate.low for a in metrics.arms]
-        above = [a.pass_rate.high - a.pass_rate.estimate for a in metrics.arms]
-        ax.bar(names, rates, yerr=[below, above], capsize=6, color="#4c78a8")
-        ax.set_ylim(0, 1.05)
-        ax.set_ylabel(text("pass_rate.y"))
-        ax.set_title(text("pass_rate.title"))
-        return _png(fig)
+_Draw = Callable[..., None]
 
 
-def corrections_png(metrics: RunMetrics, text: PlotText) -> bytes:
-    """Correction rate against false-diversion rate per non-baseline arm."""
-    with _figure(text, (6, 3.5)) as (fig, ax):
-        arms = [a for a in metrics.arms if a.arm != metrics.baseline]
-        xs = range(len(arms))
-        ax.bar(
-            [x - 0.2 for x in xs],
-            [a.correction_rate or 0 for a in arms],
-            0.4,
-            label=text("corrections.correction"),
+@dataclass(frozen=True, slots=True)
+class Plot:
+    """One of the report's plots: how it is drawn, and at what size."""
+
+    draw: _Draw
+    """Draws into ``(fig, ax, metrics, text, *args)``."""
+    size: Callable[[RunMetrics], tuple[float, float]]
+    """The figure's size in inches, for these metrics."""
+
+    @contextmanager
+    def figure(self, metrics: RunMetrics, text: PlotText, *args: str) -> Iterator[Figure]:
+        """The drawn figure, laid out (every text artist placed), until the block ends."""
+        with _figure(text, self.size(metrics)) as (fig, ax):
+            self.draw(fig, ax, metrics, text, *args)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Glyph .* missing from font")
+                fig.canvas.draw()
+            yield fig
+
+    def png(self, metrics: RunMetrics, text: PlotText, *args: str) -> bytes:
+        """The plot as PNG bytes."""
+        with self.figure(metrics, text, *args) as fig:
+            return _png(fig)
+
+
+def _ticks(ax: Axes, names: list[str]) -> None:
+    """Arm or label names under the x axis, wrapped and slanted so none overlaps the next."""
+    positions = list(range(len(names)))
+    ax.set_xticks(positions, [_wrap(name) for name in names])
+    if len(names) > 2:
+        ax.tick_params(axis="x", labelrotation=30)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
+            label.set_rotation_mode("anchor")
+
+
+def _wrap(name: str, width: int = 14) -> str:
+    """``name`` broken at its hyphens or underscores into lines of about ``width``."""
+    if len(name) <= width:
+        return name
+    lines, line = [], ""
+    for part in re.split(r"(?<=[-_])", name):
+        if line and len(line) + len(part) > width:
+            lines.append(line)
+            line = ""
+        line += part
+    return "\n".join([*lines, line])
+
+
+def _pass_rate(fig: Figure, ax: Axes, metrics: RunMetrics, text: PlotText) -> None:
+    names = [a.arm for a in metrics.arms]
+    rates = [a.pass_rate.estimate for a in metrics.arms]
+    below = [a.pass_rate.estimate - a.pass_rate.low for a in metrics.arms]
+    above = [a.pass_rate.high - a.pass_rate.estimate for a in metrics.arms]
+    ax.bar(range(len(names)), rates, yerr=[below, above], capsize=6, color="#4c78a8")
+    _ticks(ax, names)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(text("pass_rate.y"))
+    ax.set_title(text("pass_rate.title"))
+
+
+def _corrections(fig: Figure, ax: Axes, metrics: RunMetrics, text: PlotText) -> None:
+    arms = [a for a in metrics.arms if a.arm != metrics.baseline]
+    xs = range(len(arms))
+    ax.bar(
+        [x - 0.2 for x in xs],
+        [a.correction_rate or 0 for a in arms],
+        0.4,
+        label=text("corrections.correction"),
+    )
+    ax.bar(
+        [x + 0.2 for x in xs],
+        [a.false_diversion_rate or 0 for a in arms],
+        0.4,
+        label=text("corrections.false_diversion"),
+    )
+    _ticks(ax, [a.arm for a in arms])
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(_wrap(text("corrections.y", baseline=metrics.baseline), 28))
+    ax.set_title(text("corrections.title"))
+    # Outside the axes: inside, it would cover bars that reach 1.
+    fig.legend(loc="outside lower center", ncols=2)
+
+
+def _cost_benefit(fig: Figure, ax: Axes, metrics: RunMetrics, text: PlotText) -> None:
+    # Each arm a series named in the legend: arms of the same cost and pass rate (all
+    # offline arms cost 0) would otherwise write their names on top of each other.
+    markers = "osD^vP*X"
+    for n, a in enumerate(metrics.arms):
+        ax.scatter(
+            a.mean_cost_usd,
+            a.pass_rate.estimate,
+            s=60,
+            marker=markers[n % len(markers)],
+            label=a.arm,
         )
-        ax.bar(
-            [x + 0.2 for x in xs],
-            [a.false_diversion_rate or 0 for a in arms],
-            0.4,
-            label=text("corrections.false_diversion"),
-        )
-        ax.set_xticks(list(xs), [a.arm for a in arms])
-        ax.set_ylim(0, 1.05)
-        ax.set_ylabel(text("corrections.y", baseline=metrics.baseline))
-        ax.set_title(text("corrections.title"))
-        ax.legend()
-        return _png(fig)
+    ax.set_xlabel(text("cost.x"))
+    ax.set_ylabel(text("cost.y"))
+    ax.set_ylim(0, 1.05)
+    ax.set_title(text("cost.title"))
+    fig.legend(loc="outside right center")
 
 
-def cost_benefit_png(metrics: RunMetrics, text: PlotText) -> bytes:
-    """Mean cost per case against pass rate."""
-    with _figure(text, (6, 3.5)) as (fig, ax):
-        for a in metrics.arms:
-            ax.scatter(a.mean_cost_usd, a.pass_rate.estimate, s=60)
-            ax.annotate(
-                a.arm,
-                (a.mean_cost_usd, a.pass_rate.estimate),
-                xytext=(5, 5),
-                textcoords="offset points",
-            )
-        ax.set_xlabel(text("cost.x"))
-        ax.set_ylabel(text("cost.y"))
-        ax.set_ylim(0, 1.05)
-        ax.set_title(text("cost.title"))
-        return _png(fig)
-
-
-def confusion_png(metrics: RunMetrics, arm: str, text: PlotText) -> bytes:
-    """One arm's confusion matrix as a heat map."""
+def _confusion(fig: Figure, ax: Axes, metrics: RunMetrics, text: PlotText, arm: str) -> None:
     table = metrics.confusions[arm]
     rows = list(metrics.labels)
     cols = [*rows, "none"]
     values = [[table[r][c] for c in cols] for r in rows]
-    size = (1.1 * len(cols) + 1.5, 0.8 * len(rows) + 1.5)
-    with _figure(text, size) as (fig, ax):
-        ax.imshow(values, cmap="Blues")
-        ax.set_xticks(range(len(cols)), [*rows, text("confusion.none")])
-        ax.set_yticks(range(len(rows)), rows)
-        ax.set_xlabel(text("confusion.predicted"))
-        ax.set_ylabel(text("confusion.expected"))
-        for i, row in enumerate(values):
-            for j, count in enumerate(row):
-                ax.text(j, i, str(count), ha="center", va="center")
-        ax.set_title(text("confusion.title", arm=arm))
-        return _png(fig)
+    ax.imshow(values, cmap="Blues")
+    _ticks(ax, [*rows, text("confusion.none")])
+    ax.set_yticks(range(len(rows)), rows)
+    ax.set_xlabel(text("confusion.predicted"))
+    ax.set_ylabel(text("confusion.expected"))
+    for i, row in enumerate(values):
+        for j, count in enumerate(row):
+            ax.text(j, i, str(count), ha="center", va="center")
+    ax.set_title(_wrap(text("confusion.title", arm=arm), 40))
+
+
+def _confusion_size(metrics: RunMetrics) -> tuple[float, float]:
+    count = len(metrics.labels)
+    return (1.1 * (count + 1) + 2.5, 0.8 * count + 2.5)
+
+
+PASS_RATE = Plot(_pass_rate, lambda _: (6, 3.5))
+"""Per-arm pass rate with its bootstrap interval."""
+CORRECTIONS = Plot(_corrections, lambda _: (6, 4))
+"""Correction rate against false-diversion rate per non-baseline arm."""
+COST_BENEFIT = Plot(_cost_benefit, lambda _: (7, 3.5))
+"""Mean cost per case against pass rate."""
+CONFUSION = Plot(_confusion, _confusion_size)
+"""One arm's confusion matrix as a heat map (the arm is the extra argument)."""
+
+
+def pass_rate_png(metrics: RunMetrics, text: PlotText) -> bytes:
+    """Per-arm pass rate with its bootstrap interval."""
+    return PASS_RATE.png(metrics, text)
+
+
+def corrections_png(metrics: RunMetrics, text: PlotText) -> bytes:
+    """Correction rate against false-diversion rate per non-baseline arm."""
+    return CORRECTIONS.png(metrics, text)
+
+
+def cost_benefit_png(metrics: RunMetrics, text: PlotText) -> bytes:
+    """Mean cost per case against pass rate."""
+    return COST_BENEFIT.png(metrics, text)
+
+
+def confusion_png(metrics: RunMetrics, arm: str, text: PlotText) -> bytes:
+    """One arm's confusion matrix as a heat map."""
+    return CONFUSION.png(metrics, text, arm)

@@ -41,6 +41,7 @@ __all__ = [
     "answer_case",
     "arm_config",
     "arm_routes",
+    "runnable_arms",
 ]
 
 CASE_DRAFT_ROUTE = "eval-case-draft"
@@ -132,6 +133,24 @@ def arm_routes(config: Config, arms: Sequence[Arm]) -> set[str]:
     return used
 
 
+def runnable_arms(config: Config, arms: Sequence[Arm]) -> tuple[list[Arm], dict[str, str]]:
+    """The arms of ``arms`` that ``config``'s routes can run, and why each other cannot.
+
+    An arm naming a route the config does not define (``supervisor-strong`` without a
+    ``strong`` route, say) is left out, with the problem by its name.
+    """
+    runnable: list[Arm] = []
+    missing: dict[str, str] = {}
+    for arm in arms:
+        try:
+            arm_routes(config, [arm])
+        except SuiteError as exc:
+            missing[arm.name] = "; ".join(exc.problems)
+            continue
+        runnable.append(arm)
+    return runnable, missing
+
+
 async def answer_case(
     kind: SuiteKind,
     arm: Arm,
@@ -177,7 +196,8 @@ async def _gate(
     runner = GateRunner(caller, traces=store.traces)
     locale = case.state.get("locale")
     outcome = await runner.reply(
-        ReplyRequest.model_validate({"message": case.state.get("message", ""), "locale": locale})
+        ReplyRequest.model_validate({"message": case.state.get("message", ""), "locale": locale}),
+        purpose=RunPurpose.TEST,
     )
     usage = outcome.usage.values()
     failure = outcome.reason.value if outcome.reason in _GATE_FAILURES else None

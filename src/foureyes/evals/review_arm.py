@@ -9,12 +9,12 @@ review (or its deliberate absence) without a failure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from foureyes.config import Config
 from foureyes.evals.arms import CaseAnswer
-from foureyes.evals.suite import Arm, Case
+from foureyes.evals.suite import Arm, Case, Suite, SuiteKind
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.provider import Provider
 from foureyes.llm.routes import Routes
@@ -28,10 +28,32 @@ from foureyes.review import (
 )
 from foureyes.store import Store
 
-__all__ = ["NO_REVIEW", "answer_review_case"]
+__all__ = ["NO_REVIEW", "answer_review_case", "missing_sessions"]
 
 NO_REVIEW = "no_update"
 """The baseline's prediction: no review, so nothing to add (a packet's ``no_update``)."""
+
+
+def missing_sessions(suite: Suite, arms: Sequence[Arm], data_root: Path) -> list[str]:
+    """What keeps ``arms`` from reviewing ``suite``'s sessions under ``data_root``.
+
+    The root itself when it is not a folder, else every case whose session file is absent.
+    Empty when every session is there, or when no arm reviews (the baseline only). A run
+    over missing sessions would record every reviewing pair as failed and report it as if
+    the arms had been compared, so the runner refuses it before any pair runs.
+    """
+    if suite.kind is not SuiteKind.REVIEW or all(arm.mask is None for arm in arms):
+        return []
+    if not data_root.is_dir():
+        return [
+            f"the data root {str(data_root)!r} is not a folder: pass --data-root, the folder "
+            "this suite's session files are under"
+        ]
+    return [
+        f"case {case.id}: no session file {str(data_root / case.state.get('session', ''))!r}"
+        for case in suite.cases
+        if not (data_root / case.state.get("session", "")).is_file()
+    ]
 
 
 async def answer_review_case(

@@ -26,7 +26,7 @@ from foureyes.config import Config
 from foureyes.core.digest import canonical_json, sha256_hex
 from foureyes.core.errors import UsageError
 from foureyes.evals.arms import CaseAnswer, answer_case, arm_config
-from foureyes.evals.review_arm import answer_review_case
+from foureyes.evals.review_arm import answer_review_case, missing_sessions
 from foureyes.evals.suite import Arm, Case, Suite, SuiteError, SuiteKind
 from foureyes.evals.verify import VerifierResult, run_verifier
 from foureyes.llm.provider import Provider
@@ -207,10 +207,14 @@ class EvalRunner:
         """Run every pair not yet stored for this run.
 
         Raises:
-            SuiteError: the run exists but was started over a different suite.
+            SuiteError: the run exists but was started over a different suite, or a review
+                suite's data root or session files are missing (before anything runs).
             StoreError: the store failed.
             CassetteMiss: a replayed request is not in the cassette (the run stops).
         """
+        missing = missing_sessions(self.suite, self.arms, self._data_root)
+        if missing:
+            raise SuiteError(missing)
         facts = run_facts(self.suite, self.arms, self._config, seed=self._seed, mode=self._mode)
         row = await self._store.evals.start_run(
             self.run_id, suite=self.suite.name, suite_sha256=self.suite.sha256, facts=facts

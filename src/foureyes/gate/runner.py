@@ -55,6 +55,7 @@ from foureyes.gate.request import OpenUnknowns, ReplyRequest
 from foureyes.gate.rules import RuleCatalogue
 from foureyes.llm.calls import ModelCaller
 from foureyes.risk.resources import ResourceRegistry, default_registry, stale_entries
+from foureyes.risk.result import RunPurpose
 
 __all__ = [
     "GateRunner",
@@ -165,13 +166,21 @@ class GateRunner:
             run.speculate()
         return PendingReply(self, run)
 
-    async def reply(self, request: ReplyRequest, *, trace_id: str | None = None) -> GateOutcome:
+    async def reply(
+        self,
+        request: ReplyRequest,
+        *,
+        trace_id: str | None = None,
+        purpose: RunPurpose = RunPurpose.LIVE,
+    ) -> GateOutcome:
         """Answer ``request``: the approved candidate, or a restricted fallback.
 
         Args:
             request: the message and what the gate needs to know about it.
             trace_id: a run already started (by the pipeline) to record into; without
                 one the runner starts its own run and finishes it.
+            purpose: why the runner's own run ran (kept in its meta: an evaluation's
+                ``test`` runs are listed apart from live ones); unused with ``trace_id``.
 
         Raises:
             StoreError: the trace or the ledger could not be written; nothing was delivered.
@@ -183,7 +192,12 @@ class GateRunner:
                 RUN_KIND,
                 conversation_id=request.conversation_id,
                 input_text=request.message,
-                meta={"policy": request.policy.value, "locale": locale.value, "region": region},
+                meta={
+                    "policy": request.policy.value,
+                    "locale": locale.value,
+                    "region": region,
+                    "purpose": purpose.value,
+                },
             )
         outcome = await self.begin(request, trace_id=trace_id, speculate=False).finish(
             request.policy

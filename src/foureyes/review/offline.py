@@ -2,13 +2,12 @@
 
 The offline route calls no model, so it cannot judge a session. It could answer
 ``no_update``, but that would claim "I looked and have nothing to add", which is not
-true. It answers instead, for every request, a valid ``update`` packet with exactly one
-item of kind ``unknown`` and certainty ``certain``, saying that the offline engine cannot
-review and that nothing was reviewed, in the language of the reviewed session (zh-Hans,
-zh-Hant or en). The answer depends only on that language, so it is deterministic, and it
-passes the packet contract, so the whole review path (runner, publication, CLI) runs end to
-end with no model. Hosts that do not want that notice in the primary agent's context
-publish with ``observe-only``.
+true. It answers instead, for every request, a packet-shaped notice (one item of kind
+``unknown``) saying that the offline engine cannot review and that nothing was reviewed,
+in the language of the reviewed session (zh-Hans, zh-Hant or en), deterministically.
+The runner never accepts it as a review: an answer of the offline engine ends the run with
+no packet and the reason ``reviewer_offline``, so nothing is published (the notice is
+what the trace's model call returned, for anyone reading the record).
 """
 
 from __future__ import annotations

@@ -104,6 +104,9 @@ class ReviewReason(StrEnum):
     """The deadline had passed before the call could start; nothing was called."""
     BUDGET_EXHAUSTED = "budget_exhausted"
     """A call budget or daily limit had no room; nothing was called."""
+    REVIEWER_OFFLINE = "reviewer_offline"
+    """The reviewer's route is the built-in offline engine, which calls no model: nothing
+    was reviewed, so its answer (a notice saying so) is no packet and is never published."""
 
 
 _ERROR_REASONS: tuple[tuple[type[FoureyesError], ReviewReason], ...] = (
@@ -335,6 +338,11 @@ class ReviewRunner:
                 f"tool_calls={len(result.tool_calls)}"
             )
             return ReviewOutcome.no_packet(ReviewReason.REVIEW_INCOMPLETE, detail=detail, **facts)
+        if result.offline:
+            # The offline engine cannot judge a session: what it says is a notice, not a
+            # review, and publishing it would tell the primary a reviewer looked.
+            detail = "the offline engine cannot review; configure a model route for the reviewer"
+            return ReviewOutcome.no_packet(ReviewReason.REVIEWER_OFFLINE, detail=detail, **facts)
         check = check_packet(result.text, max_chars=self.packet_max_chars)
         if check.packet is None:
             return ReviewOutcome.no_packet(

@@ -2,7 +2,8 @@
 
 - ``GET /v1/traces/{trace_id}``: one run, as :func:`foureyes.pipeline.trace_view` draws
   it (header, every event, and a per-stage summary).
-- ``GET /v1/traces``: recent runs, newest first, filtered by ``kind``, ``reason``,
+- ``GET /v1/traces``: recent runs, newest first, filtered by ``purpose`` (``chat``,
+  ``eval`` or ``other``: :data:`foureyes.store.trace_list.RUN_PURPOSES`), ``kind``, ``reason``,
   ``outcome``, ``risk_level`` (a level or ``unknown``), ``conversation_id``, ``since`` and
   ``until`` (ISO 8601 with a zone, to the millisecond) and paged with ``before`` (the
   ``next_before`` of the previous page).
@@ -108,6 +109,7 @@ def api_router() -> APIRouter:
     async def list_traces(
         request: Request,
         _: AdminKey,
+        purpose: Literal["chat", "eval", "other"] | None = None,
         kind: _Filter = None,
         reason: _Filter = None,
         outcome: _Filter = None,
@@ -121,6 +123,7 @@ def api_router() -> APIRouter:
         """Recent runs, newest first, with their triage's outcome."""
         traces: SqlTraceWriter = request.app.state.service.store.traces
         where = RunFilter(
+            purpose=purpose,
             kind=kind,
             reason=reason,
             outcome=outcome,

@@ -310,6 +310,61 @@ _OPENAPI_NOTES = {
 }
 
 
+_DETAIL_WORDS: dict[str, dict[Locale, str]] = {
+    "json": {_HANS: "JSON 格式错误", _HANT: "JSON 格式錯誤"},
+    "position": {_HANS: "（位置 {position}）", _HANT: "（位置 {position}）"},
+    "more": {_EN: "and {count} more", _HANS: "另有 {count} 处", _HANT: "另有 {count} 處"},
+    "invalid": {_EN: "invalid request", _HANS: "请求无效", _HANT: "請求無效"},
+    "body": {_EN: "body", _HANS: "请求体", _HANT: "請求內容"},
+}
+"""Words of a validation error's detail (the English ones beside pydantic's messages)."""
+
+_CTX_KEYS = ("min_length", "max_length", "ge", "gt", "le", "lt")
+"""The context values of a pydantic error that a Chinese message may name."""
+
+_VALIDATION: dict[str, dict[Locale, str]] = {
+    "missing": {_HANS: "缺少此字段", _HANT: "缺少此欄位"},
+    "extra_forbidden": {_HANS: "不接受此字段", _HANT: "不接受此欄位"},
+    "string_type": {_HANS: "应为字符串", _HANT: "應為字串"},
+    "string_too_short": {
+        _HANS: "至少应有 {min_length} 个字符",
+        _HANT: "至少應有 {min_length} 個字元",
+    },
+    "string_too_long": {
+        _HANS: "至多可有 {max_length} 个字符",
+        _HANT: "至多可有 {max_length} 個字元",
+    },
+    "string_pattern_mismatch": {_HANS: "格式不符", _HANT: "格式不符"},
+    "too_short": {_HANS: "至少应有 {min_length} 项", _HANT: "至少應有 {min_length} 項"},
+    "too_long": {_HANS: "至多可有 {max_length} 项", _HANT: "至多可有 {max_length} 項"},
+    "int_type": {_HANS: "应为整数", _HANT: "應為整數"},
+    "int_parsing": {_HANS: "应为整数", _HANT: "應為整數"},
+    "int_from_float": {_HANS: "应为整数", _HANT: "應為整數"},
+    "float_type": {_HANS: "应为数字", _HANT: "應為數字"},
+    "float_parsing": {_HANS: "应为数字", _HANT: "應為數字"},
+    "bool_type": {_HANS: "应为布尔值", _HANT: "應為布林值"},
+    "bool_parsing": {_HANS: "应为布尔值", _HANT: "應為布林值"},
+    "list_type": {_HANS: "应为数组", _HANT: "應為陣列"},
+    "tuple_type": {_HANS: "应为数组", _HANT: "應為陣列"},
+    "dict_type": {_HANS: "应为对象", _HANT: "應為物件"},
+    "model_type": {_HANS: "应为对象", _HANT: "應為物件"},
+    "model_attributes_type": {_HANS: "应为对象", _HANT: "應為物件"},
+    # Not the expected values: pydantic lists them joined by an English "or".
+    "literal_error": {_HANS: "不是允许的取值", _HANT: "不是允許的取值"},
+    "enum": {_HANS: "不是允许的取值", _HANT: "不是允許的取值"},
+    "greater_than": {_HANS: "应大于 {gt}", _HANT: "應大於 {gt}"},
+    "greater_than_equal": {_HANS: "应不小于 {ge}", _HANT: "應不小於 {ge}"},
+    "less_than": {_HANS: "应小于 {lt}", _HANT: "應小於 {lt}"},
+    "less_than_equal": {_HANS: "应不大于 {le}", _HANT: "應不大於 {le}"},
+    "datetime_type": {_HANS: "应为时间", _HANT: "應為時間"},
+    "datetime_parsing": {_HANS: "应为时间", _HANT: "應為時間"},
+    INVALID_TEXT: {_HANS: "含有无效的 Unicode 文本", _HANT: "含有無效的 Unicode 文字"},
+    "value_error": {_HANS: "值无效", _HANT: "值無效"},
+}
+"""Chinese messages of pydantic's error types; any other type reads as ``value_error``
+(pydantic's own English messages serve English)."""
+
+
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` for the error statuses a route really answers with.
 
@@ -475,15 +530,9 @@ def _validation_error(screen: TextScreen | None) -> Callable[[Request, Exception
             if error.get("type") == "json_invalid":
                 reason = error.get("ctx", {}).get("error", "JSON decode error")
                 position = error.get("loc", ("body", None))[-1]
-                detail = (
-                    f"{reason} (at position {position})" if isinstance(position, int) else reason
-                )
+                detail = _json_detail(str(reason), position, locale)
                 return error_response(ErrorCode.INVALID_JSON, locale, detail=detail)
-        # Only locations and pydantic's messages: the offending input is never echoed back.
-        described = [f"{_dotted(e.get('loc', ()))}: {e.get('msg', 'invalid')}" for e in errors]
-        if len(described) > _MAX_DETAILS:
-            described = [*described[:_MAX_DETAILS], f"and {len(described) - _MAX_DETAILS} more"]
-        detail = "; ".join(described) or "invalid request"
+        detail = _validation_detail(errors, locale)
         refused = [e for e in errors if e.get("type") == INVALID_TEXT]
         if not refused:
             first = _dotted(errors[0].get("loc", ())) if errors else ""
@@ -506,6 +555,49 @@ def _validation_error(screen: TextScreen | None) -> Callable[[Request, Exception
         return JSONResponse(body, status_code=code.status)
 
     return handle
+
+
+def _json_detail(reason: str, position: object, locale: Locale) -> str:
+    """Where the JSON broke: the decoder's reason in English, only the position in Chinese.
+
+    The decoder's words are English and not translated.
+    """
+    at = position if isinstance(position, int) else None
+    if locale is _EN:
+        return reason if at is None else f"{reason} (at position {at})"
+    where = _DETAIL_WORDS["position"][locale].format(position=at) if at is not None else ""
+    return _DETAIL_WORDS["json"][locale] + where
+
+
+def _validation_detail(errors: Sequence[Mapping[str, Any]], locale: Locale) -> str:
+    """Each error's field and what is wrong with it, in ``locale``.
+
+    Only locations and messages: the offending input is never echoed back. English uses
+    pydantic's messages; Chinese its own per error type (:data:`_VALIDATION`), so no
+    English validation text is embedded in a Chinese message.
+    """
+    described = [_described(error, locale) for error in errors]
+    if len(described) > _MAX_DETAILS:
+        more = len(described) - _MAX_DETAILS
+        described = [
+            *described[:_MAX_DETAILS],
+            _DETAIL_WORDS["more"][locale].format(count=more),
+        ]
+    separator = "; " if locale is _EN else "；"
+    return separator.join(described) or _DETAIL_WORDS["invalid"][locale]
+
+
+def _described(error: Mapping[str, Any], locale: Locale) -> str:
+    where = _dotted(error.get("loc", ())) or _DETAIL_WORDS["body"][locale]
+    if locale is _EN:
+        return f"{where}: {error.get('msg', 'invalid')}"
+    template = _VALIDATION.get(str(error.get("type")), _VALIDATION["value_error"])[locale]
+    ctx = error.get("ctx") or {}
+    try:
+        text = template.format(**{key: ctx[key] for key in _CTX_KEYS if key in ctx})
+    except (KeyError, IndexError):
+        text = _VALIDATION["value_error"][locale]
+    return f"{where}：{text}"
 
 
 def _dotted(loc: Any) -> str:

@@ -3,6 +3,12 @@
 Each run is joined to its triage (``risk_assessments.trace_id``), so a list can be
 filtered by risk level. Trace ids begin with the run's start time in milliseconds, so
 the primary key both orders the list and bounds it by date.
+
+Each run has a purpose (:data:`RUN_PURPOSES`), read from its header: ``eval`` for a run
+recorded with the purpose ``test`` or ``calibration`` in its meta (the eval harness's gate
+and triage runs, calibration, test triages), ``chat`` for any other support message (the
+gateway, the console's chat, ``foureyes chat``), ``other`` for the rest (reviews, facts,
+live lone triages, a library's own gate runs).
 """
 
 from __future__ import annotations
@@ -11,15 +17,22 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import ColumnElement, Select, case, select
 
+from foureyes.core.errors import UsageError
 from foureyes.store._clock import require_utc
 from foureyes.store.tables import risk_assessments, trace_runs
 
-__all__ = ["MAX_LIST", "RunFilter", "RunSummary", "list_query"]
+__all__ = ["MAX_LIST", "RUN_PURPOSES", "RunFilter", "RunSummary", "list_query", "run_purpose"]
 
 MAX_LIST = 1000
 """The most runs :meth:`~foureyes.store.traces.SqlTraceWriter.list_runs` returns at once."""
+RUN_PURPOSES = ("chat", "eval", "other")
+"""What a run was for: a support message, an evaluation (or test, or calibration), the rest."""
+_KEPT_APART = ("test", "calibration")
+"""Purposes in a run's meta that mark it as an evaluation's, kept apart from live traffic."""
+_CHAT_KIND = "support_message"
+"""The run kind of a support message (:data:`foureyes.pipeline.RUN_KIND`)."""
 _NO_LEVEL = frozenset({"unknown", "unscreened"})
 """Filter values naming a triage status that has no level."""
 
@@ -29,10 +42,22 @@ def _id_floor(at: dt.datetime) -> str:
     return f"{int(require_utc(at, 'a date bound').timestamp() * 1000):012x}"
 
 
+def run_purpose() -> ColumnElement[str]:
+    """The SQL expression of a run's purpose (one of :data:`RUN_PURPOSES`)."""
+    runs = trace_runs.c
+    return case(
+        (runs.meta["purpose"].as_string().in_(_KEPT_APART), "eval"),
+        (runs.kind == _CHAT_KIND, "chat"),
+        else_="other",
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class RunFilter:
     """Which runs a list holds; every field set narrows it."""
 
+    purpose: str | None = None
+    """Runs of this purpose only (one of :data:`RUN_PURPOSES`)."""
     kind: str | None = None
     """Runs of this kind only (``support_message``, ``gate_reply``, ...)."""
     reason: str | None = None
@@ -60,6 +85,8 @@ class RunSummary:
     """The run."""
     kind: str
     """What ran."""
+    purpose: str
+    """What it ran for (one of :data:`RUN_PURPOSES`)."""
     conversation_id: str | None
     """Its conversation."""
     started_at: dt.datetime
@@ -84,6 +111,7 @@ class RunSummary:
         return {
             "trace_id": self.trace_id,
             "kind": self.kind,
+            "purpose": self.purpose,
             "conversation_id": self.conversation_id,
             "started_at": self.started_at.isoformat(),
             "finished_at": None if self.finished_at is None else self.finished_at.isoformat(),
@@ -103,10 +131,12 @@ class RunSummary:
 def list_query(where: RunFilter) -> Select[Any]:
     """The query of the runs ``where`` selects, newest first, each with its triage."""
     runs, risk = trace_runs.c, risk_assessments.c
+    purpose = run_purpose()
     query = (
         select(
             runs.trace_id,
             runs.kind,
+            purpose.label("purpose"),
             runs.conversation_id,
             runs.started_at,
             runs.finished_at,
@@ -121,7 +151,10 @@ def list_query(where: RunFilter) -> Select[Any]:
         # Ids sort by start time, so the primary key orders the list and bounds dates.
         .order_by(runs.trace_id.desc())
     )
+    if where.purpose is not None and where.purpose not in RUN_PURPOSES:
+        raise UsageError(f"a run's purpose is one of {', '.join(RUN_PURPOSES)}")
     for column, value in (
+        (purpose, where.purpose),
         (runs.kind, where.kind),
         (runs.reason, where.reason),
         (runs.outcome, where.outcome),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ PURGE_BATCH = 500
 
 # The hot statements are built once: building and keying a statement per call costs more
 # Python than executing a cached one with fresh parameters.
+_ID_PREFIX = re.compile(r"[0-9a-f]{1,32}")
 _RUN = bindparam("run", type_=trace_runs.c.trace_id.type)
 _OPEN = and_(trace_runs.c.trace_id == _RUN, trace_runs.c.finished_at.is_(None))
 _NEXT = trace_runs.c.last_seq + bindparam("count", type_=Integer)
@@ -390,6 +392,30 @@ class SqlTraceWriter:
         )
         return TraceRecord(run=header, events=tuple(_event(trace_id, row, kept) for row in rows))
 
+    async def ids_with_prefix(self, prefix: str, *, limit: int = 2) -> list[str]:
+        """The ids of runs whose id starts with ``prefix`` (lowercase hex), at most ``limit``.
+
+        ``foureyes trace show`` takes a short id: one match is the run, two are ambiguous.
+
+        Raises:
+            StoreError: the store could not be read.
+            UsageError: ``prefix`` is empty, longer than an id or not lowercase hex, or
+                ``limit`` is out of range.
+        """
+        if not _ID_PREFIX.fullmatch(prefix):
+            raise UsageError(f"a trace id prefix is 1 to 32 lowercase hex digits, got {prefix!r}")
+        if not 1 <= limit <= MAX_LIST:
+            raise UsageError(f"limit must be between 1 and {MAX_LIST}, got {limit}")
+        # Ids are fixed-length hex, so the prefix range is [prefix, prefix + "g").
+        query = (
+            select(trace_runs.c.trace_id)
+            .where(trace_runs.c.trace_id >= prefix, trace_runs.c.trace_id < prefix + "g")
+            .order_by(trace_runs.c.trace_id)
+            .limit(limit)
+        )
+        async with self._db.read("ids_with_prefix") as conn:
+            return list((await conn.execute(query)).scalars())
+
     async def list_runs(
         self, where: RunFilter | None = None, *, limit: int = 100
     ) -> list[RunSummary]:
@@ -401,7 +427,8 @@ class SqlTraceWriter:
 
         Raises:
             StoreError: the store could not be read.
-            UsageError: ``limit`` is out of range, or a date bound is naive.
+            UsageError: ``limit`` is out of range, a date bound is naive, or the purpose
+                is not one of :data:`~foureyes.store.trace_list.RUN_PURPOSES`.
         """
         if not 1 <= limit <= MAX_LIST:
             raise UsageError(f"limit must be between 1 and {MAX_LIST}, got {limit}")
@@ -412,6 +439,7 @@ class SqlTraceWriter:
             RunSummary(
                 trace_id=row.trace_id,
                 kind=row.kind,
+                purpose=row.purpose,
                 conversation_id=row.conversation_id,
                 started_at=row.started_at,
                 finished_at=row.finished_at,

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from foureyes.review.importers import native, openai_chat, openhands, swe_agent
+from foureyes.review.importers import native, openai_chat, openhands, swe_agent, vcr
 from foureyes.review.session import FormatProblem, Session, SessionFormatError
 
 __all__ = ["SessionFormat", "detect_format", "load_session", "parse_session"]
@@ -26,6 +27,9 @@ class SessionFormat(StrEnum):
     """A SWE-agent ``.traj`` file, old or new format."""
     OPENHANDS = "openhands"
     """An OpenHands trajectory (a JSON list of events)."""
+    VCR = vcr.FORMAT
+    """A VCR cassette (``.yaml``) of chat-completions calls: the last call's messages and
+    reply (:mod:`foureyes.review.importers.vcr`)."""
 
 
 _IMPORTERS = {
@@ -65,12 +69,18 @@ def parse_session(text: str, format: SessionFormat | str | None = None) -> Sessi
     chosen = _format(format) if format is not None else None
     if chosen is SessionFormat.NATIVE or (chosen is None and native.is_native(text)):
         return native.loads(text)
+    if chosen is SessionFormat.VCR or (chosen is None and vcr.is_cassette(text)):
+        return _validated(SessionFormat.VCR, vcr.from_text, text)
     value = _json(text, (chosen or "session").__str__())
     chosen = chosen or detect_format(value)
     if chosen is SessionFormat.NATIVE:
         return native.loads(text)
+    return _validated(chosen, _IMPORTERS[chosen], value)
+
+
+def _validated(chosen: SessionFormat, importer: Callable[[Any], Session], value: Any) -> Session:
     try:
-        return _IMPORTERS[chosen](value)
+        return importer(value)
     except ValidationError as exc:
         # A field the format allows but the session model does not (an empty call id).
         detail = f"{exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"

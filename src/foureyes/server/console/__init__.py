@@ -8,7 +8,13 @@ and lists the recorded traces with filters. Strings come from one catalogue in
 """
 
 from foureyes.server.console.catalogue import Catalogue, console_strings
-from foureyes.server.console.page import LEVEL_FILTERS, PageAssets, json_for_script, render_page
+from foureyes.server.console.page import (
+    LEVEL_FILTERS,
+    PURPOSE_FILTERS,
+    PageAssets,
+    json_for_script,
+    render_page,
+)
 from foureyes.server.console.router import CONSOLE_CSP, CONSOLE_PATH, console_router, page_locale
 
 __all__ = [
@@ -16,6 +22,7 @@ __all__ = [
     "CONSOLE_PATH",
     "Catalogue",
     "LEVEL_FILTERS",
+    "PURPOSE_FILTERS",
     "PageAssets",
     "console_router",
     "console_strings",

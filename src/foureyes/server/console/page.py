@@ -23,11 +23,14 @@ from foureyes.core.errors import UsageError
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
 from foureyes.server.console.catalogue import Catalogue
+from foureyes.store.trace_list import RUN_PURPOSES
 
-__all__ = ["LEVEL_FILTERS", "PageAssets", "json_for_script", "render_page"]
+__all__ = ["LEVEL_FILTERS", "PURPOSE_FILTERS", "PageAssets", "json_for_script", "render_page"]
 
 LEVEL_FILTERS = ("low", "medium", "high", "critical", "unknown", "unscreened")
 """Values of the trace list's risk filter: the four levels, and ``unknown`` (no level)."""
+PURPOSE_FILTERS = RUN_PURPOSES
+"""Values of the trace list's purpose filter (chat, the default, apart from eval runs)."""
 
 _ENDONYMS = {Locale.EN: "English", Locale.ZH_HANS: "简体中文", Locale.ZH_HANT: "繁體中文"}
 _PLACEHOLDER = re.compile(r"\{\{(t:)?([A-Za-z0-9_.-]+)\}\}")
@@ -97,7 +100,16 @@ def render_page(
         "console_path": html.escape(assets.console_path),
         "config_json": json_for_script(data),
         "lang_options": _options(((loc.value, _ENDONYMS[loc]) for loc in Locale), locale.value),
-        "reason_options": _options([any_value, *((r.value, r.value) for r in ReasonCode)], ""),
+        "reason_options": _options(
+            [
+                any_value,
+                *((r.value, f"{text(f'reasonname.{r.value}')} ({r.value})") for r in ReasonCode),
+            ],
+            "",
+        ),
+        "purpose_options": _options(
+            [*((v, text(f"purpose.{v}")) for v in PURPOSE_FILTERS), any_value], "chat"
+        ),
         "level_options": _options(
             [any_value, *((v, text(f"level.{v}")) for v in LEVEL_FILTERS)], ""
         ),

@@ -76,10 +76,17 @@
       known ? label("outcome", outcome) : String(outcome ?? "—"));
   }
 
+  /** A closed-set value in the page's language, its raw code beside it in monospace. */
+  function coded(family, value, attrs) {
+    const known = has(S, `${family}.${value}`);
+    return h("span", { ...attrs, title: String(value ?? "") || null },
+      known ? h("span", { class: "code-name" }, S[`${family}.${value}`]) : null, known ? " " : null,
+      h("code", { class: "code-raw" }, String(value ?? "—")));
+  }
+
   function reasonCode(reason) {
-    return h("code", { class: `reason reason-${reason === "approved" ? "ok" : "fallback"}`,
-      title: has(S, `reason.${reason}`) ? S[`reason.${reason}`] : null, dataset: { reason } },
-    String(reason ?? "—"));
+    return coded("reasonname", reason,
+      { class: `reason reason-${reason === "approved" ? "ok" : "fallback"}`, dataset: { reason } });
   }
 
   function levelChip(status, level) {
@@ -252,9 +259,9 @@
 
   function policyLine(triage, delivery) {
     const policy = delivery && delivery.policy;
-    if (!policy || !policy.floor) return h("span", { dataset: { policy: triage.policy } }, label("policy", triage.policy));
-    return h("span", { dataset: { policy: policy.applied } }, label("policy", policy.applied),
-      h("span", { class: "note" }, ` · ${label("floor", policy.floor)}`));
+    if (!policy || !policy.floor) return coded("policy", triage.policy, { dataset: { policy: triage.policy } });
+    return h("span", { dataset: { policy: policy.applied } }, coded("policy", policy.applied),
+      h("span", { class: "note", title: policy.floor }, ` · ${label("floor", policy.floor)}`));
   }
 
   function alertLine(alert) {
@@ -364,7 +371,7 @@
     if (gate && gate.attempts && gate.attempts.length) {
       body.push(h("ol", { class: "attempts" }, gate.attempts.map(attemptItem)));
     } else if (gate) {
-      body.push(h("p", { class: "muted" }, label("policy", gate.policy)));
+      body.push(h("p", { class: "muted" }, coded("policy", gate.policy)));
     }
     return section(trail, t("review.heading"), body);
   }
@@ -393,18 +400,18 @@
       return section(trail, t("timing.heading"), body, true);
     }
     const row = (name, start, duration, extra) => {
-      const bar = h("span", { class: `wf-bar ${extra}` });
+      const bar = h("span", { class: `wf-bar ${extra.bar}` });
       bar.style.left = `${(100 * start) / total}%`;
       bar.style.width = `${Math.max(0.6, (100 * duration) / total)}%`;
-      return h("li", { class: "wf-row" }, h("span", { class: "wf-label" }, name),
+      return h("li", { class: "wf-row" }, h("span", { class: "wf-label", title: extra.stage || null }, name),
         h("span", { class: "wf-track" }, bar), h("span", { class: "wf-ms" }, ms(duration)));
     };
     body.push(h("figure", { class: "waterfall" },
       h("figcaption", {}, t("timing.caption")),
       h("ol", { class: "wf" },
-        row(t("timing.total"), 0, total, "wf-total"),
-        calls.map((c) => row(`${label("role", c.role)} · ${c.stage}${c.outcome === "ok" ? "" : ` (${t("timing.failed")})`}`,
-          c.start, c.duration, `role-${c.role}${c.outcome === "ok" ? "" : " failed"}`)))));
+        row(t("timing.total"), 0, total, { bar: "wf-total" }),
+        calls.map((c) => row(`${label("role", c.role)} · ${label("stage", c.stage)}${c.outcome === "ok" ? "" : ` (${t("timing.failed")})`}`,
+          c.start, c.duration, { bar: `role-${c.role}${c.outcome === "ok" ? "" : " failed"}`, stage: c.stage })))));
     return section(trail, t("timing.heading"), body, true);
   }
 
@@ -471,7 +478,8 @@
       h("p", { class: "who", id: replyId }, t("chat.reply"), " ", outcomeBadge(summary.decision), " ",
         reasonCode(summary.reason), " ", traceLink(summary.trace_id)),
       h("p", { class: "text reply-text" }, turn.reply),
-      h("details", { class: "trail", open: true }, h("summary", {}, t("trail.heading")), trail));
+      // Collapsed until asked for: a conversation reads as its replies, each trail a click away.
+      h("details", { class: "trail" }, h("summary", {}, t("trail.heading")), trail));
     fillTrail(trail, turn);
     return h("li", { class: "turn", dataset: { turn: index, reason: summary.reason } }, user, reply);
   }
@@ -538,6 +546,7 @@
     const form = new FormData($("trace-filters"));
     const value = (name) => String(form.get(name) || "").trim();
     const params = new URLSearchParams();
+    if (value("purpose")) params.set("purpose", value("purpose"));
     if (value("reason")) params.set("reason", value("reason"));
     if (value("risk_level")) params.set("risk_level", value("risk_level"));
     // Whole days: from the first day's midnight to the midnight after the last day.
@@ -590,7 +599,7 @@
 
   function runFacts(run) {
     return kv([
-      [t("detail.kind"), run.kind],
+      [t("detail.kind"), coded("kind", run.kind)],
       [t("detail.started"), when(run.started_at)],
       [t("detail.finished"), when(run.finished_at)],
       run.conversation_id && [t("detail.conversation"), h("code", {}, run.conversation_id)],
@@ -604,6 +613,9 @@
     const body = $("detail-body");
     $("detail-id").textContent = id;
     body.replaceChildren();
+    // Shown above the list and scrolled to, so an opened trace is never pages below.
+    $("trace-detail").hidden = false;
+    $("trace-detail").scrollIntoView({ block: "start" });
     status.textContent = t("trail.loading");
     let trace;
     try {
@@ -617,6 +629,7 @@
     renderTrail(trail, { trace, heading: "h4" });
     body.replaceChildren(runFacts(trace.run || {}), trail);
     $("trace-detail").focus();
+    $("trace-detail").scrollIntoView({ block: "start" });
   }
 
   // ---- eval reports -----------------------------------------------------------------
