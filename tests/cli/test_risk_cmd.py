@@ -124,19 +124,6 @@ def _tiny_data(root: Path) -> Path:
     return root
 
 
-def test_cv_without_the_cross_validated_scorer_fails_clearly(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from foureyes.risk import screen_train
-
-    monkeypatch.delattr(screen_train, "out_of_fold_scores", raising=False)
-    data = _tiny_data(tmp_path)
-    result = runner.invoke(app, ["lexicon-report", "--data", str(data), "--cv", "--json"])
-    assert result.exit_code == 1
-    (problem,) = json.loads(result.output)["problems"]
-    assert "needs the cross-validated scorer API" in problem
-
-
 def test_a_tiny_data_set_reports_every_signal(tmp_path: Path) -> None:
     data = _tiny_data(tmp_path)
     result = runner.invoke(app, ["lexicon-report", "--data", str(data), "--json"])
@@ -148,25 +135,31 @@ def test_a_tiny_data_set_reports_every_signal(tmp_path: Path) -> None:
     assert {r["texts"] for r in zh} == {4}
 
 
-def test_cv_uses_the_out_of_fold_scores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # A stand-in until screen_train.out_of_fold_scores exists: every text scores 1.0, so the
-    # scorer flags all of them, whatever the shipped model would say.
-    from foureyes.risk import screen_train
+def test_cv_reports_the_scorer_from_its_out_of_fold_scores(tmp_path: Path) -> None:
+    # An independent count: the texts' out-of-fold scores computed here, at the scorer's
+    # escalate threshold of each text's language, tallied by dataset and label.
+    from foureyes.risk.lexicon_report import load_risk_data
+    from foureyes.risk.screen_model import default_screen_model
+    from foureyes.risk.screen_train import out_of_fold_scores
 
-    monkeypatch.setattr(
-        screen_train, "out_of_fold_scores", lambda texts: [1.0] * len(texts), raising=False
-    )
     data = _tiny_data(tmp_path)
+    texts = load_risk_data(data)
+    model = default_screen_model()
+    expected: dict[tuple[str, int], list[int]] = {}
+    for text, score in zip(texts, out_of_fold_scores(texts), strict=True):
+        row = expected.setdefault((text.dataset.value, text.label), [0, 0])
+        row[0] += 1
+        row[1] += score >= model.threshold(text.text)
     result = runner.invoke(app, ["lexicon-report", "--data", str(data), "--cv", "--json"])
     assert result.exit_code == 0, result.output
     body = json.loads(result.output)
     assert body["scorer"] == "cross_validated"
-    scorer = [r for r in body["labels"] if r["signal"] == "scorer"]
-    assert scorer and all(r["escalated"] == r["texts"] for r in scorer)
-    monkeypatch.setattr(screen_train, "out_of_fold_scores", lambda texts: [1.0], raising=False)
-    result = runner.invoke(app, ["lexicon-report", "--data", str(data), "--cv", "--json"])
-    assert result.exit_code == 1
-    assert "1 out-of-fold scores for 6 texts" in json.loads(result.output)["problems"][0]
+    scorer = {
+        (r["dataset"], r["label"]): [r["texts"], r["escalated"]]
+        for r in body["labels"]
+        if r["signal"] == "scorer"
+    }
+    assert scorer == expected
 
 
 def test_a_data_directory_that_does_not_exist_fails_before_any_scoring(tmp_path: Path) -> None:

@@ -128,22 +128,10 @@ def lexicon_report(
 
 
 def _out_of_fold_scores(texts: Sequence[LabelledText]) -> Sequence[float]:
-    """Out-of-fold scores of the learned screen, one per text.
+    """Out-of-fold scores of the learned screen, one per text (its training's folds)."""
+    from foureyes.risk.screen_train import out_of_fold_scores
 
-    Raises:
-        ConfigError: the cross-validated scorer API is not there, or gave another count.
-    """
-    from foureyes.risk import screen_train
-
-    out_of_fold = getattr(screen_train, "out_of_fold_scores", None)
-    if out_of_fold is None:
-        raise ConfigError(
-            ["--cv needs the cross-validated scorer API (screen_train.out_of_fold_scores)"]
-        )
-    scores = [float(v) for v in out_of_fold(texts)]
-    if len(scores) != len(texts):
-        raise ConfigError([f"--cv: {len(scores)} out-of-fold scores for {len(texts)} texts"])
-    return scores
+    return [float(v) for v in out_of_fold_scores(texts)]
 
 
 @app.command("train-screen")
