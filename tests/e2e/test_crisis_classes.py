@@ -18,7 +18,6 @@ from typing import Any
 import openai
 import pytest
 
-from foureyes.config import Config, RolesConfig, StoreConfig
 from foureyes.core.locale import detect_locale
 from foureyes.core.reasons import ReasonCode
 from foureyes.gate import fallback_text
@@ -40,31 +39,13 @@ CLASSES = [
 CALM = "I had a rough day at work and I can't sleep."
 
 
-def config_of(simulator: RunningSimulator, tmp_path: Path) -> Config:
-    """Every role on the simulator; every other setting at its default (``l1_policy`` too)."""
-    return Config(
-        store=StoreConfig(url=f"sqlite+aiosqlite:///{tmp_path / 'classes.db'}"),
-        routes={
-            "counselor_sim": simulator.route("counselor-sim", timeout_s=5),
-            "supervisor_sim": simulator.route("supervisor-sim", timeout_s=5),
-            "l1_sim": simulator.route("l1-sim", timeout_s=5),
-            "l2_sim": simulator.route("l2-sim", timeout_s=5),
-        },
-        roles=RolesConfig(
-            counselor="counselor_sim",
-            supervisor="supervisor_sim",
-            risk_l1="l1_sim",
-            risk_l2="l2_sim",
-        ),
-    )
-
-
 @pytest.fixture
 def client(
     simulator: RunningSimulator, start_server: Callable[..., RunningServer], tmp_path: Path
 ) -> openai.OpenAI:
     simulator.load(SCENARIO)
-    server = start_server(config_of(simulator, tmp_path))
+    # Every setting at its default (l1_policy too); every role on the simulator.
+    server = start_server(simulator.config(f"sqlite+aiosqlite:///{tmp_path / 'classes.db'}"))
     return openai.OpenAI(base_url=server.base_url, api_key="unused-locally", max_retries=0)
 
 

@@ -38,20 +38,9 @@ CALM = "I had a rough day at work and I can't sleep."
 
 def sim_config(simulator: RunningSimulator, store_url: str, **gate: Any) -> Config:
     """Every model role on the simulator; short timeouts so the faults show quickly."""
-    return Config(
-        store=StoreConfig(url=store_url),
-        routes={
-            "counselor_sim": simulator.route("counselor-sim", timeout_s=5),
-            "supervisor_sim": simulator.route("supervisor-sim", timeout_s=0.5),
-            "l1_sim": simulator.route("l1-sim", timeout_s=5),
-            "l2_sim": simulator.route("l2-sim", timeout_s=5),
-        },
-        roles=RolesConfig(
-            counselor="counselor_sim",
-            supervisor="supervisor_sim",
-            risk_l1="l1_sim",
-            risk_l2="l2_sim",
-        ),
+    return simulator.config(
+        store_url,
+        supervisor_timeout_s=0.5,
         gate=GateConfig(**({"max_revisions": 0, "verdict_retries": 0, "deadline_s": 1.5} | gate)),
     )
 

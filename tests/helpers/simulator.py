@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from foureyes.config import RouteConfig
+from foureyes.config import Config, GateConfig, RolesConfig, RouteConfig, StoreConfig
 from foureyes.review.importers.vcr import interactions
 from tests.helpers.data import require_data
 
@@ -101,6 +101,37 @@ class RunningSimulator:
     def route(self, model: str, **overrides: Any) -> RouteConfig:
         """An ``openai`` route config pointing at this simulator."""
         return RouteConfig(kind="openai", base_url=self.base_url, model=model, **overrides)
+
+    def config(
+        self,
+        store_url: str,
+        *,
+        timeout_s: float = 5,
+        supervisor_timeout_s: float | None = None,
+        gate: GateConfig | None = None,
+    ) -> Config:
+        """A config with every model role on this simulator.
+
+        Models ``counselor-sim``, ``supervisor-sim``, ``l1-sim`` and ``l2-sim``; the store at
+        ``store_url``; every other setting at its default unless ``gate`` is given.
+        """
+        sup = timeout_s if supervisor_timeout_s is None else supervisor_timeout_s
+        return Config(
+            store=StoreConfig(url=store_url),
+            routes={
+                "counselor_sim": self.route("counselor-sim", timeout_s=timeout_s),
+                "supervisor_sim": self.route("supervisor-sim", timeout_s=sup),
+                "l1_sim": self.route("l1-sim", timeout_s=timeout_s),
+                "l2_sim": self.route("l2-sim", timeout_s=timeout_s),
+            },
+            roles=RolesConfig(
+                counselor="counselor_sim",
+                supervisor="supervisor_sim",
+                risk_l1="l1_sim",
+                risk_l2="l2_sim",
+            ),
+            gate=gate or GateConfig(),
+        )
 
 
 def simulate_command(*args: str) -> list[str]:
