@@ -17,7 +17,7 @@ from typing import Any
 import httpx2
 import openai
 
-from foureyes.config import Config, RolesConfig, ServerConfig, StoreConfig
+from foureyes.config import Config, GateConfig, RolesConfig, ServerConfig, StoreConfig
 from foureyes.core.digest import canonical_json, sha256_hex
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
@@ -81,13 +81,21 @@ SCENARIO = {
 }
 
 
-def config(simulator: RunningSimulator, tmp_path: Path, mode: str | None = "guard") -> Config:
+def config(
+    simulator: RunningSimulator,
+    tmp_path: Path,
+    mode: str | None = "guard",
+    *,
+    team: dict[str, Any] | None = None,
+    gate: dict[str, Any] | None = None,
+) -> Config:
     routes = {
-        name: simulator.route(f"{name}-sim", timeout_s=5)
-        for name in ("team", "supervisor", "l1", "l2")
+        name: simulator.route(f"{name}-sim", timeout_s=5) for name in ("supervisor", "l1", "l2")
     }
+    routes["team"] = simulator.route("team-sim", timeout_s=5, **(team or {}))
     server = ServerConfig() if mode is None else ServerConfig(mode=mode)  # type: ignore[arg-type]
     return Config(
+        gate=GateConfig(**(gate or {})),
         store=StoreConfig(url=f"sqlite+aiosqlite:///{tmp_path / 'guard.db'}"),
         routes=routes,
         roles=RolesConfig(counselor="team", supervisor="supervisor", risk_l1="l1", risk_l2="l2"),
@@ -174,6 +182,12 @@ def test_the_teams_request_reaches_its_model_and_a_released_tool_call_is_deliver
     assert [c.model_dump() for c in choice.message.tool_calls] == [delivered_call()]
     trace = httpx2.get(f"{server.base_url}/traces/{block['trace_id']}", timeout=10).json()
     assert trace["run"]["kind"] == "guard_message"
+    [draft] = [e["data"] for e in trace["events"] if e["stage"] == "draft"]
+    assert (draft["role"], draft["route"], draft["finish_reason"]) == (
+        "counselor",
+        "team",
+        "tool_calls",
+    )
     assert trace["summary"]["delivery"]["candidate_sha256"] == digest
 
 
@@ -207,6 +221,34 @@ def test_a_tool_call_that_is_not_json_is_a_failed_draft_and_never_reviewed(
     assert reply.choices[0].message.content == fallback_text(ReasonCode.DRAFT_FAILED, Locale.EN)
     assert reply.choices[0].message.tool_calls is None
     assert sent_to(simulator, "supervisor") == []
+
+
+def test_a_denied_tool_falls_back_before_any_review(
+    simulator: RunningSimulator, start_server: Start, tmp_path: Path
+) -> None:
+    simulator.load(SCENARIO)
+    server = start_server(config(simulator, tmp_path, gate={"tools_deny": ["book_session"]}))
+
+    reply = ask(client_of(server), BOOK)
+
+    block = reply.model_extra["foureyes"]
+    assert (block["decision"], block["reason"]) == ("fallback", "tool_not_allowed")
+    assert reply.choices[0].message.tool_calls is None
+    assert sent_to(simulator, "supervisor") == []
+
+
+def test_the_team_routes_daily_limit_holds_its_model_back(
+    simulator: RunningSimulator, start_server: Start, tmp_path: Path
+) -> None:
+    simulator.load(SCENARIO)
+    server = start_server(config(simulator, tmp_path, team={"daily_calls": 0}))
+
+    reply = ask(client_of(server), BOOK)
+
+    block = reply.model_extra["foureyes"]
+    assert (block["decision"], block["reason"]) == ("fallback", "budget_exhausted")
+    assert reply.choices[0].message.tool_calls is None
+    assert sent_to(simulator, "team") == [] and sent_to(simulator, "supervisor") == []
 
 
 def test_a_confirmed_crisis_never_reaches_the_teams_model(
