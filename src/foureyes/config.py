@@ -462,6 +462,13 @@ class ServerConfig(_Section):
     address, and only from this machine (see :mod:`foureyes.server.auth`).
     """
 
+    mode: Literal["support", "guard"] = "support"
+    """What ``/v1/chat/completions`` answers with. ``support``: foureyes' own Counselor
+    drafts (the client's ``system``/``developer`` messages and ``tools`` are ignored).
+    ``guard``: the client's request as it is (its system and developer messages, history,
+    ``tools`` and ``tool_choice``) goes to the route the ``counselor`` role names (the
+    team's own model), and that model's reply (text and tool calls) is the draft the
+    gate judges, as ``POST /v1/check`` judges a caller's draft."""
     host: str = "127.0.0.1"
     """Interface to listen on."""
     port: int = Field(default=8000, ge=1, le=65535)

@@ -46,6 +46,19 @@ def test_check_without_config_shows_offline_defaults() -> None:
     assert set(body["config"]["roles"].values()) == {"offline"}
 
 
+def test_check_shows_the_gateway_mode_support_by_default_guard_when_set(tmp_path: Path) -> None:
+    default = json.loads(runner.invoke(app, ["config", "check", "--json"]).output)
+    path = tmp_path / "guard.toml"
+    path.write_text('[server]\nmode = "guard"\n', encoding="utf-8")
+    guard = runner.invoke(app, ["config", "check", "--json", "--config", str(path)])
+    path.write_text('[server]\nmode = "proxy"\n', encoding="utf-8")
+    bad = runner.invoke(app, ["config", "check", "--config", str(path)])
+
+    assert default["config"]["server"]["mode"] == "support"
+    assert json.loads(guard.output)["config"]["server"]["mode"] == "guard"
+    assert bad.exit_code != 0 and "server.mode" in bad.output
+
+
 def test_check_masks_secrets_and_names_variables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,6 +9,12 @@ is cancelled, or dropped unread if it already finished (:meth:`Run.discard`).
 A run may instead judge a draft the caller already has (``given``): no Counselor is
 called and the draft is not revised (it is not foureyes' to rewrite); the rules and the
 Supervisor judge it, text and tool calls, under one digest.
+
+Or a run may have the team's own model draft (``own_request``, guard mode): the client's
+request goes as it is (its system prompt, history, tools) to the ``counselor`` role's
+route through the same metered call, and that model's reply, text and tool calls, is
+judged like a given draft: not revised, one digest for both. Its tool calls must be
+strict JSON and finish with ``stop`` or ``tool_calls``; else the draft failed.
 """
 
 from __future__ import annotations
@@ -23,15 +29,15 @@ from foureyes.config import GateConfig
 from foureyes.core.budget import CallBudget
 from foureyes.core.deadline import Clock, Deadline
 from foureyes.core.digest import Proposal, sha256_hex
-from foureyes.core.errors import FoureyesError, RouteTimeout
+from foureyes.core.errors import ContractError, FoureyesError, RouteTimeout
 from foureyes.core.locale import Locale
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.reasons import ReasonCode
 from foureyes.core.roles import Role
 from foureyes.core.trace import PrivateText
 from foureyes.gate._meter import Meter
-from foureyes.gate.candidate import GivenDraft, ToolCall
-from foureyes.gate.counselor import Revision, counselor_request, draft_reply
+from foureyes.gate.candidate import GivenDraft, ToolCall, ToolCallRefused
+from foureyes.gate.counselor import DRAFT_SCHEMA, Revision, counselor_request, draft_reply
 from foureyes.gate.failures import Stage, reason_for
 from foureyes.gate.gate import Decision, decide
 from foureyes.gate.outcome import Attempt
@@ -42,6 +48,8 @@ from foureyes.gate.supervisor import Review, review_candidate
 from foureyes.gate.verdict import Verdict, VerdictDecision
 from foureyes.llm import telemetry
 from foureyes.llm.calls import CallScope, ModelCaller
+from foureyes.llm.provider import ChatRequest
+from foureyes.llm.structured import ParseFailure, check_finished
 from foureyes.risk.resources import ResourceRegistry
 
 __all__ = ["Run", "usable_verdict"]
@@ -93,6 +101,7 @@ class Run:
         locale: Locale,
         region: str | None,
         given: GivenDraft | None = None,
+        own_request: ChatRequest | None = None,
     ) -> None:
         self.started = time.perf_counter()
         """When the run began (``perf_counter``), for its timings."""
@@ -106,6 +115,9 @@ class Run:
         self.region = region
         self.given = given
         """The caller's own draft, judged instead of a Counselor's (``None``: draft)."""
+        self.own_request = own_request
+        """The client's own request for its own model to draft from (guard mode)."""
+        self._own_calls: tuple[ToolCall, ...] = ()
         self.scope = CallScope(
             Deadline.after(gate.deadline_s, clock=clock), CallBudget(gate.max_calls), trace_id
         )
@@ -126,8 +138,8 @@ class Run:
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
-        """The candidate's tool calls: the given draft's (a Counselor draft has none)."""
-        return () if self.given is None else self.given.tool_calls
+        """The candidate's tool calls: the given draft's, or the team's model's."""
+        return self._own_calls if self.given is None else self.given.tool_calls
 
     def speculate(self) -> None:
         """Start the first draft and the open-unknowns read now, before any policy is known.
@@ -184,8 +196,10 @@ class Run:
         attempts: list[Attempt] = []
         revision: Revision | None = None
         candidate: Proposal[str] | None = None
-        # A given draft is judged as it is: revising it would release words nobody asked for.
-        revisions = 0 if self.given is not None else self.gate.max_revisions
+        # A given draft (or the team's model's) is judged as it is: revising it would
+        # release words nobody asked for.
+        fixed = self.given is not None or self.own_request is not None
+        revisions = 0 if fixed else self.gate.max_revisions
         for n in range(revisions + 1):
             attempt, candidate = await self._attempt(n, revision, policy)
             attempts.append(attempt)
@@ -274,6 +288,8 @@ class Run:
         # ask rather than guess; a store that cannot be read fails the run (not a reason).
         await self._finish_unknowns_read()
         try:
+            if self.own_request is not None:
+                return _Drafted(await self._own_draft(self.own_request), None)
             request = counselor_request(
                 self.request.message,
                 self.request.history,
@@ -304,6 +320,36 @@ class Run:
             )
             return _Drafted(None, attempt)
         return _Drafted(candidate, None)
+
+    async def _own_draft(self, request: ChatRequest) -> Proposal[str]:
+        """The team's model's reply to the client's own request, as the candidate.
+
+        Raises:
+            ContractError: the reply did not finish normally, or a tool call is not strict
+                JSON (or repeats an id): a draft that cannot be judged whole is no draft.
+        """
+        result = await self.meter.call(Stage.DRAFT)(request)
+        check_finished(result, DRAFT_SCHEMA, tools_asked=bool(request.tools))
+        text = result.text.strip()
+        calls = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in result.tool_calls
+        ]
+        if not text and not calls:
+            # Still a proposal: rule ``empty_text`` refuses it like any other candidate.
+            return Proposal.of_text("", role=Role.COUNSELOR.value, route=result.route)
+        try:
+            draft = GivenDraft.of_openai(text, calls)
+        except ToolCallRefused as exc:
+            raise ContractError(DRAFT_SCHEMA, ParseFailure.INVALID_JSON, str(exc)) from None
+        self._own_calls = draft.tool_calls
+        return Proposal(
+            content=draft.text,
+            sha256=draft.sha256,
+            role=Role.COUNSELOR.value,
+            route=result.route,
+            meta={"model": result.model, "offline": result.offline, "tool_calls": len(calls)},
+        )
 
     def _deadline_cut(self, error: FoureyesError, role: Role) -> bool:
         """Whether the run's deadline, rather than the route, ended a failed call.
@@ -432,6 +478,7 @@ class Run:
             "stale_resources": [entry.id for entry in stale],
             "speculative_draft": self.speculation,
             "given_draft": self.given is not None,
+            "own_model": self.own_request is not None,
             "tool_calls": [call.name for call in self.tool_calls],
         }
 

@@ -26,7 +26,10 @@ A draft the caller already has (:class:`~foureyes.gate.candidate.GivenDraft`, te
 tool calls) goes through the same run with ``begin(..., given=draft)``: no Counselor is
 called, the draft is not revised, and the rules, the Supervisor and :func:`decide` judge
 it by the digest of its text and tool calls together. A released candidate delivers
-exactly those tool calls; a fallback delivers none.
+exactly those tool calls; a fallback delivers none. With ``begin(..., own_request=...)``
+(guard mode) the team's own model drafts from the client's own request instead of the
+Counselor's prompt, speculatively or not, and its reply (text and tool calls) is judged
+the same way, without revision.
 
 Every expected failure becomes a reason code through the stage tables of
 :mod:`foureyes.gate.failures`; only store failures and bugs propagate.
@@ -54,6 +57,7 @@ from foureyes.gate.release import compose_release, deliver
 from foureyes.gate.request import OpenUnknowns, ReplyRequest
 from foureyes.gate.rules import RuleCatalogue
 from foureyes.llm.calls import ModelCaller
+from foureyes.llm.provider import ChatRequest
 from foureyes.risk.resources import ResourceRegistry, default_registry, stale_entries
 from foureyes.risk.result import RunPurpose
 
@@ -128,6 +132,7 @@ class GateRunner:
         trace_id: str,
         speculate: bool,
         given: GivenDraft | None = None,
+        own_request: ChatRequest | None = None,
     ) -> PendingReply:
         """Start answering ``request`` before its generation policy is known.
 
@@ -142,12 +147,18 @@ class GateRunner:
             speculate: whether to draft now rather than once the policy is known.
             given: the caller's own draft, judged instead of a Counselor's; it is not
                 revised, and there is nothing to speculate on.
+            own_request: the client's own request (its role ``counselor``), sent as it
+                is to the ``counselor`` route instead of the Counselor's prompt; the
+                reply, text and tool calls, is judged without revision.
 
         Raises:
-            UsageError: ``speculate`` with a ``given`` draft.
+            UsageError: ``speculate`` with a ``given`` draft, or both ``given`` and
+                ``own_request``.
         """
         if given is not None and speculate:
             raise UsageError("a given draft is not drafted, so not speculatively either")
+        if given is not None and own_request is not None:
+            raise UsageError("a draft is given or drafted by the team's model, not both")
         locale, region = self._locale_region(request)
         run = Run(
             caller=self._caller,
@@ -161,6 +172,7 @@ class GateRunner:
             locale=locale,
             region=region,
             given=given,
+            own_request=own_request,
         )
         if speculate:
             run.speculate()

@@ -359,6 +359,12 @@ class OpenAIProvider:
             }
         if request.tools:
             params["tools"] = [dict(tool) for tool in request.tools]
+        if request.tool_choice is not None:
+            params["tool_choice"] = (
+                request.tool_choice
+                if isinstance(request.tool_choice, str)
+                else dict(request.tool_choice)
+            )
         return params
 
     async def complete(self, request: ChatRequest, *, timeout_s: float) -> ChatResult:

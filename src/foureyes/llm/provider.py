@@ -56,8 +56,8 @@ class ImagePart(_Frozen):
 class ChatMessage(_Frozen):
     """One message of an OpenAI-format conversation."""
 
-    role: Literal["system", "user", "assistant", "tool"]
-    """Who speaks."""
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    """Who speaks (``developer``: a client's own instructions, passed through as given)."""
     content: str | tuple[TextPart | ImagePart, ...] | None = None
     """Visible text, or text and image blocks (``None`` for a turn that only calls tools)."""
     reasoning_content: str | None = None
@@ -145,6 +145,9 @@ class ChatRequest(_Frozen):
     """Structured-output request; the parser validates whatever comes back."""
     tools: tuple[Mapping[str, Any], ...] = ()
     """OpenAI tool specs, passed through as given."""
+    tool_choice: str | Mapping[str, Any] | None = None
+    """OpenAI's ``tool_choice`` (``"auto"``, ``"none"``, ``"required"`` or a named
+    function), passed through as given; ``None``: not sent."""
     subject: Mapping[str, str] = Field(default_factory=dict)
     """Named inputs the offline engine reads instead of parsing the prompt (``user_message``:
     the user's own words; capabilities add their own keys); never sent to an endpoint."""

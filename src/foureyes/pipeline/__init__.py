@@ -16,7 +16,7 @@ from foureyes.pipeline.outcome import (
     SupportOutcome,
     delivery_record,
 )
-from foureyes.pipeline.support import CHECK_RUN_KIND, RUN_KIND, SupportPipeline
+from foureyes.pipeline.support import CHECK_RUN_KIND, GUARD_RUN_KIND, RUN_KIND, SupportPipeline
 from foureyes.pipeline.view import trace_view
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "CallRecord",
     "DELIVERY_SCHEMA",
     "EventObserver",
+    "GUARD_RUN_KIND",
     "PipelineTimings",
     "PolicyFloor",
     "RUN_KIND",

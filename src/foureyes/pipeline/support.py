@@ -26,6 +26,12 @@ given draft (rules, then the independent Supervisor, by the digest of text and t
 calls) without revising it. A rejected draft falls back; a prohibition never lets the
 caller's draft out; a restricted policy adds the code-rendered resources to it.
 
+:meth:`SupportPipeline.guard` (the gateway's guard mode) is the same check on a draft the
+team's own model writes: the client's request, as it is, goes to the ``counselor`` route
+in place of the Counselor's prompt, speculatively like a Counselor draft when L0 did not
+escalate, else only once triage allows generation (a prohibited message never reaches
+the team's model), and its reply, text and tool calls, is judged without revision.
+
 The whole run is recorded in one trace whose events are held in memory and committed in
 one transaction before :meth:`SupportPipeline.handle` returns (invariant 10). A store
 that cannot be written raises :class:`~foureyes.core.errors.StoreError`: nothing may be
@@ -47,6 +53,7 @@ from foureyes.core.trace import EventKind, TraceEvent
 from foureyes.gate import GateRunner, GivenDraft, PendingReply, ReplyRequest
 from foureyes.llm import telemetry
 from foureyes.llm.calls import ModelCaller
+from foureyes.llm.provider import ChatRequest
 from foureyes.llm.routes import Routes
 from foureyes.pipeline._buffer import EventObserver, HeldTraces
 from foureyes.pipeline.floor import apply_floor
@@ -66,12 +73,14 @@ from foureyes.risk.result import TriageResult
 from foureyes.risk.triage import Triage, TriageRequest
 from foureyes.store import Store
 
-__all__ = ["CHECK_RUN_KIND", "RUN_KIND", "SupportPipeline"]
+__all__ = ["CHECK_RUN_KIND", "GUARD_RUN_KIND", "RUN_KIND", "SupportPipeline"]
 
 RUN_KIND = "support_message"
 """The trace ``kind`` of a pipeline run."""
 CHECK_RUN_KIND = "draft_check"
 """The trace ``kind`` of a run that checks a caller's own draft (:meth:`SupportPipeline.check`)."""
+GUARD_RUN_KIND = "guard_message"
+"""The trace ``kind`` of a run judging the team's model's draft (:meth:`SupportPipeline.guard`)."""
 
 _log = logging.getLogger(__name__)
 
@@ -176,13 +185,34 @@ class SupportPipeline:
         """
         return await self._run(message, draft)
 
-    async def _run(self, message: SupportMessage, given: GivenDraft | None) -> SupportOutcome:
+    async def guard(self, message: SupportMessage, request: ChatRequest) -> SupportOutcome:
+        """Triage ``message``, have the team's model answer ``request``, judge that draft.
+
+        ``request`` is the client's own (its system prompt, history, tools), role
+        ``counselor``: it goes as it is to the ``counselor`` route through the metered
+        caller, never when triage prohibits generation. The reply is judged like a draft
+        given to :meth:`check` (not revised; its tool calls delivered only when released).
+        Returns only once the run's record is committed.
+
+        Raises:
+            StoreError: the run could not be recorded; nothing may be delivered.
+        """
+        return await self._run(message, None, own_request=request)
+
+    async def _run(
+        self,
+        message: SupportMessage,
+        given: GivenDraft | None,
+        *,
+        own_request: ChatRequest | None = None,
+    ) -> SupportOutcome:
         speculative = self.config.gate.speculative_draft and given is None
-        kind, operation = (
-            (RUN_KIND, "foureyes.support_message")
-            if given is None
-            else (CHECK_RUN_KIND, "foureyes.draft_check")
-        )
+        if own_request is not None:
+            kind, operation = GUARD_RUN_KIND, "foureyes.guard_message"
+        elif given is None:
+            kind, operation = RUN_KIND, "foureyes.support_message"
+        else:
+            kind, operation = CHECK_RUN_KIND, "foureyes.draft_check"
         started_wall = dt.datetime.now(dt.UTC)
         started = time.perf_counter()
         # Reserved, not written: the first record that names the run writes its header
@@ -200,6 +230,7 @@ class SupportPipeline:
                 "conversation_named": message.conversation_id is not None,
                 "earlier_turns": len(message.history),
                 "given_draft": given is not None,
+                "own_model": own_request is not None,
             },
         )
         try:
@@ -207,7 +238,7 @@ class SupportPipeline:
                 operation, trace_id=trace_id, speculative_draft=speculative
             ) as span:
                 outcome = await self._answer(
-                    message, trace_id, started, started_wall, speculative, given
+                    message, trace_id, started, started_wall, speculative, given, own_request
                 )
                 span.annotate(
                     decision=outcome.decision.value,
@@ -243,6 +274,7 @@ class SupportPipeline:
         started_wall: dt.datetime,
         speculate_allowed: bool,
         given: GivenDraft | None,
+        own_request: ChatRequest | None,
     ) -> SupportOutcome:
         conversation = message.conversation_id or new_conversation_id()
         request = ReplyRequest(
@@ -273,7 +305,9 @@ class SupportPipeline:
         speculate = speculate_allowed and not screening.escalates
         pending: PendingReply | None = None
         if speculate:
-            pending = self.gate.begin(request, trace_id=trace_id, speculate=True)
+            pending = self.gate.begin(
+                request, trace_id=trace_id, speculate=True, own_request=own_request
+            )
         try:
             triage = await self.triage.finish(screening)
         except BaseException:
@@ -284,7 +318,9 @@ class SupportPipeline:
         applied = apply_floor(triage)
         alerting = self._consider_alert(triage)
         if pending is None:
-            pending = self.gate.begin(request, trace_id=trace_id, speculate=False, given=given)
+            pending = self.gate.begin(
+                request, trace_id=trace_id, speculate=False, given=given, own_request=own_request
+            )
         gate = await pending.finish(applied.policy)
         total_ms = (time.perf_counter() - started) * 1000
         calls = tuple(

@@ -3,8 +3,23 @@
 Point any OpenAI client at foureyes (``base_url=http://host:port/v1``, model
 ``foureyes-support``) and every message is triaged and every reply passes the release
 gate. The request is OpenAI's; the last message must be the user's. Earlier ``user`` and
-``assistant`` messages are the conversation's history; ``system`` and ``developer``
-messages are accepted and ignored (foureyes' own prompts govern its models). Which
+``assistant`` messages are the conversation's history. What drafts the reply is
+``[server] mode``:
+
+- ``support`` (the default): foureyes' Counselor, from its own prompt. ``system`` and
+  ``developer`` messages and ``tools`` are accepted and ignored; the answer names what
+  was ignored in ``X-Foureyes-Ignored`` (``system``, ``developer``, ``tools``).
+- ``guard``: the request as it is (every message in order, ``tools``, ``tool_choice``)
+  goes to the route the ``counselor`` role names, the team's own model, through the
+  metered caller (route limits, budgets, the run's deadline, telemetry and trace); that
+  model's reply, text and tool calls, is judged like a ``/v1/check`` draft (triage of the
+  last user message, the Supervisor, one commit). A message L0 escalates reaches the
+  team's model only once triage allows generation, so a confirmed crisis never does.
+  The answer's ``message.tool_calls`` (``finish_reason: "tool_calls"``) are the draft's,
+  only when released; a fallback carries none. The route's own ``max_tokens`` and
+  ``temperature`` apply, not the request's.
+
+Which
 conversation a message belongs to is ``foureyes.conversation_id`` in the body (the
 ``openai`` SDK sends it with ``extra_body={"foureyes": {"conversation_id": ...}}``), else
 ``user``; without either the message is a conversation of its own. Conversation ids are
@@ -24,9 +39,10 @@ so a client that drops unknown body fields can still read it.
 
 ``stream: true`` answers with server-sent events, but only once the decision is made and
 recorded: not a byte (not even the status line) is sent before, so a stream can only
-ever carry released text or the fallback. Every chunk carries the ``foureyes`` object;
-a stream's headers carry only ``X-Foureyes-Trace-Id`` (read the decision from the final
-chunk's ``foureyes`` object). A store that cannot record the run answers 503 and
+ever carry released text (and, in guard mode, released tool calls: one delta each, after
+the text) or the fallback. Every chunk carries the ``foureyes`` object; a stream's
+headers carry only ``X-Foureyes-Trace-Id`` (and ``X-Foureyes-Ignored``; read the decision
+from the final chunk's ``foureyes`` object). A store that cannot record the run answers 503 and
 delivers nothing (invariant 10).
 
 ``foureyes.sources`` (at most :data:`MAX_SOURCES`, each ``{"id", "text", "origin"?}``
@@ -62,7 +78,9 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from foureyes.core.locale import Locale
+from foureyes.core.roles import Role
 from foureyes.gate import GivenDraft, Outcome, Source, ToolCallRefused, Turn
+from foureyes.llm.provider import ChatMessage, ChatRequest
 from foureyes.pipeline import SupportMessage, SupportOutcome, SupportPipeline
 from foureyes.server._logging import log_event, server_logger
 from foureyes.server.auth import ClientKey
@@ -86,6 +104,7 @@ __all__ = [
     "InputMessage",
     "MAX_SOURCES",
     "MAX_SOURCE_CHARS",
+    "MAX_TOOLS",
     "MAX_TOOL_CALLS",
     "RequestSource",
     "StreamOptions",
@@ -94,6 +113,7 @@ __all__ = [
     "completion_body",
     "decision_headers",
     "gateway_router",
+    "guard_request",
     "sse_chunks",
     "support_message",
 ]
@@ -104,6 +124,8 @@ MAX_SOURCE_CHARS = 20_000
 """Longest source text, in characters."""
 MAX_TOOL_CALLS = 32
 """Most tool calls one draft may carry."""
+MAX_TOOLS = 128
+"""Most tool specs one chat completion may offer (guard mode)."""
 
 GATEWAY_MODEL = "foureyes-support"
 """The model id clients name to reach the guarded support pipeline."""
@@ -209,8 +231,18 @@ class ChatCompletionRequest(_Lenient):
     """Names the conversation when ``foureyes.conversation_id`` does not."""
     n: int = Field(default=1, ge=1, le=1)
     """Only one choice is produced."""
+    tools: list[dict[str, Any]] | None = Field(default=None, max_length=MAX_TOOLS)
+    """OpenAI tool specs: passed to the team's model in guard mode, ignored in support mode."""
+    tool_choice: str | dict[str, Any] | None = None
+    """OpenAI's ``tool_choice``: passed on in guard mode, ignored in support mode."""
     foureyes: FoureyesOptions | None = None
     """foureyes' own options."""
+
+    def ignored(self) -> list[str]:
+        """What support mode ignores of this request: ``system``, ``developer``, ``tools``."""
+        roles = {m.role for m in self.messages}
+        dropped = [role for role in ("system", "developer") if role in roles]
+        return dropped + (["tools"] if self.tools else [])
 
 
 class DraftFunction(_Strict):
@@ -308,6 +340,21 @@ def support_message(body: ChatCompletionRequest | CheckRequest, *, tenant: str) 
     )
 
 
+def guard_request(body: ChatCompletionRequest, message: SupportMessage) -> ChatRequest:
+    """The client's request as guard mode sends it to the team's model (role ``counselor``).
+
+    Every message in order with its role and text, the ``tools`` and ``tool_choice`` as
+    given; the user's words ride along in ``subject`` for the offline engine only.
+    """
+    return ChatRequest(
+        messages=tuple(ChatMessage(role=m.role, content=m.text) for m in body.messages),
+        role=Role.COUNSELOR,
+        tools=tuple(body.tools or ()),
+        tool_choice=body.tool_choice,
+        subject={"user_message": message.text},
+    )
+
+
 def decision_headers(outcome: SupportOutcome) -> dict[str, str]:
     """The ``X-Foureyes-*`` headers of a decided, non-streamed answer."""
     return {
@@ -329,8 +376,18 @@ def check_body(outcome: SupportOutcome) -> dict[str, Any]:
     }
 
 
+def _released_calls(outcome: SupportOutcome) -> list[dict[str, Any]]:
+    if outcome.decision is not Outcome.RELEASED:
+        return []
+    return [call.openai() for call in outcome.tool_calls]
+
+
 def completion_body(outcome: SupportOutcome, *, created: int) -> dict[str, Any]:
-    """The ``chat.completion`` response for an outcome."""
+    """The ``chat.completion`` response for an outcome (tool calls only when released)."""
+    calls = _released_calls(outcome)
+    message: dict[str, Any] = {"role": "assistant", "content": outcome.text}
+    if calls:
+        message = {"role": "assistant", "content": outcome.text or None, "tool_calls": calls}
     return {
         "id": f"chatcmpl-{outcome.trace_id}",
         "object": "chat.completion",
@@ -339,8 +396,8 @@ def completion_body(outcome: SupportOutcome, *, created: int) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": outcome.text},
-                "finish_reason": "stop",
+                "message": message,
+                "finish_reason": "tool_calls" if calls else "stop",
                 "logprobs": None,
             }
         ],
@@ -370,7 +427,7 @@ def sse_chunks(outcome: SupportOutcome, *, created: int, include_usage: bool) ->
         "system_fingerprint": None,
     }
 
-    def chunk(delta: dict[str, str], finish: str | None) -> dict[str, Any]:
+    def chunk(delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
         return base | {"choices": [choice], "foureyes": block}
 
@@ -378,7 +435,11 @@ def sse_chunks(outcome: SupportOutcome, *, created: int, include_usage: bool) ->
     pieces = [text[i : i + _STREAM_PIECE_CHARS] for i in range(0, len(text), _STREAM_PIECE_CHARS)]
     documents = [chunk({"role": "assistant", "content": ""}, None)]
     documents += [chunk({"content": piece}, None) for piece in pieces]
-    documents.append(chunk({}, "stop"))
+    calls = _released_calls(outcome)
+    documents += [
+        chunk({"tool_calls": [{"index": i} | call]}, None) for i, call in enumerate(calls)
+    ]
+    documents.append(chunk({}, "tool_calls" if calls else "stop"))
     if include_usage:
         documents.append(base | {"choices": [], "usage": _usage(outcome), "foureyes": block})
     events = [f"data: {json.dumps(d, ensure_ascii=False)}\n\n".encode() for d in documents]
@@ -431,18 +492,26 @@ def gateway_router() -> APIRouter:
         if body.model != GATEWAY_MODEL:
             return _model_not_found(request, body.model)
         message = support_message(body, tenant=principal.tenant)
-        pipeline: SupportPipeline = request.app.state.service.pipeline
-        outcome = await pipeline.handle(message)
+        service = request.app.state.service
+        pipeline: SupportPipeline = service.pipeline
+        ignored: dict[str, str] = {}
+        if service.config.server.mode == "guard":
+            outcome = await pipeline.guard(message, guard_request(body, message))
+        else:
+            outcome = await pipeline.handle(message)
+            if dropped := body.ignored():
+                ignored = {"x-foureyes-ignored": ",".join(dropped)}
         _recorded(request, outcome)
         created = int(time.time())
         if not body.stream:
             return JSONResponse(
-                completion_body(outcome, created=created), headers=decision_headers(outcome)
+                completion_body(outcome, created=created),
+                headers=decision_headers(outcome) | ignored,
             )
         # A stream names only its trace in headers: a stream of text still arriving (a
         # draft streamed in) sends them before its decision exists, so every stream's
         # decision is read from its final chunk's ``foureyes`` object.
-        headers = {"x-foureyes-trace-id": outcome.trace_id}
+        headers = {"x-foureyes-trace-id": outcome.trace_id} | ignored
         include_usage = body.stream_options is not None and body.stream_options.include_usage
         events = sse_chunks(outcome, created=created, include_usage=include_usage)
         return StreamingResponse(
