@@ -189,6 +189,9 @@ BAD_CHECKS: list[tuple[str, Any, Any, str]] = [
     ("unknown-role", [{"role": "wizard", "content": "hi"}], TEXT, "messages.0.role"),
     ("non-json-arguments", user(), {"tool_calls": [tool_call("{day: x")]}, "draft"),
     ("repeated-id", user(), {"tool_calls": [tool_call(), tool_call()]}, "draft.tool_calls.1"),
+    ("messages-a-string", "hello", TEXT, "messages"),
+    ("message-a-string", ["hello"], TEXT, "messages.0"),
+    ("draft-a-number", user(), 7, "draft"),
 ]
 
 
@@ -298,3 +301,20 @@ async def test_sync_guard_works_inside_a_running_loop(scratch: Path) -> None:
     with SyncGuard.open(store="memory") as guard:
         outcome = guard.reply(user())
     assert outcome.decision is Outcome.RELEASED
+
+
+async def test_guard_check_decides_as_v1_check_on_the_offline_default(
+    start_server: Any, tmp_path: Path
+) -> None:
+    draft = {"content": TEXT, "tool_calls": [tool_call()]}
+    server: RunningServer = start_server(Config())
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+        for content in (draft, {"content": TEXT}):
+            body = {"messages": user(), "draft": content}
+            http = (await client.post("/v1/check", json=body)).json()
+            async with Guard.open(store=tmp_path / "lib.db") as guard:
+                outcome = await guard.check(user(), content)
+            block = outcome.response_block()
+            same = ("decision", "reason", "candidate_sha256", "delivered_sha256", "policy")
+            assert {k: block[k] for k in same} == {k: http[k] for k in same}
+            assert (outcome.text, block["risk"]) == (http["content"], http["risk"])

@@ -91,11 +91,22 @@ def _validate(model: type[_Model], call: str, body: dict[str, Any]) -> _Model:
         raise ContractError(call, INVALID_INPUT, f"{where}: {first['msg']}") from None
 
 
+def _dicts(call: str, field: str, items: object) -> list[dict[str, Any]]:
+    """``items`` as a list of JSON objects (messages, turns, sources, tools)."""
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
+        raise ContractError(call, INVALID_INPUT, f"{field}: a list of objects is expected")
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise ContractError(call, INVALID_INPUT, f"{field}.{index}: an object is expected")
+    return [dict(item) for item in items]
+
+
 def _refused(call: str, exc: ApiError) -> ContractError:
     return ContractError(call, INVALID_INPUT, f"{exc.param}: {exc.values.get('detail', '')}")
 
 
 def _options(
+    call: str,
     conversation_id: str | None,
     region: str | None,
     locale: str | None,
@@ -106,7 +117,7 @@ def _options(
         "conversation_id": conversation_id,
         "region": region,
         "locale": locale,
-        "sources": [dict(s) for s in sources],
+        "sources": _dicts(call, "sources", sources),
     }
     options = {k: v for k, v in options.items() if v}
     return options or None
@@ -115,6 +126,8 @@ def _options(
 def _draft_body(draft: Draft) -> dict[str, Any]:
     if isinstance(draft, str):
         return {"content": draft}
+    if not isinstance(draft, Mapping):
+        raise ContractError("check", INVALID_INPUT, "draft: a text or an object is expected")
     body = dict(draft)
     if body.get("role") == "assistant":  # a whole assistant message
         del body["role"]
@@ -258,10 +271,10 @@ class Guard:
         """
         runtime = self._live()
         body = {
-            "messages": [dict(m) for m in messages],
+            "messages": _dicts("check", "messages", messages),
             "draft": _draft_body(draft),
             "user": user,
-            "foureyes": _options(conversation_id, region, locale, sources),
+            "foureyes": _options("check", conversation_id, region, locale, sources),
         }
         request = _validate(CheckRequest, "check", body)
         try:
@@ -294,9 +307,9 @@ class Guard:
         runtime = self._live()
         body = {
             "model": GATEWAY_MODEL,
-            "messages": [dict(m) for m in messages],
+            "messages": _dicts("reply", "messages", messages),
             "user": user,
-            "foureyes": _options(conversation_id, region, locale, sources),
+            "foureyes": _options("reply", conversation_id, region, locale, sources),
         }
         request = _validate(ChatCompletionRequest, "reply", body)
         try:
@@ -331,7 +344,7 @@ class Guard:
         body = {
             "text": text,
             "conversation_id": conversation_id,
-            "history": [dict(t) for t in history],
+            "history": _dicts("triage", "history", history),
             "purpose": purpose,
         }
         request = _validate(AssessBody, "triage", body)
@@ -360,7 +373,7 @@ class Guard:
             raise ContractError(call, INVALID_INPUT, f"window or mask: {exc}") from None
         if isinstance(session, Session):
             return session, chosen, masked
-        body = {"messages": [dict(m) for m in session], "tools": [dict(t) for t in tools]}
+        body = {"messages": _dicts(call, "session", session), "tools": _dicts(call, "tools", tools)}
         # The JSON endpoint's reading of a session: the same importer, the same errors.
         return _validate(ReviewBody, call, body).session(), chosen, masked
 
