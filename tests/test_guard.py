@@ -193,6 +193,26 @@ BAD_CHECKS: list[tuple[str, Any, Any, str]] = [
     ("message-a-string", ["hello"], TEXT, "messages.0"),
     ("draft-a-number", user(), 7, "draft"),
 ]
+BAD_OPTIONS: list[tuple[str, dict[str, Any], str]] = [
+    ("empty-conversation", {"conversation_id": ""}, "foureyes.conversation_id"),
+    ("lowercase-region", {"region": "gb"}, "foureyes.region"),
+    ("unknown-locale", {"locale": "fr"}, "foureyes.locale"),
+    ("source-without-text", {"sources": [{"id": "kb-1"}]}, "foureyes.sources.0.text"),
+]
+
+
+@pytest.mark.parametrize(
+    ("options", "where"), [c[1:] for c in BAD_OPTIONS], ids=[c[0] for c in BAD_OPTIONS]
+)
+async def test_bad_options_are_refused_as_by_the_gateway(
+    options: dict[str, Any], where: str
+) -> None:
+    async with Guard.open(store="memory") as guard:
+        for call in (guard.check(user(), TEXT, **options), guard.reply(user(), **options)):
+            with pytest.raises(ContractError) as caught:
+                await call
+            assert caught.value.detail.startswith(where)
+        assert list(await guard.store.traces.list_runs()) == []
 
 
 @pytest.mark.parametrize(

@@ -62,7 +62,7 @@ from foureyes.server.gateway import (
 from foureyes.server.review_api import ReviewBody
 from foureyes.store import Store
 
-__all__ = ["Guard", "SyncGuard"]
+__all__ = ["Draft", "Guard", "INVALID_INPUT", "Messages", "StoreChoice", "SyncGuard"]
 
 INVALID_INPUT = "invalid_input"
 """The ``reason`` of the :class:`ContractError` a call raises on bad input."""
@@ -113,13 +113,14 @@ def _options(
     sources: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any] | None:
     """The request's ``foureyes`` object, left out when no option is given."""
-    options: dict[str, Any] = {
+    given: dict[str, Any] = {
         "conversation_id": conversation_id,
         "region": region,
         "locale": locale,
-        "sources": _dicts(call, "sources", sources),
     }
-    options = {k: v for k, v in options.items() if v}
+    options = {k: v for k, v in given.items() if v is not None}
+    if listed := _dicts(call, "sources", sources):
+        options["sources"] = listed
     return options or None
 
 
