@@ -338,3 +338,14 @@ async def test_guard_check_decides_as_v1_check_on_the_offline_default(
             same = ("decision", "reason", "candidate_sha256", "delivered_sha256", "policy")
             assert {k: block[k] for k in same} == {k: http[k] for k in same}
             assert (outcome.text, block["risk"]) == (http["content"], http["risk"])
+
+
+def test_a_sync_guard_called_on_its_own_loop_is_a_usage_error_not_a_deadlock() -> None:
+    with SyncGuard.open(store="memory") as guard:
+
+        async def from_a_callback_of_its_loop() -> None:
+            guard.triage(CALM)
+
+        running = asyncio.run_coroutine_threadsafe(from_a_callback_of_its_loop(), guard._loop)
+        with pytest.raises(UsageError):
+            running.result(timeout=60)
