@@ -3,7 +3,9 @@
 Start with :class:`SupportPipeline` (``await pipeline.handle(SupportMessage(...))``, or
 ``await pipeline.check(message, GivenDraft.of(...))`` for a draft the caller has); its
 :class:`SupportOutcome` says what went out, why, under which policy and risk, and where
-the time went. :func:`trace_view` reads a recorded run back for people.
+the time went. :func:`trace_view` reads a recorded run back for people. :class:`Runtime` opens the
+routes, the store, the pipeline and the reviewer a process runs on (the server and
+:class:`foureyes.Guard` both).
 """
 
 from foureyes.pipeline._buffer import EventObserver
@@ -16,6 +18,7 @@ from foureyes.pipeline.outcome import (
     SupportOutcome,
     delivery_record,
 )
+from foureyes.pipeline.runtime import Runtime
 from foureyes.pipeline.support import CHECK_RUN_KIND, GUARD_RUN_KIND, RUN_KIND, SupportPipeline
 from foureyes.pipeline.view import trace_view
 
@@ -29,6 +32,7 @@ __all__ = [
     "PipelineTimings",
     "PolicyFloor",
     "RUN_KIND",
+    "Runtime",
     "SupportMessage",
     "SupportOutcome",
     "SupportPipeline",

@@ -36,12 +36,10 @@ from foureyes.core.errors import StoreError
 from foureyes.core.roles import Role
 from foureyes.core.trace import EventKind, TraceEvent
 from foureyes.evidence import ConfiguredEvidence
-from foureyes.llm.calls import ModelCaller, route_limit
+from foureyes.llm.calls import route_limit
 from foureyes.llm.routes import Routes
-from foureyes.pipeline import SupportPipeline
-from foureyes.review.publication import PublicationPolicy
+from foureyes.pipeline import Runtime, SupportPipeline
 from foureyes.review.reviewer import Reviewer
-from foureyes.review.runner import ReviewRunner
 from foureyes.risk.l0 import L0Gate
 from foureyes.server._logging import RequestLogMiddleware, log_event, server_logger
 from foureyes.server.api import api_router
@@ -128,59 +126,32 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        config.require_secrets(environ)
-        config.require_review()
         # Read before anything opens: a bad kinds file (a template without a slot, say)
         # stops the start like any config error. Its engine, if any, connects on first use.
         evidence = ConfiguredEvidence.from_config(config.evidence)
         env_keys = env_api_keys(config.server, environ)
-        routes = Routes.build(config, environ)
+        runtime = await Runtime.open(config, environ, observer=_model_call_metrics(metrics))
         try:
-            store = await Store.open(config.store, config.privacy, environ)
-        except BaseException:
-            await routes.aclose()
-            raise
-        try:
-            auth, sync = await KeyAuthenticator.start(store, config.server, env_keys)
+            auth, sync = await KeyAuthenticator.start(runtime.store, config.server, env_keys)
             _announce(await auth.mode(), sync, config.server)
         except BaseException:
-            await routes.aclose()
-            await store.close()
+            await runtime.aclose()
             raise
-        try:
-            l0 = L0Gate.default()
-            pipeline = SupportPipeline(
-                config,
-                routes,
-                store,
-                alerts=SupportPipeline.alerts_for(config, store),
-                l0=l0,
-                observer=_model_call_metrics(metrics),
-            )
-        except BaseException:
-            await routes.aclose()
-            await store.close()
-            raise
-        caller = ModelCaller(routes, ledger=store.ledger, trace=store.traces)
-        reviewer = Reviewer(
-            ReviewRunner(caller, packet_max_chars=config.review.packet_max_chars),
-            config.review,
-            policy=PublicationPolicy(config.review.publish),
-        )
+        store = runtime.store
         interval = config.privacy.purge_interval_s
         purging = (
             asyncio.create_task(purge_on_schedule(store.traces, interval)) if interval else None
         )
         app.state.service = Service(
             config=config,
-            routes=routes,
+            routes=runtime.routes,
             store=store,
             auth=auth,
             limiter=limiter,
             metrics=metrics,
-            pipeline=pipeline,
-            l0=l0,
-            reviewer=reviewer,
+            pipeline=runtime.pipeline,
+            l0=runtime.l0,
+            reviewer=runtime.reviewer,
             evidence=evidence,
         )
         try:
@@ -189,9 +160,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             if purging is not None:
                 purging.cancel()
                 await asyncio.gather(purging, return_exceptions=True)
-            await pipeline.aclose()
-            await routes.aclose()
-            await store.close()
+            await runtime.aclose()
             if evidence is not None:
                 await evidence.aclose()
 
