@@ -28,7 +28,7 @@ from foureyes.review.projection import Projection
 from foureyes.review.reviewer import SessionReview
 from foureyes.review.session import SessionFormatError
 from foureyes.risk.result import TriageResult
-from tests.helpers.answers import answer
+from tests.helpers.answers import APPROVE, REJECT, answer
 from tests.helpers.server import RunningServer
 from tests.helpers.simulator import RunningSimulator
 from tests.review._runner_support import packet
@@ -40,16 +40,6 @@ COUNSELOR = "Thursday works; I will note it for you."
 REASONING = "secret plan: blame the fixture"
 WRITTEN = '{ "slots" : [10,11],\n "day": "thursday" }'
 CANONICAL = json.dumps({"day": "thursday", "slots": [10, 11]}, separators=(",", ":"))
-APPROVE = json.dumps(
-    {"candidate_sha256": "{{candidate_sha256}}", "decision": "approve", "violations": []}
-)
-REJECT = json.dumps(
-    {
-        "candidate_sha256": "{{candidate_sha256}}",
-        "decision": "reject",
-        "violations": [{"rule": "dismissive", "span": [0, 4], "note": "cold"}],
-    }
-)
 SCENARIO = {
     "models": {
         "counselor-sim": [{"content": COUNSELOR}],

@@ -23,7 +23,7 @@ from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
 from foureyes.gate import candidate_sha256, fallback_text
 from foureyes.gate.candidate import ToolCall
-from tests.helpers.answers import answer
+from tests.helpers.answers import APPROVE, REJECT, answer
 from tests.helpers.server import RunningServer
 from tests.helpers.simulator import RunningSimulator
 
@@ -52,16 +52,6 @@ TOOLS = [
         },
     }
 ]
-APPROVE = json.dumps(
-    {"candidate_sha256": "{{candidate_sha256}}", "decision": "approve", "violations": []}
-)
-REJECT = json.dumps(
-    {
-        "candidate_sha256": "{{candidate_sha256}}",
-        "decision": "reject",
-        "violations": [{"rule": "dismissive", "span": [0, 4], "note": "cold"}],
-    }
-)
 CALL = {"id": "call_book_1", "name": "book_session", "arguments": WRITTEN}
 SCENARIO = {
     "models": {

@@ -1,4 +1,8 @@
-"""Model answers as a risk assessor (L1 or L2) would write them, for scripted providers."""
+"""Model answers for scripted providers and simulator scenarios.
+
+As a risk assessor (L1 or L2) would write them, and the Supervisor verdicts the gate
+tests script (``{{candidate_sha256}}`` is filled in by the simulator).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["DIMENSIONS", "FLAGS", "answer", "report"]
+__all__ = ["APPROVE", "DIMENSIONS", "FLAGS", "REJECT", "answer", "report"]
 
 DIMENSIONS = (
     "depression",
@@ -19,6 +23,19 @@ DIMENSIONS = (
     "agitation",
 )
 FLAGS = ("fiction", "quote", "third_party", "joke")
+
+APPROVE = json.dumps(
+    {"candidate_sha256": "{{candidate_sha256}}", "decision": "approve", "violations": []}
+)
+"""A Supervisor verdict approving the candidate it was shown."""
+REJECT = json.dumps(
+    {
+        "candidate_sha256": "{{candidate_sha256}}",
+        "decision": "reject",
+        "violations": [{"rule": "dismissive", "span": [0, 4], "note": "cold"}],
+    }
+)
+"""A Supervisor verdict rejecting it (rule ``dismissive`` on its first four characters)."""
 
 
 def report(

@@ -22,7 +22,7 @@ from foureyes.gate import PART_SEPARATOR, fallback_text
 from foureyes.risk.resources import render_resources
 from foureyes.server import create_app
 from foureyes.store import Store
-from tests.helpers.answers import answer
+from tests.helpers.answers import APPROVE, REJECT, answer
 from tests.helpers.server import app_client
 from tests.helpers.simulator import RunningSimulator
 from tests.server._support import ADMIN_KEY, CLIENT_KEY, KEYS_ENV, bearer
@@ -33,16 +33,6 @@ TEXT = "I have asked for a Thursday session for you."
 ARGS = {"day": "thursday", "slots": [10, 11], "note": "first visit"}
 # As a model might write them: another key order, other whitespace.
 WRITTEN = '{ "slots" : [10,11],\n "note":"first visit", "day": "thursday" }'
-APPROVE = json.dumps(
-    {"candidate_sha256": "{{candidate_sha256}}", "decision": "approve", "violations": []}
-)
-REJECT = json.dumps(
-    {
-        "candidate_sha256": "{{candidate_sha256}}",
-        "decision": "reject",
-        "violations": [{"rule": "dismissive", "span": [0, 4], "note": "cold"}],
-    }
-)
 SCENARIO = {
     "models": {
         "counselor-sim": [{"content": "A Counselor draft nobody asked for."}],
