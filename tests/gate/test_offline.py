@@ -107,3 +107,20 @@ def test_offline_defaults_serve_every_gate_role() -> None:
     config = Config()
     assert {config.roles.counselor, config.roles.supervisor} == {"offline"}
     assert {Role.COUNSELOR, Role.SUPERVISOR} <= offline_roles()
+
+
+async def test_a_candidate_with_tool_calls_is_insufficient_under_its_whole_digest() -> None:
+    # The digest covers the text and the calls (gate/candidate.py); before, the offline
+    # Supervisor named the text's digest alone, so the gate saw a verdict mismatch.
+    from foureyes.gate.candidate import ToolCall, candidate_sha256, tool_calls_json
+
+    text = "Thank you for telling me."
+    calls = (ToolCall.parse("call_1", "book", '{"day": "thursday"}'),)
+    raw = offline_verdict(request(candidate=text, tool_calls=tool_calls_json(calls)))
+    verdict = parse_structured(raw, Verdict)
+    assert verdict.decision == "insufficient" and verdict.missing == (CANNOT_JUDGE,)
+    assert verdict.candidate_sha256 == candidate_sha256(text, calls) != sha256_hex(text)
+    # Not even the offline Counselor's own reply is approved with a tool call added.
+    own = await offline_counselor_reply("I can't sleep.")
+    raw = offline_verdict(request(candidate=own, tool_calls=tool_calls_json(calls)))
+    assert parse_structured(raw, Verdict).decision == "insufficient"

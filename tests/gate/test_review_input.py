@@ -93,6 +93,7 @@ def test_the_offline_subject_carries_the_candidate_bare() -> None:
     request = supervisor_request(shown, CATALOGUE, region=None, max_chars=900)
     assert request.role is Role.SUPERVISOR and request.response_format == "json_object"
     assert dict(request.subject) == {
+        "tool_calls": "",
         "candidate": "That sounds painful.",
         "candidate_sha256": sha256_hex("That sounds painful."),
         "region": "",

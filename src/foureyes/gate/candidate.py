@@ -40,7 +40,9 @@ __all__ = [
     "ToolCallProblem",
     "ToolCallRefused",
     "candidate_bytes",
+    "candidate_bytes_of",
     "candidate_sha256",
+    "tool_calls_json",
 ]
 
 TOOL_SEPARATOR = b"\xff"
@@ -132,12 +134,24 @@ def _unique_ids(calls: Sequence[ToolCall]) -> None:
         seen.add(call.id)
 
 
+def tool_calls_json(tool_calls: Sequence[ToolCall]) -> str:
+    """The canonical JSON of ``tool_calls`` that a digest covers; ``""`` when there are none."""
+    if not tool_calls:
+        return ""
+    return canonical_json([call.as_json() for call in tool_calls]).decode("utf-8")
+
+
 def candidate_bytes(text: str, tool_calls: Sequence[ToolCall] = ()) -> bytes:
     """The bytes a candidate's digest covers (see the module docstring)."""
+    return candidate_bytes_of(text, tool_calls_json(tool_calls))
+
+
+def candidate_bytes_of(text: str, tool_calls_json: str) -> bytes:
+    """:func:`candidate_bytes` of a text and its calls' canonical JSON (``""``: none)."""
     raw = text.encode("utf-8")
-    if not tool_calls:
+    if not tool_calls_json:
         return raw
-    return raw + TOOL_SEPARATOR + canonical_json([call.as_json() for call in tool_calls])
+    return raw + TOOL_SEPARATOR + tool_calls_json.encode("utf-8")
 
 
 def candidate_sha256(text: str, tool_calls: Sequence[ToolCall] = ()) -> str:

@@ -18,6 +18,7 @@ from foureyes.config import OFFLINE_ROUTE, GateConfig
 from foureyes.core.digest import sha256_hex
 from foureyes.core.errors import RouteBadResponse
 from foureyes.core.roles import Role
+from foureyes.gate.candidate import candidate_bytes_of
 from foureyes.gate.rules import RuleCatalogue, RuleContext
 from foureyes.gate.verdict import MAX_VIOLATIONS, VerdictDecision
 from foureyes.llm.offline import offline_counselor_digests, offline_responder
@@ -42,9 +43,11 @@ def offline_verdict(request: ChatRequest) -> str:
     offline Counselor's templates and ``insufficient`` (``missing``:
     :data:`CANNOT_JUDGE`) for any other text.
 
-    Reads ``candidate``, and ``region`` and ``max_chars`` when given, from the subject;
-    ``candidate_sha256`` there is not trusted: the verdict names the digest of the text
-    it judged.
+    Reads ``candidate``, and ``tool_calls``, ``region`` and ``max_chars`` when given, from
+    the subject; ``candidate_sha256`` there is not trusted: the verdict names the digest
+    of the candidate it judged (text and tool calls, :mod:`foureyes.gate.candidate`). A
+    candidate with tool calls is never one of the offline Counselor's templates, so it is
+    ``insufficient`` unless a rule rejects it.
 
     Raises:
         RouteBadResponse: the subject has no candidate, or a ``max_chars`` that is not a
@@ -59,10 +62,11 @@ def offline_verdict(request: ChatRequest) -> str:
         raise RouteBadResponse(OFFLINE_ROUTE, f"subject['max_chars'] is not a count: {raw_max!r}")
     context = RuleContext(max_chars=int(raw_max), region=subject.get("region") or None)
     findings = RuleCatalogue.builtin().check(candidate, context)
-    digest = sha256_hex(candidate)
+    calls = subject.get("tool_calls", "")
+    digest = sha256_hex(candidate_bytes_of(candidate, calls))
     if findings:
         decision = VerdictDecision.REJECT
-    elif digest in offline_counselor_digests():
+    elif not calls and digest in offline_counselor_digests():
         decision = VerdictDecision.APPROVE
     else:
         # Invariant 1: no verdict is no approval, and rules that found nothing are no

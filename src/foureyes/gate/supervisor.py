@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from foureyes.core.digest import canonical_json
 from foureyes.core.roles import Role
 from foureyes.gate._prompts import NONE, rules_list, template, unknowns_list
+from foureyes.gate.candidate import tool_calls_json
 from foureyes.gate.review_input import ReviewInput
 from foureyes.gate.rules import RuleCatalogue
 from foureyes.gate.verdict import Verdict, VerdictProblem, check_verdict, verdict_sha256
@@ -29,8 +30,9 @@ def supervisor_request(
 ) -> ChatRequest:
     """The review request for one candidate.
 
-    Its ``subject`` carries the candidate, its digest, the region and the length limit
-    for the offline Supervisor; they are never sent to an endpoint.
+    Its ``subject`` carries the candidate, its tool calls (:func:`tool_calls_json`), its
+    digest, the region and the length limit for the offline Supervisor; they are never
+    sent to an endpoint.
     """
     system = template("supervisor_system").substitute(
         data_rule=DATA_RULE, rules=rules_list(catalogue)
@@ -67,6 +69,7 @@ def supervisor_request(
         subject={
             "candidate": review.candidate,
             "candidate_sha256": review.candidate_sha256,
+            "tool_calls": tool_calls_json(review.tool_calls),
             "region": region or "",
             "max_chars": str(max_chars),
             "user_message": review.message,
