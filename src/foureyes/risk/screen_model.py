@@ -214,14 +214,15 @@ def feature_buckets(text: str) -> list[int]:
     """
     folded = normalise(text).text
     found = [b for word in dict.fromkeys(_WORD.findall(folded)) for b in _word_buckets(word)]
-    if not folded.isascii() and _HAN_ANY.search(folded):
+    if language_of(folded) == "zh":
         found += _han_buckets(folded).tolist()
     return sorted(found)
 
 
 def language_of(text: str) -> Language:
     """``zh`` when the text has a Han character, else ``en`` (which threshold applies)."""
-    return "zh" if _HAN_ANY.search(text) else "en"
+    # ASCII text has no Han character: no need to scan it (L0 asks this of every message).
+    return "zh" if not text.isascii() and _HAN_ANY.search(text) else "en"
 
 
 class _Strict(BaseModel):
@@ -318,7 +319,7 @@ class ScreenModel:
                 sums = self._remember(missing)
             total += sum(map(sums.__getitem__, words))
             count += 3 * sum(map(len, words)) + len(words)
-        if not folded.isascii() and _HAN_ANY.search(folded):
+        if language_of(folded) == "zh":
             han = _han_buckets(folded)
             total += float(self._array[han].sum())
             count += len(han)
