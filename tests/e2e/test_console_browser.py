@@ -488,19 +488,31 @@ def test_a_keyed_service_takes_an_admin_key_typed_into_the_page(
 # --- the README's picture ---------------------------------------------------------------
 
 
-def test_a_screenshot_of_a_conversation(tab: Tab, tmp_path: Path) -> None:
-    tab.page.set_viewport_size({"width": 1280, "height": 1000})
-    tab.open()
-    tab.send("I had a rough day at work and I can't sleep.")
-    tab.send(CRISIS)
-    for trail in tab.page.locator("details.trail").all()[1:]:
-        trail.locator("summary").click()  # open the second trail: the picture shows it
+def test_a_screenshot_of_a_conversation_on_the_offline_default(
+    chromium: Browser, offline_serve: RunningServer, tmp_path: Path
+) -> None:
+    """The README's picture is what `make serve` shows: offline routes, no scripted verdicts."""
+    context = chromium.new_context(
+        viewport={"width": 1280, "height": 1000}, locale="en-US", timezone_id="UTC"
+    )
+    try:
+        tab = Tab(context.new_page(), offline_serve.url)
+        tab.open()
+        calm = tab.send("I had a rough day at work and I can't sleep.")
+        crisis = tab.send(CRISIS)
+        expect(calm.locator(".who .reason .code-raw")).to_have_text("approved")
+        # The offline crisis models confirm nothing: no double confirmation is shown.
+        crisis.locator("details.trail summary").click()
+        expect(crisis.locator(".trail-body")).not_to_contain_text("confirmed by L1 and L2")
+        expect(tab.page.get_by_role("link", name="Reports")).to_be_visible()
 
-    shot = tmp_path / "console.png"
-    tab.page.screenshot(path=str(shot), full_page=True)
-    _png(shot)
-    if os.environ.get("UPDATE_CONSOLE_SCREENSHOT") == "1":
-        DOCS_SCREENSHOT.write_bytes(shot.read_bytes())
+        shot = tmp_path / "console.png"
+        tab.page.screenshot(path=str(shot), full_page=True)
+        _png(shot)
+        if os.environ.get("UPDATE_CONSOLE_SCREENSHOT") == "1":
+            DOCS_SCREENSHOT.write_bytes(shot.read_bytes())
+    finally:
+        context.close()
 
 
 def test_the_trace_list_pages_back_in_time(tab: Tab, service: RunningServer) -> None:
