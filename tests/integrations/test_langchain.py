@@ -266,9 +266,14 @@ async def test_an_async_guard_serves_ainvoke_and_astream_and_refuses_invoke(
             block = reply.response_metadata["foureyes"]
             assert (block["decision"], block["reason"]) == ("fallback", "rejected")
             assert reply.content == fallback_text(ReasonCode.REJECTED, Locale.EN)
-        # A Guard belongs to this running loop: a blocking call is refused, not deadlocked.
+        asked = len(sent_to(simulator, "team"))
+        # A Guard belongs to this running loop: a blocking call is refused, not deadlocked,
+        # before the team's model is asked.
         with pytest.raises(UsageError, match="SyncGuard"):
             model.invoke([HumanMessage("Hello")])
+        with pytest.raises(UsageError, match="SyncGuard"):
+            list(model.stream([HumanMessage("Hello")]))
+    assert len(sent_to(simulator, "team")) == asked == 2
 
 
 async def test_a_sync_guard_serves_blocking_calls_inside_a_running_loop(
@@ -308,7 +313,11 @@ async def test_tool_results_of_the_turn_are_the_drafts_sources(
     simulator: RunningSimulator, tmp_path: Path, http: dict[str, Any]
 ) -> None:
     simulator.load(SCENARIO)
+    earlier = [{"type": "text", "text": "Hello."}, {"type": "tool_use", "id": "t0", "name": "x"}]
     turn: list[BaseMessage] = [
+        HumanMessage("Hi."),
+        AIMessage(earlier),  # an earlier reply with a tool-use block, as Anthropic's are
+        ToolMessage("EARLIER-RESULT", tool_call_id="t0", name="x"),
         HumanMessage(BOOK),
         AIMessage("", tool_calls=[{"id": "c1", "name": "lookup", "args": {"day": "thu"}}]),
         ToolMessage(LOOKUP_RESULT, tool_call_id="c1", name="lookup"),
@@ -320,6 +329,7 @@ async def test_tool_results_of_the_turn_are_the_drafts_sources(
     [review] = sent_to(simulator, "supervisor")
     prompt = review["messages"][-1]["content"]
     assert LOOKUP_RESULT in prompt and 'origin="tool:lookup"' in prompt
+    assert "EARLIER-RESULT" not in json.dumps(review["messages"])
 
 
 @pytest.mark.parametrize(

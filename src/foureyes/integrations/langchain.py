@@ -153,7 +153,9 @@ def guard_input(
         if isinstance(message, AIMessage):
             if index > last_user:
                 continue  # the agent's own steps of this turn, checked when they were made
-            entry: dict[str, Any] = {"role": "assistant", "content": _content(index, message)}
+            # The service's own earlier reply: its text (tool-use and reasoning blocks
+            # are not text; its tool calls ride in OpenAI's shape).
+            entry: dict[str, Any] = {"role": "assistant", "content": message.text}
             if message.tool_calls:
                 entry["tool_calls"] = _openai_calls(message.tool_calls)
             converted.append(entry)
@@ -336,15 +338,14 @@ class GuardedChatModel(BaseChatModel):
         options["sources"] = [*options.get("sources", ()), *tool_sources]
         return converted, options
 
-    def _check_sync(
-        self, messages: list[dict[str, Any]], reply: BaseMessage, options: dict[str, Any]
-    ) -> SupportOutcome:
+    def _blocking_guard(self) -> SyncGuard:
+        """The guard of a blocking call, checked before anything runs."""
         if not isinstance(self.guard, SyncGuard):
             raise UsageError(
                 "invoke and stream need a SyncGuard (a Guard belongs to its event loop): "
                 "await ainvoke/astream instead, or give guarded() a SyncGuard"
             )
-        return self.guard.check(messages, draft_of(reply), **options)
+        return self.guard
 
     async def _check_async(
         self, messages: list[dict[str, Any]], reply: BaseMessage, options: dict[str, Any]
@@ -362,9 +363,10 @@ class GuardedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        guard = self._blocking_guard()
         converted, options = self._request(messages, kwargs)
         reply = self.model.invoke(messages, _ISOLATED, stop=stop, **kwargs)
-        outcome = self._check_sync(converted, reply, options)
+        outcome = guard.check(converted, draft_of(reply), **options)
         answer = _answer(outcome, getattr(reply, "usage_metadata", None))
         return ChatResult(generations=[ChatGeneration(message=answer)])
 
@@ -388,10 +390,11 @@ class GuardedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
+        guard = self._blocking_guard()
         converted, options = self._request(messages, kwargs)
         pieces = list(self.model.stream(messages, _ISOLATED, stop=stop, **kwargs))
         reply = _gathered(pieces)
-        outcome = self._check_sync(converted, reply, options)
+        outcome = guard.check(converted, draft_of(reply), **options)
         yield from _chunks(outcome, getattr(reply, "usage_metadata", None))
 
     async def _astream(
@@ -434,9 +437,10 @@ class ChatFoureyes(ChatOpenAI):
     ``finish_reason``, and so on the chunks' sum); when a non-streamed body does not carry
     it, the ``X-Foureyes-Decision``, ``-Reason``, ``-Delivered-Sha256`` and
     ``-Trace-Id`` headers' values (``include_response_headers`` is on by default for
-    this). Everything else is ``ChatOpenAI``'s. It extends the two methods the
-    provider-specific ``ChatOpenAI`` subclasses extend to read fields OpenAI does not
-    define (a response's, a stream chunk's).
+    this). Everything else is ``ChatOpenAI``'s. It extends the two methods that turn a
+    response and a stream chunk into LangChain's, as provider packages' ``ChatOpenAI``
+    subclasses (langchain-deepseek's ``ChatDeepSeek``) do to read fields OpenAI does not
+    define.
     """
 
     model_name: str = Field(default=GATEWAY_MODEL, alias="model")
