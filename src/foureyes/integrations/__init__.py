@@ -1,0 +1,12 @@
+"""Integrations with other frameworks, each an optional extra (never a core dependency).
+
+- :mod:`foureyes.integrations.langchain` (``pip install 'foureyes[langchain]'``): a chat
+  model that guards any LangChain chat model with a :class:`~foureyes.Guard`, and a
+  ``ChatOpenAI`` for the foureyes gateway that keeps its decision.
+- :mod:`foureyes.integrations.agents` (``pip install 'foureyes[agents]'``): OpenAI
+  Agents SDK guardrails built on :class:`~foureyes.Guard`.
+
+Importing this package imports none of them; import the module you use.
+"""
+
+__all__: list[str] = []
