@@ -25,10 +25,12 @@ from agents import (
     OutputGuardrailTripwireTriggered,
     RunContextWrapper,
     Runner,
+    ToolInputGuardrailData,
     ToolInputGuardrailTripwireTriggered,
     function_tool,
     set_tracing_disabled,
 )
+from agents.tool_context import ToolContext
 from openai import AsyncOpenAI
 from pydantic import BaseModel
 
@@ -313,6 +315,31 @@ async def test_an_unusable_output_is_a_typed_error_and_nothing_is_recorded(
         await check_guardrail(guard).run(wrapper, agent(guard, client), object())
     assert caught.value.detail.startswith("output")
     assert await recorded(guard) == {}
+
+
+async def test_input_without_a_user_message_last_is_a_typed_error(
+    guard: Guard, client: AsyncOpenAI, simulator: RunningSimulator
+) -> None:
+    with pytest.raises(ContractError) as caught:
+        await Runner.run(agent(guard, client), [{"role": "assistant", "content": REPLY}])
+    assert (caught.value.schema, caught.value.reason) == ("triage", "invalid_input")
+    assert sent_to(simulator, "agent") == [] and await recorded(guard) == {}
+
+
+async def test_a_call_whose_arguments_are_not_json_is_refused_unread(
+    guard: Guard, client: AsyncOpenAI
+) -> None:
+    calls = [("{day: thursday", "invalid_input"), ("", None), ('{"day": "thursday"}', None)]
+    for arguments, reason in calls:
+        context = ToolContext(
+            context=None, tool_name="book_session", tool_call_id="c1", tool_arguments=arguments
+        )
+        data = ToolInputGuardrailData(context=context, agent=agent(guard, client))
+        verdict = await tool_call_guardrail(guard).run(data)
+        info = verdict.output_info
+        assert isinstance(info, ToolCallInfo) and info.reason == reason
+        assert verdict.behavior["type"] == ("allow" if reason is None else "reject_content")
+    assert info.check is not None and info.check.tool_calls[0].arguments == {"day": "thursday"}
 
 
 def test_the_run_input_becomes_chat_messages() -> None:

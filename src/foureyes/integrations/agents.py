@@ -245,7 +245,11 @@ def triage_guardrail(
         guard: an open guard.
         conversation_of: names the conversation from the run's context.
         run_in_parallel: the SDK's option; ``False`` (the default here) triages before
-            the agent's model sees the message or any tool runs.
+            the agent's model sees the message or any tool runs. With ``True`` the
+            output guardrail's check may start while this triage still runs in the
+            same conversation; the check's own triage is then dropped when it needs L1
+            (``concurrency_drop``: ``unknown``, so ``restricted``), and the output is
+            not released as written: more restriction, never less.
         name: the guardrail's name in the SDK's traces.
 
     Raises (from the run):
@@ -285,7 +289,9 @@ def check_guardrail(
 
     The output (text, or structured output as JSON text: :func:`draft_text`) is the draft;
     the run's input messages (:func:`chat_messages` of the run's turn input) are the
-    conversation, its last user message triaged again. The tripwire fires unless the
+    conversation, its last user message triaged again (the check is the whole of
+    ``POST /v1/check``; so a message that reaches L1 spends two L1 calls of the daily
+    limit, one per guardrail). The tripwire fires unless the
     output is released exactly as written: a fallback, or a release with crisis resources
     added. ``output_info`` is a :class:`CheckInfo`; on the tripwire deliver its ``text``.
 
