@@ -20,8 +20,9 @@ import pytest
 
 import foureyes
 from foureyes import Guard, SyncGuard
-from foureyes.config import Config, RolesConfig, StoreConfig
+from foureyes.config import Config, GateConfig, RolesConfig, StoreConfig
 from foureyes.core.errors import ContractError, UsageError
+from foureyes.core.reasons import ReasonCode
 from foureyes.gate import Outcome
 from foureyes.pipeline import CHECK_RUN_KIND, RUN_KIND, SupportOutcome
 from foureyes.review.projection import Projection
@@ -339,3 +340,56 @@ def test_a_sync_guard_called_on_its_own_loop_is_a_usage_error_not_a_deadlock() -
         running = asyncio.run_coroutine_threadsafe(from_a_callback_of_its_loop(), guard._loop)
         with pytest.raises(UsageError):
             running.result(timeout=60)
+
+
+def named_call(name: str, arguments: str = "{}", id: str = "call_1") -> dict[str, Any]:
+    return {"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+async def test_check_tool_calls_applies_the_gate_tool_rules_and_records_nothing() -> None:
+    config = Config(
+        gate=GateConfig(tools_allow=("book", "delete_account"), tools_deny=("delete_account",))
+    )
+    async with Guard.open(config, store="memory") as guard:
+        allowed = guard.check_tool_calls([named_call("book", WRITTEN)])
+        denied = guard.check_tool_calls([named_call("delete_account")])
+        unlisted = guard.check_tool_calls([named_call("book"), named_call("refund", id="call_2")])
+        # The same call in a draft is refused by check for the same reason.
+        drafted = await guard.check(
+            user(), {"content": TEXT, "tool_calls": [named_call("delete_account")]}
+        )
+        for bad, where in [
+            ([], "tool_calls"),
+            ([named_call("book", "{day: x")], "tool_calls.0: arguments_not_json"),
+            ([named_call("book"), named_call("book")], "tool_calls.1: bad_id"),
+            (
+                [{"id": "c", "type": "function", "function": {"name": "book"}}],
+                "tool_calls.0.function",
+            ),
+            ("book", "tool_calls"),
+        ]:
+            with pytest.raises(ContractError) as caught:
+                guard.check_tool_calls(bad)
+            assert caught.value.schema == "check_tool_calls"
+            assert caught.value.detail.startswith(where), caught.value.detail
+        runs = [run.trace_id for run in await guard.store.traces.list_runs()]
+
+    assert allowed.allowed and allowed.reason is None and allowed.findings == ()
+    assert [call.openai() for call in allowed.tool_calls] == [named_call("book", CANONICAL)]
+    assert (denied.allowed, denied.reason) == (False, ReasonCode.TOOL_NOT_ALLOWED)
+    assert "gate.tools_deny" in denied.findings[0].note
+    assert unlisted.reason is ReasonCode.TOOL_NOT_ALLOWED and len(unlisted.findings) == 1
+    assert "'refund'" in unlisted.findings[0].note
+    assert drafted.reason is ReasonCode.TOOL_NOT_ALLOWED
+    assert runs == [drafted.trace_id]  # only the check of the draft was recorded
+    with pytest.raises(UsageError):
+        guard.check_tool_calls([named_call("book")])
+
+
+def test_sync_guard_checks_tool_calls() -> None:
+    config = Config(gate=GateConfig(tools_deny=("delete_account",)))
+    with SyncGuard.open(config, store="memory") as guard:
+        assert guard.check_tool_calls([named_call("book")]).allowed
+        assert not guard.check_tool_calls([named_call("delete_account")]).allowed
+    with pytest.raises(UsageError):
+        guard.check_tool_calls([named_call("book")])

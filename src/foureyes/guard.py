@@ -13,6 +13,8 @@ gateway's own request models: :meth:`Guard.check` is ``POST /v1/check``,
 ``POST /v1/assess`` (under the ``local`` tenant, as a caller without an API key), so the
 same input gets the same decision and the same digests. :meth:`Guard.project` and
 :meth:`Guard.review` are the masked review of ``POST /v1/review``.
+:meth:`Guard.check_tool_calls` is the gate's rules alone on tool calls (no model, no
+record), for a host that runs tools before it has a final reply.
 
 Bad input is a :class:`~foureyes.core.errors.ContractError` (``schema`` names the call,
 ``reason`` is ``invalid_input``, ``detail`` the field at fault) raised before anything
@@ -43,6 +45,7 @@ from pydantic import BaseModel, ValidationError
 from foureyes.config import Config, load_config
 from foureyes.core.errors import ContractError, UsageError
 from foureyes.core.tenancy import LOCAL_TENANT, new_conversation_id
+from foureyes.gate import GivenDraft, ToolCallCheck, ToolCallRefused
 from foureyes.pipeline import Runtime, SupportOutcome
 from foureyes.review.projection import Mask, Projection, ProjectionSkipped, Window
 from foureyes.review.request import RequestMode
@@ -57,6 +60,7 @@ from foureyes.server.gateway import (
     GATEWAY_MODEL,
     ChatCompletionRequest,
     CheckRequest,
+    DraftBody,
     support_message,
 )
 from foureyes.server.review_api import ReviewBody
@@ -284,6 +288,37 @@ class Guard:
         except ApiError as exc:
             raise _refused("check", exc) from None
         return await runtime.pipeline.check(message, given)
+
+    def check_tool_calls(self, tool_calls: Sequence[Mapping[str, Any]]) -> ToolCallCheck:
+        """Whether the gate's rules let these tool calls through, before any model sees them.
+
+        The rules checked in code on a candidate of these calls and no text, as the gate
+        checks a draft: ``[gate] tools_allow`` / ``tools_deny`` by name (reason
+        ``tool_not_allowed``), then any rule plugin that reads tool calls (reason
+        ``rule_violation``). No model is called and nothing is recorded, so an allowed
+        call is not an approval: a draft with it still goes through :meth:`check`.
+
+        Args:
+            tool_calls: OpenAI's assistant-message ``tool_calls`` (``{"id", "type":
+                "function", "function": {"name", "arguments"}}``, arguments a JSON
+                string), as for a draft of :meth:`check`.
+
+        Raises:
+            ContractError: bad input (no call, a malformed call, arguments that are not
+                strict JSON, a repeated id); ``detail`` starts with ``tool_calls``.
+            UsageError: the guard is closed.
+        """
+        gate = self._live().pipeline.gate
+        calls = _dicts("check_tool_calls", "tool_calls", tool_calls)
+        if not calls:
+            raise ContractError("check_tool_calls", INVALID_INPUT, "tool_calls: none given")
+        body = _validate(DraftBody, "check_tool_calls", {"tool_calls": calls})
+        try:
+            given = GivenDraft.of_openai(None, [c.model_dump() for c in body.tool_calls])
+        except ToolCallRefused as exc:
+            where = f"tool_calls.{exc.index}: {exc.problem.value}"
+            raise ContractError("check_tool_calls", INVALID_INPUT, where) from None
+        return gate.check_tool_calls(given.tool_calls)
 
     async def reply(
         self,
@@ -529,6 +564,12 @@ class SyncGuard:
         if self._closed:
             raise UsageError("this SyncGuard is closed; open another")
         return self._guard.project(session, window=window, mask=mask, tools=tools)
+
+    def check_tool_calls(self, tool_calls: Sequence[Mapping[str, Any]]) -> ToolCallCheck:
+        """:meth:`Guard.check_tool_calls` (pure, so nothing runs on the loop)."""
+        if self._closed:
+            raise UsageError("this SyncGuard is closed; open another")
+        return self._guard.check_tool_calls(tool_calls)
 
     @property
     def store(self) -> Store:

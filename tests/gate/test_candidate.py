@@ -10,18 +10,24 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from foureyes.core.errors import UsageError
 from foureyes.core.locale import Locale
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.reasons import ReasonCode
 from foureyes.gate import (
     GivenDraft,
+    Rule,
     RuleCatalogue,
     RuleContext,
+    RuleFinding,
+    RuleInput,
     ToolCall,
+    ToolCallCheck,
     ToolCallProblem,
     ToolCallRefused,
     Verdict,
     candidate_sha256,
+    check_tool_calls,
     compose_release,
     decide,
     deliver,
@@ -180,6 +186,63 @@ def test_a_denied_tool_decides_its_own_reason_whatever_the_verdict() -> None:
         failure=None,
     )
     assert decision.reason is ReasonCode.TOOL_NOT_ALLOWED
+
+
+NAMES = st.sampled_from(["book", "cancel", "delete_account", "search"])
+
+
+@given(
+    names=st.lists(NAMES, min_size=1, max_size=4),
+    allow=st.frozensets(NAMES),
+    deny=st.frozensets(NAMES),
+)
+def test_checking_tool_calls_alone_decides_as_the_gate_decides_a_draft_of_them(
+    names: list[str], allow: frozenset[str], deny: frozenset[str]
+) -> None:
+    calls = tuple(ToolCall.parse(f"c{i}", name, "{}") for i, name in enumerate(names))
+    context = RuleContext(max_chars=1200, region=None, tools_allow=allow, tools_deny=deny)
+    catalogue = RuleCatalogue.builtin()
+    checked = check_tool_calls(catalogue, context, calls)
+    digest = candidate_sha256("", calls)
+    approve = Verdict(candidate_sha256=digest, decision="approve", violations=[], missing=[])
+    decision = decide(
+        GenerationPolicy.NORMAL,
+        candidate_sha256=digest,
+        findings=catalogue.check("", context, calls),
+        verdict=approve,
+        failure=None,
+    )
+    forbidden = {n for n in names if n in deny or (allow and n not in allow)}
+    assert isinstance(checked, ToolCallCheck) and checked.tool_calls == calls
+    assert checked.allowed is decision.released is (not forbidden)
+    assert checked.reason == (None if decision.released else decision.reason)
+    assert len(checked.findings) == sum(1 for n in names if n in forbidden)
+
+
+def _no_wire_transfers(candidate: RuleInput) -> list[RuleFinding]:
+    end = len(candidate.text)
+    return [
+        RuleFinding("no_wire", (end, end), "a transfer above 100")
+        for call in candidate.tool_calls
+        if call.name == "transfer" and call.arguments.get("amount", 0) > 100
+    ]
+
+
+def test_a_rule_that_reads_tool_calls_refuses_them_alone_as_in_a_draft() -> None:
+    no_wire = Rule("no_wire", {loc: "No large transfer." for loc in Locale}, _no_wire_transfers)
+    catalogue = RuleCatalogue((*RuleCatalogue.builtin().rules, no_wire))
+    context = RuleContext(max_chars=1200, region=None, tools_deny=frozenset({"delete"}))
+    small = ToolCall.parse("c1", "transfer", '{"amount": 5}')
+    large = ToolCall.parse("c2", "transfer", '{"amount": 500}')
+    assert check_tool_calls(catalogue, context, (small,)).allowed
+    refused = check_tool_calls(catalogue, context, (small, large))
+    assert refused.reason is ReasonCode.RULE_VIOLATION
+    assert [f.rule for f in refused.findings] == ["no_wire"]
+    # A denied tool is its own reason even when another rule fired too.
+    both = check_tool_calls(catalogue, context, (large, ToolCall.parse("c3", "delete", "{}")))
+    assert both.reason is ReasonCode.TOOL_NOT_ALLOWED
+    with pytest.raises(UsageError):
+        check_tool_calls(catalogue, context, ())
 
 
 def released(text: str, calls: tuple[ToolCall, ...], approved: str) -> Any:

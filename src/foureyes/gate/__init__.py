@@ -21,7 +21,14 @@ from foureyes.gate.candidate import (
 from foureyes.gate.counselor import DRAFT_SCHEMA, Revision, counselor_request, draft_reply
 from foureyes.gate.failures import STAGE_FAILURES, Stage, reason_for
 from foureyes.gate.fallback import FallbackFamily, fallback_text, family_of
-from foureyes.gate.gate import Decision, Outcome, decide
+from foureyes.gate.gate import (
+    Decision,
+    Outcome,
+    ToolCallCheck,
+    check_tool_calls,
+    decide,
+    rule_reason,
+)
 from foureyes.gate.offline import offline_verdict
 from foureyes.gate.outcome import (
     RECORD_SCHEMA,
@@ -107,6 +114,7 @@ __all__ = [
     "TOOL_SEPARATOR",
     "Timings",
     "ToolCall",
+    "ToolCallCheck",
     "ToolCallProblem",
     "ToolCallRefused",
     "Turn",
@@ -117,6 +125,7 @@ __all__ = [
     "assemble_review_input",
     "candidate_bytes",
     "candidate_sha256",
+    "check_tool_calls",
     "check_verdict",
     "compose_release",
     "counselor_request",
@@ -129,6 +138,7 @@ __all__ = [
     "offline_verdict",
     "reason_for",
     "review_candidate",
+    "rule_reason",
     "supervisor_request",
     "verdict_sha256",
 ]

@@ -128,13 +128,7 @@ class Run:
         """What became of a speculative first draft, for the record (``None``: none)."""
         self._unknowns_read: asyncio.Future[Sequence[KeptUnknown]] | None = None
         self._first: asyncio.Task[_Drafted] | None = None
-        self.rules = RuleContext(
-            max_chars=gate.max_chars,
-            region=region,
-            registry=registry,
-            tools_allow=frozenset(gate.tools_allow),
-            tools_deny=frozenset(gate.tools_deny),
-        )
+        self.rules = RuleContext.of_gate(gate, region=region, registry=registry)
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:

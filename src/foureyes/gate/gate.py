@@ -9,15 +9,17 @@ the facts (policy, candidate digest, rule findings, the verdict, any stage failu
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 
 from foureyes.core.errors import UsageError
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.reasons import ReasonCode
-from foureyes.gate.rules import TOOL_RULE, RuleFinding
+from foureyes.gate.candidate import ToolCall
+from foureyes.gate.rules import TOOL_RULE, RuleCatalogue, RuleContext, RuleFinding
 from foureyes.gate.verdict import Verdict, VerdictDecision
 
-__all__ = ["Decision", "Outcome", "decide"]
+__all__ = ["Decision", "Outcome", "ToolCallCheck", "check_tool_calls", "decide", "rule_reason"]
 
 
 class Outcome(StrEnum):
@@ -146,10 +148,8 @@ def decide(
         return Decision.fallback(failure)
     if candidate_sha256 is None:
         return Decision.fallback(ReasonCode.DRAFT_FAILED)
-    if any(f.rule == TOOL_RULE for f in findings):
-        return Decision.fallback(ReasonCode.TOOL_NOT_ALLOWED)
-    if findings:
-        return Decision.fallback(ReasonCode.RULE_VIOLATION)
+    if (broken := rule_reason(findings)) is not None:
+        return Decision.fallback(broken)
     if verdict is None:
         return Decision.fallback(ReasonCode.REVIEW_FAILED)
     if verdict.candidate_sha256 != candidate_sha256:
@@ -159,3 +159,57 @@ def decide(
     if verdict.decision is VerdictDecision.INSUFFICIENT:
         return Decision.fallback(ReasonCode.INSUFFICIENT)
     return Decision._make(Outcome.RELEASED, ReasonCode.APPROVED, candidate_sha256)
+
+
+def rule_reason(findings: Sequence[RuleFinding]) -> ReasonCode | None:
+    """The fallback reason the rules checked in code give, ``None`` when none fired.
+
+    A call to a tool that is not allowed is ``tool_not_allowed`` (whatever else fired);
+    any other finding is ``rule_violation``: line 4 of :func:`decide`.
+    """
+    if any(f.rule == TOOL_RULE for f in findings):
+        return ReasonCode.TOOL_NOT_ALLOWED
+    if findings:
+        return ReasonCode.RULE_VIOLATION
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallCheck:
+    """What the rules checked in code say of tool calls alone (:func:`check_tool_calls`).
+
+    Allowed means only that no rule the gate checks in code forbids the calls (the
+    ``[gate]`` tool lists first): no Supervisor has seen them, so it is not an approval.
+    """
+
+    tool_calls: tuple[ToolCall, ...]
+    """The calls checked, arguments parsed (:class:`~foureyes.gate.candidate.ToolCall`)."""
+    findings: tuple[RuleFinding, ...]
+    """What fired; empty when the calls are allowed."""
+    reason: ReasonCode | None
+    """``tool_not_allowed`` or ``rule_violation`` (:func:`rule_reason`); ``None``: allowed."""
+
+    @property
+    def allowed(self) -> bool:
+        """Whether no rule checked in code forbids the calls."""
+        return self.reason is None
+
+
+def check_tool_calls(
+    catalogue: RuleCatalogue, context: RuleContext, tool_calls: Sequence[ToolCall]
+) -> ToolCallCheck:
+    """Judge ``tool_calls`` as the gate judges a candidate of these calls and no text.
+
+    The same rules on the same input as a draft of tool calls only gets before review
+    (``gate.tools_allow`` / ``tools_deny`` by name, and any rule plugin that reads
+    ``RuleInput.tool_calls``), so a call refused here is refused in a draft too. Pure:
+    no model, no store, no clock.
+
+    Raises:
+        UsageError: ``tool_calls`` is empty (there is nothing to judge).
+    """
+    calls = tuple(tool_calls)
+    if not calls:
+        raise UsageError("check_tool_calls needs at least one tool call")
+    findings = catalogue.check("", context, calls)
+    return ToolCallCheck(calls, findings, rule_reason(findings))

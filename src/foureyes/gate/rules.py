@@ -107,6 +107,19 @@ class RuleContext:
     tools_deny: frozenset[str] = frozenset()
     """Tool names a candidate may never call."""
 
+    @classmethod
+    def of_gate(
+        cls, gate: GateConfig, *, region: str | None, registry: ResourceRegistry | None
+    ) -> RuleContext:
+        """The context ``[gate]`` sets for a reply to a user in ``region``."""
+        return cls(
+            max_chars=gate.max_chars,
+            region=region,
+            registry=registry,
+            tools_allow=frozenset(gate.tools_allow),
+            tools_deny=frozenset(gate.tools_deny),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class RuleInput:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 
 from foureyes.core.budget import utc_day
 from foureyes.core.deadline import Clock
@@ -50,12 +51,12 @@ from foureyes.core.reasons import ReasonCode
 from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
 from foureyes.gate import offline as _offline  # noqa: F401  (registers the offline Supervisor)
 from foureyes.gate._run import Run, usable_verdict
-from foureyes.gate.candidate import GivenDraft
-from foureyes.gate.gate import decide
+from foureyes.gate.candidate import GivenDraft, ToolCall
+from foureyes.gate.gate import ToolCallCheck, check_tool_calls, decide
 from foureyes.gate.outcome import Attempt, GateOutcome, decision_record
 from foureyes.gate.release import compose_release, deliver
 from foureyes.gate.request import OpenUnknowns, ReplyRequest
-from foureyes.gate.rules import RuleCatalogue
+from foureyes.gate.rules import RuleCatalogue, RuleContext
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.provider import ChatRequest
 from foureyes.risk.resources import ResourceRegistry, default_registry, stale_entries
@@ -118,6 +119,17 @@ class GateRunner:
                 self._gate.resources_max_age_days,
                 ", ".join(e.id for e in self.stale_resources),
             )
+
+    def check_tool_calls(self, tool_calls: Sequence[ToolCall]) -> ToolCallCheck:
+        """The rules in force on ``tool_calls`` alone (:func:`~foureyes.gate.check_tool_calls`).
+
+        No model is called and nothing is recorded: a cheap check before a tool runs.
+
+        Raises:
+            UsageError: ``tool_calls`` is empty.
+        """
+        context = RuleContext.of_gate(self._gate, region=self._gate.region, registry=self._registry)
+        return check_tool_calls(self.catalogue, context, tool_calls)
 
     def _locale_region(self, request: ReplyRequest) -> tuple[Locale, str | None]:
         locale = request.locale or (
