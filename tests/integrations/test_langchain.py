@@ -361,7 +361,7 @@ def test_without_langchain_the_import_names_the_extra(monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "langchain_openai", None)
     monkeypatch.delitem(sys.modules, "foureyes.integrations.langchain")
 
-    with pytest.raises(UsageError, match=r"pip install 'foureyes\[langchain\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'foureyes\[langchain\]'"):
         importlib.import_module("foureyes.integrations.langchain")
 
 

@@ -34,6 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from foureyes.integrations import missing_extra
+
 try:
     from agents import (
         Agent,
@@ -48,10 +50,7 @@ try:
 except ImportError as exc:  # tests hide the SDK to reach this
     if exc.name is None or exc.name.split(".")[0] != "agents":
         raise
-    raise ImportError(
-        "foureyes.integrations.agents needs the OpenAI Agents SDK: pip install 'foureyes[agents]'",
-        name=exc.name,
-    ) from exc
+    raise missing_extra("agents", "the OpenAI Agents SDK", "agents", exc) from exc
 from pydantic_core import PydanticSerializationError, to_json
 
 from foureyes.core.errors import ContractError

@@ -40,6 +40,7 @@ from typing import Any
 from foureyes.core.errors import ContractError, UsageError
 from foureyes.gate import Outcome
 from foureyes.guard import INVALID_INPUT, Guard, SyncGuard
+from foureyes.integrations import missing_extra
 from foureyes.pipeline import SupportOutcome
 from foureyes.server.gateway import GATEWAY_MODEL
 
@@ -67,10 +68,7 @@ try:
     from langchain_openai import ChatOpenAI
     from pydantic import ConfigDict, Field
 except ImportError as exc:  # pragma: no cover - exercised by a test in a fresh import
-    raise UsageError(
-        "foureyes.integrations.langchain needs LangChain: pip install 'foureyes[langchain]'"
-        f" ({exc})"
-    ) from exc
+    raise missing_extra("langchain", "LangChain", "langchain", exc) from exc
 
 __all__ = ["ChatFoureyes", "GuardedChatModel", "OPTION_KEYS", "guarded"]
 
