@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -13,6 +14,9 @@ import pytest
 from foureyes.config import Config, RolesConfig
 from foureyes.evals.agent import AgentLoop, Checkpoint, StopReason
 from foureyes.evals.agent_tasks import agent_task, task_workspace
+from foureyes.evals.arms import arm_routes
+from foureyes.evals.cassette import eval_providers
+from foureyes.evals.runner import EvalRunner
 from foureyes.evals.suite import load_suite, suite_path
 from foureyes.evals.verify import VerifierResult
 from foureyes.evals.workspace import ToolLimits, Workspace
@@ -28,9 +32,11 @@ from foureyes.review.session import (
     TurnEnd,
     UserMessage,
 )
+from foureyes.store import Store
+from tests.evals._support import eval_config, store
 from tests.helpers.simulator import RunningSimulator, simulator, simulator_process
 
-__all__ = ["simulator", "simulator_process"]
+__all__ = ["simulator", "simulator_process", "store"]
 
 MODEL = "primary-sim"
 USAGE = {"prompt_tokens": 100, "completion_tokens": 7}
@@ -278,3 +284,75 @@ async def test_the_publication_hook_shows_a_packet_as_a_plugin_message_and_the_l
     assert len(assistant) == len(simulator.requests()) == 3
     assert result.answer == "Checked the equal level too."
     assert simulator.requests()[-1]["messages"][-1]["role"] == "user"
+
+
+def _two_task_suite(folder: Path) -> Path:
+    """The shipped suite cut to two tasks (same files, validated by the same loader)."""
+    shutil.copytree(suite_path("agent-tasks"), folder)
+    cases = json.loads((folder / "cases.json").read_text(encoding="utf-8"))
+    kept = [c for c in cases if c["id"] in {"log-severity", "clamp"}]
+    (folder / "cases.json").write_text(json.dumps(kept), encoding="utf-8")
+    return folder
+
+
+async def test_eval_run_of_an_agent_suite_lets_the_verifier_decide_each_pair(
+    simulator: RunningSimulator, tmp_path: Path, store: Store
+) -> None:
+    # log-severity gets the right fix; clamp gets the plausible wrong one (its check passes).
+    right = "return LEVELS.index(level) >= LEVELS.index(minimum)"
+    script(
+        simulator,
+        {
+            "match": "filter_logs in logfilter.py",
+            "usage": USAGE,
+            "content": None,
+            "tool_calls": [
+                call("edit", path="logfilter.py", old="return level >= minimum", new=right)
+            ],
+        },
+        {
+            "match": "clamp\\(x, lo, hi\\) in clamp.py",
+            "usage": USAGE,
+            "content": None,
+            "tool_calls": [
+                call("edit", path="clamp.py", old="max(lo, min(x, lo))", new="min(x, hi)")
+            ],
+        },
+        {"match": "^replaced 1 occurrence", "usage": USAGE, "content": "Fixed."},
+    )
+    cfg = eval_config(tmp_path, primary_sim=simulator.route(MODEL, timeout_s=5).model_dump())
+    cfg = cfg.model_validate(cfg.model_dump() | {"roles": {"primary": "primary_sim"}})
+    suite = load_suite(_two_task_suite(tmp_path / "suite"))
+    routes = Routes.build(cfg, {})
+    providers = {name: routes.provider(name) for name in arm_routes(cfg, suite.arms)}
+    try:
+        summary = await EvalRunner(
+            suite, suite.arms, config=cfg, providers=providers, store=store, run_id="agent"
+        ).run()
+    finally:
+        await routes.aclose()
+    assert summary.ran == 2 and summary.failures == 0
+    rows = {r.case_id: r for r in await store.evals.results("agent")}
+    assert rows["log-severity"].passed and rows["log-severity"].record["prediction"] == "done"
+    assert not rows["clamp"].passed and rows["clamp"].record["prediction"] == "not_done"
+    detail = rows["clamp"].record["detail"]
+    assert detail["stop"] == "completed" and detail["steps"] == 2
+    assert detail["verifier"] == "rejected" and rows["clamp"].record["calls"] == 2
+    assert len(simulator.requests()) == 4
+    # Each pair worked in its own copy: the shipped repositories are untouched.
+    shipped = suite_path("agent-tasks") / "tasks" / "clamp" / "repo" / "clamp.py"
+    assert "max(lo, min(x, lo))" in shipped.read_text(encoding="utf-8")
+
+
+async def test_eval_run_of_the_agent_suite_offline_records_every_pair_as_a_route_failure(
+    tmp_path: Path, store: Store
+) -> None:
+    cfg = eval_config(tmp_path)
+    suite = load_suite(suite_path("agent-tasks"))
+    providers = eval_providers(cfg, arm_routes(cfg, suite.arms), {})
+    summary = await EvalRunner(
+        suite, suite.arms, config=cfg, providers=providers, store=store, run_id="offline"
+    ).run()
+    assert summary.ran == summary.failures == len(suite.cases)
+    failures = {r.record["failure"] for r in await store.evals.results("offline")}
+    assert failures == {"route_failed"}

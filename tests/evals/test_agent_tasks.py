@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from foureyes.evals.agent_tasks import AgentTask, Fix, agent_task, apply_fix, task_workspace
+from foureyes.evals.agent_tasks import AgentTask, TaskFix, agent_task, apply_fix, task_workspace
 from foureyes.evals.suite import SuiteError, SuiteKind, load_suite, suite_path
 from foureyes.evals.verify import VerifierResult
 
@@ -30,10 +30,10 @@ async def test_the_verifier_fails_shipped_and_wrong_fix_and_passes_the_right_fix
     with task_workspace(task) as shipped:
         assert (await task.weak_check(shipped), await task.verify(shipped)) == (REJECTED, REJECTED)
     with task_workspace(task) as wrong:
-        apply_fix(task, Fix.WRONG, wrong)
+        apply_fix(task, TaskFix.WRONG, wrong)
         assert (await task.weak_check(wrong), await task.verify(wrong)) == (PASSED, REJECTED)
     with task_workspace(task) as right:
-        apply_fix(task, Fix.RIGHT, right)
+        apply_fix(task, TaskFix.RIGHT, right)
         assert (await task.weak_check(right), await task.verify(right)) == (PASSED, PASSED)
     # Every run gets its own copy: the fixes above never reached the shipped repository.
     with task_workspace(task) as again:

@@ -33,10 +33,10 @@ from foureyes.evals.suite import Case, Suite, SuiteKind
 from foureyes.evals.verify import VerifierResult, run_verifier
 from foureyes.evals.workspace import minimal_env
 
-__all__ = ["AgentTask", "Fix", "agent_task", "apply_fix", "task_workspace"]
+__all__ = ["AgentTask", "TaskFix", "agent_task", "apply_fix", "task_workspace"]
 
 
-class Fix(StrEnum):
+class TaskFix(StrEnum):
     """A recorded fix of a task."""
 
     RIGHT = "right"
@@ -108,7 +108,7 @@ def task_workspace(task: AgentTask) -> Iterator[Path]:
         yield workspace
 
 
-def apply_fix(task: AgentTask, fix: Fix, workspace: Path) -> None:
+def apply_fix(task: AgentTask, fix: TaskFix, workspace: Path) -> None:
     """Overwrite ``workspace``'s files with those of the task's recorded ``fix``."""
     source = task.folder / fix.value
     for file in sorted(p for p in source.rglob("*") if p.is_file()):
