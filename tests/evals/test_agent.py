@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from foureyes.config import Config, RolesConfig
 from foureyes.evals.agent import AgentLoop, Checkpoint, StopReason
@@ -356,3 +359,26 @@ async def test_eval_run_of_the_agent_suite_offline_records_every_pair_as_a_route
     assert summary.ran == summary.failures == len(suite.cases)
     failures = {r.record["failure"] for r in await store.evals.results("offline")}
     assert failures == {"route_failed"}
+
+
+_SEGMENTS = st.sampled_from(["..", ".", "a", "out", "link.txt", "", "x.txt", "/"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_SEGMENTS, min_size=1, max_size=6))
+async def test_no_path_the_model_writes_reaches_outside_the_workspace(segments: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        outside, workspace = root / "outside", root / "ws"
+        outside.mkdir()
+        (workspace / "a").mkdir(parents=True)
+        (workspace / "out").symlink_to(outside, target_is_directory=True)
+        (workspace / "link.txt").symlink_to(outside / "x.txt")
+        path = "/".join(segments)
+        outcome = await Workspace(workspace).call(
+            "edit", json.dumps({"path": path, "content": "x"})
+        )
+        assert list(outside.iterdir()) == []
+        assert sorted(p.name for p in root.iterdir()) == ["outside", "ws"]
+        if not outcome.error:
+            assert any(f.read_text() == "x" for f in workspace.rglob("*") if f.is_file())
