@@ -59,3 +59,13 @@ def test_a_broken_agent_case_refuses_the_suite_naming_it(tmp_path: Path) -> None
         load_suite(folder)
     named = {p.split(":")[0] for p in caught.value.problems}
     assert named == {f"case {c['id']}" for c in cases[:4]}
+
+
+def test_the_suite_digest_covers_the_task_files(tmp_path: Path) -> None:
+    folder = tmp_path / "suite"
+    shutil.copytree(suite_path("agent-tasks"), folder)
+    before = load_suite(folder).sha256
+    assert before == SUITE.sha256  # the same files wherever they lie
+    verifier = folder / "tasks" / "clamp" / "verify.py"
+    verifier.write_text(verifier.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert load_suite(folder).sha256 != before

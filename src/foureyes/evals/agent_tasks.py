@@ -104,7 +104,12 @@ def task_workspace(task: AgentTask) -> Iterator[Path]:
     """A fresh copy of the task's repository in a temporary folder, removed afterwards."""
     with tempfile.TemporaryDirectory(prefix=f"foureyes-{task.case.id}-") as tmp:
         workspace = Path(tmp) / "repo"
-        shutil.copytree(task.folder / "repo", workspace, symlinks=True)
+        shutil.copytree(
+            task.folder / "repo",
+            workspace,
+            symlinks=True,
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+        )
         yield workspace
 
 

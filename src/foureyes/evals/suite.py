@@ -119,6 +119,7 @@ class Suite(_Frozen):
     cases: tuple[Case, ...] = Field(min_length=1)
     """Its cases."""
     _folder: Path | None = PrivateAttr(default=None)
+    _files_sha256: str | None = PrivateAttr(default=None)
 
     @property
     def folder(self) -> Path | None:
@@ -144,8 +145,15 @@ class Suite(_Frozen):
 
     @property
     def sha256(self) -> str:
-        """Digest of the suite's canonical form: a resumed run must match it."""
-        return sha256_hex(canonical_json(self.model_dump(mode="json")))
+        """Digest of the suite's canonical form: a resumed run must match it.
+
+        An agent suite's digest covers its task folders' files too, so a resumed run over a
+        changed repository, verifier or fix is refused like one over changed cases.
+        """
+        dump = self.model_dump(mode="json")
+        if self._files_sha256 is not None:
+            return sha256_hex(canonical_json({"files": self._files_sha256, "suite": dump}))
+        return sha256_hex(canonical_json(dump))
 
 
 def _read_json(path: Path) -> Any:
@@ -235,7 +243,24 @@ def load_suite(folder: Path) -> Suite:
     if problems:
         raise SuiteError(problems)
     suite._folder = folder
+    if suite.kind is SuiteKind.AGENT:
+        suite._files_sha256 = _files_digest(folder, suite.cases)
     return suite
+
+
+def _ours(path: Path) -> bool:
+    return "__pycache__" not in path.parts and path.suffix != ".pyc"
+
+
+def _files_digest(folder: Path, cases: tuple[Case, ...]) -> str:
+    """SHA-256 over the path and bytes of every file of the cases' task folders."""
+    files: dict[str, str] = {}
+    for case in cases:
+        task = folder / case.state["task"]
+        # Bytecode caches are the interpreter's, not the task's.
+        for path in sorted(p for p in task.rglob("*") if p.is_file() and _ours(p)):
+            files[path.relative_to(folder).as_posix()] = sha256_hex(path.read_bytes())
+    return sha256_hex(canonical_json(files))
 
 
 def shipped_suites() -> dict[str, Path]:
