@@ -196,6 +196,8 @@ async def test_a_command_over_its_time_limit_is_killed_and_reported(tmp_path: Pa
     assert _gone_or_zombie(pid)
     flood = await workspace.call("run", json.dumps({"command": "python -c \"print('x' * 50000)\""}))
     assert not flood.error and "[cut:" in flood.content and len(flood.content) < 2000
+    where = await workspace.call("run", json.dumps({"command": 'pwd; ls "$HOME"'}))
+    assert where.content == "exit status 0\n.\npid.txt\n"
     failing = await workspace.call("run", json.dumps({"command": "exit 3"}))
     assert failing.error and failing.content.startswith("exit status 3")
     env = await workspace.call("run", json.dumps({"command": "env"}))
@@ -321,30 +323,50 @@ async def test_eval_run_of_an_agent_suite_lets_the_verifier_decide_each_pair(
                 call("edit", path="clamp.py", old="max(lo, min(x, lo))", new="min(x, hi)")
             ],
         },
-        {"match": "^replaced 1 occurrence", "usage": USAGE, "content": "Fixed."},
+        {
+            "match": "^replaced 1 occurrence in clamp.py",
+            "usage": USAGE,
+            "content": None,
+            "tool_calls": [call("run", command="pwd")],  # the copy's path: "." when recorded
+        },
+        {
+            "match": "^replaced 1 occurrence in logfilter.py|^exit status 0",
+            "usage": USAGE,
+            "content": "Fixed.",
+        },
     )
     cfg = eval_config(tmp_path, primary_sim=simulator.route(MODEL, timeout_s=5).model_dump())
     cfg = cfg.model_validate(cfg.model_dump() | {"roles": {"primary": "primary_sim"}})
     suite = load_suite(_two_task_suite(tmp_path / "suite"))
-    routes = Routes.build(cfg, {})
-    providers = {name: routes.provider(name) for name in arm_routes(cfg, suite.arms)}
+    cassette = tmp_path / "agent.cassette.jsonl"
+    used = arm_routes(cfg, suite.arms)
+    recording = eval_providers(cfg, used, {}, record=cassette)
     try:
         summary = await EvalRunner(
-            suite, suite.arms, config=cfg, providers=providers, store=store, run_id="agent"
+            suite, suite.arms, config=cfg, providers=recording, store=store, run_id="agent"
         ).run()
     finally:
-        await routes.aclose()
+        for provider in recording.values():
+            await provider.aclose()
     assert summary.ran == 2 and summary.failures == 0
     rows = {r.case_id: r for r in await store.evals.results("agent")}
     assert rows["log-severity"].passed and rows["log-severity"].record["prediction"] == "done"
     assert not rows["clamp"].passed and rows["clamp"].record["prediction"] == "not_done"
     detail = rows["clamp"].record["detail"]
-    assert detail["stop"] == "completed" and detail["steps"] == 2
-    assert detail["verifier"] == "rejected" and rows["clamp"].record["calls"] == 2
-    assert len(simulator.requests()) == 4
+    assert detail["stop"] == "completed" and detail["steps"] == 3
+    assert detail["verifier"] == "rejected" and rows["clamp"].record["calls"] == 3
+    assert len(simulator.requests()) == 5
     # Each pair worked in its own copy: the shipped repositories are untouched.
     shipped = suite_path("agent-tasks") / "tasks" / "clamp" / "repo" / "clamp.py"
     assert "max(lo, min(x, lo))" in shipped.read_text(encoding="utf-8")
+    # Offline replay in fresh copies elsewhere: the same requests, the same verdicts.
+    replaying = eval_providers(cfg, used, {}, replay=cassette)
+    await EvalRunner(
+        suite, suite.arms, config=cfg, providers=replaying, store=store, run_id="again"
+    ).run()
+    again = {r.case_id: r.record["prediction"] for r in await store.evals.results("again")}
+    assert again == {"log-severity": "done", "clamp": "not_done"}
+    assert len(simulator.requests()) == 5
 
 
 async def test_eval_run_of_the_agent_suite_offline_records_every_pair_as_a_route_failure(

@@ -9,7 +9,8 @@ carries on.
 ``run`` executes a command with ``/bin/sh -c`` in the workspace folder, with a minimal
 environment (``PATH`` with this interpreter's folder first, ``HOME`` the workspace, a
 UTF-8 locale), a time limit after which its whole process group is killed, and its
-output (stdout and stderr together) bounded. It is **not** an isolation boundary: a
+output (stdout and stderr together) bounded, the workspace's own absolute location in it
+written as ``.``. It is **not** an isolation boundary: a
 command can still read files outside the workspace or open a network connection. The
 shipped tasks need no network and nothing outside their folder; run untrusted models in a
 container.
@@ -303,7 +304,9 @@ class Workspace:
             if proc.returncode is None:
                 _kill_group(proc.pid)
                 await proc.wait()
-        output = kept.decode("utf-8", errors="replace")
+        # The workspace's own (random, temporary) location reads as ".", so a recorded
+        # exchange replays whatever folder the next run's copy lands in.
+        output = kept.decode("utf-8", errors="replace").replace(str(self.root), ".")
         if total > len(kept):
             output += f"\n[cut: {len(kept)} of {total} bytes of output shown]"
         output = self._bounded(output)
