@@ -404,3 +404,12 @@ async def test_no_path_the_model_writes_reaches_outside_the_workspace(segments: 
         assert sorted(p.name for p in root.iterdir()) == ["outside", "ws"]
         if not outcome.error:
             assert any(f.read_text() == "x" for f in workspace.rglob("*") if f.is_file())
+
+
+async def test_an_answer_cut_at_the_token_limit_ends_the_turn_as_incomplete(
+    simulator: RunningSimulator, caller: ModelCaller, tmp_path: Path
+) -> None:
+    script(simulator, step(content="I changed the file and then", fault="truncated"))
+    result = await AgentLoop(caller, Workspace(tmp_path)).run("Go.")
+    assert result.stop is StopReason.INCOMPLETE and result.steps == 1
+    assert result.session.events[-1] == TurnEnd(turn_id="t1", reason=EndReason.MAX_TOKENS)
