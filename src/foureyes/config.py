@@ -162,6 +162,8 @@ class RolesConfig(_Section):
     """Route of the masked session reviewer."""
     selector: str = OFFLINE_ROUTE
     """Route of the evidence selector."""
+    primary: str = OFFLINE_ROUTE
+    """Route of the agent evaluated by ``foureyes eval`` agent suites (the agent loop)."""
 
     def route_for(self, role: Role) -> str:
         """The route name configured for ``role``."""

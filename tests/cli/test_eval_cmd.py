@@ -135,3 +135,13 @@ def test_default_arms_are_those_the_routes_can_run_and_a_named_one_must_exist(
         ]
     )
     assert code == 1 and any("supervisor-strong" in p for p in doc["problems"])
+
+
+def test_run_agent_tasks_offline_records_each_pair_and_reports(tmp_path: Path) -> None:
+    cfg = str(_config(tmp_path))
+    code, doc = _json(["eval", "run", "agent-tasks", "-c", cfg, "--json", "--run-id", "agent"])
+    # The offline engine has no Primary: every pair is a recorded route failure.
+    assert code == 0 and (doc["ran"], doc["failures"]) == (12, 12)
+    out = tmp_path / "r"
+    code, doc = _json(["eval", "report", "agent", "-c", cfg, "--out", str(out), "--json"])
+    assert code == 0 and "baseline" in Path(doc["markdown"]).read_text(encoding="utf-8")

@@ -45,6 +45,7 @@ def test_serve_with_no_config_answers_healthz_offline_and_sqlite(
         "risk_l2",
         "reviewer",
         "selector",
+        "primary",
     }
     assert offline_serve.folder is not None and (offline_serve.folder / "serve.db").exists()
 

@@ -22,6 +22,8 @@ class Role(StrEnum):
     """One-shot masked reviewer of an agent session."""
     SELECTOR = "selector"
     """Selects ``(kind, evidence_ref)`` pairs; never writes facts."""
+    PRIMARY = "primary"
+    """The agent under evaluation in :mod:`foureyes.evals` (the agent loop's model)."""
 
 
 CRISIS_ROLES = frozenset({Role.RISK_L1, Role.RISK_L2})

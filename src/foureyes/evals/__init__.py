@@ -4,9 +4,21 @@ A :class:`Suite` of frozen cases is run under named :class:`Arm` configurations 
 :class:`EvalRunner` (bounded, budgeted, resumable; each pair stored as it finishes).
 Model exchanges can be recorded into a cassette and replayed offline
 (:func:`eval_providers`); :mod:`foureyes.evals.stats` holds the paired statistics and
-:func:`write_report` the HTML and Markdown reports. See ``docs/evals.md``.
+:func:`write_report` the HTML and Markdown reports. Agent suites run a Primary
+(:class:`AgentLoop`) over a sandboxed :class:`Workspace` of each task. See
+``docs/evals.md``.
 """
 
+from foureyes.evals.agent import (
+    AGENT_SYSTEM,
+    AgentLoop,
+    AgentResult,
+    Checkpoint,
+    PublicationHook,
+    StopReason,
+)
+from foureyes.evals.agent_arm import AGENT_MAX_STEPS, DONE, NOT_DONE, answer_agent_case
+from foureyes.evals.agent_tasks import AgentTask, TaskFix, agent_task, apply_fix, task_workspace
 from foureyes.evals.arms import (
     CASE_DRAFT_ROUTE,
     CaseAnswer,
@@ -79,24 +91,34 @@ from foureyes.evals.suite import (
     suite_path,
 )
 from foureyes.evals.verify import VerifierResult, run_verifier
+from foureyes.evals.workspace import TOOL_SPECS, ToolLimits, ToolOutcome, Workspace, minimal_env
 
 __all__ = [
+    "AGENT_MAX_STEPS",
+    "AGENT_SYSTEM",
     "ARM_BUDGET_EXHAUSTED",
+    "AgentLoop",
+    "AgentResult",
+    "AgentTask",
     "Arm",
     "ArmMetrics",
     "CASE_DRAFT_ROUTE",
     "Case",
     "CaseAnswer",
     "CassetteMiss",
+    "Checkpoint",
+    "DONE",
     "EvalRunner",
     "FrozenDraft",
     "Interval",
+    "NOT_DONE",
     "NO_REVIEW",
     "NO_SIGNIFICANT_DIFFERENCE",
     "PAIR_DEADLINE",
     "PairDone",
     "PairRecord",
     "PairedComparison",
+    "PublicationHook",
     "RUN_ID",
     "RecordingProvider",
     "ReplayProvider",
@@ -106,13 +128,22 @@ __all__ = [
     "ReportView",
     "RunMetrics",
     "RunSummary",
+    "StopReason",
     "Suite",
     "SuiteError",
     "SuiteKind",
+    "TOOL_SPECS",
+    "TaskFix",
+    "ToolLimits",
+    "ToolOutcome",
     "TriageAgreement",
     "VerifierResult",
+    "Workspace",
+    "agent_task",
+    "answer_agent_case",
     "answer_case",
     "answer_review_case",
+    "apply_fix",
     "arm_config",
     "arm_routes",
     "bootstrap_ci",
@@ -129,6 +160,7 @@ __all__ = [
     "load_suite",
     "markdown_of",
     "mcnemar_exact",
+    "minimal_env",
     "new_run_id",
     "pearson",
     "render_html",
@@ -140,5 +172,6 @@ __all__ = [
     "runnable_arms",
     "shipped_suites",
     "suite_path",
+    "task_workspace",
     "write_report",
 ]

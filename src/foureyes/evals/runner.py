@@ -25,6 +25,7 @@ from typing import Any
 from foureyes.config import Config
 from foureyes.core.digest import canonical_json, sha256_hex
 from foureyes.core.errors import UsageError
+from foureyes.evals.agent_arm import answer_agent_case
 from foureyes.evals.arms import CaseAnswer, answer_case, arm_config
 from foureyes.evals.review_arm import answer_review_case, missing_sessions
 from foureyes.evals.suite import Arm, Case, Suite, SuiteError, SuiteKind
@@ -253,7 +254,8 @@ class EvalRunner:
             started = time.monotonic()
             answer = await self._answer(case, arm)
             verdict = None
-            if answer.failure is None and case.verifier:
+            # An agent case's verifier ran in its workspace, inside the arm.
+            if answer.failure is None and case.verifier and self.suite.kind is not SuiteKind.AGENT:
                 verdict = await run_verifier(
                     case.verifier, answer.output, timeout_s=case.verifier_timeout_s
                 )
@@ -280,6 +282,15 @@ class EvalRunner:
             return CaseAnswer(prediction=None, output="", failure=ARM_BUDGET_EXHAUSTED)
         try:
             async with asyncio.timeout(self._deadline_s):
+                if self.suite.kind is SuiteKind.AGENT:
+                    return await answer_agent_case(
+                        self.suite,
+                        arm,
+                        case,
+                        config=arm_config(self._config, arm),
+                        providers=self._providers,
+                        store=self._store,
+                    )
                 if self.suite.kind is SuiteKind.REVIEW:
                     return await answer_review_case(
                         arm,

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from foureyes.core.digest import canonical_json, sha256_hex
 from foureyes.core.errors import ConfigError
@@ -51,6 +51,8 @@ class SuiteKind(StrEnum):
     """Crisis triage of a text; labels are risk levels."""
     REVIEW = "review"
     """Masked review of a recorded agent session; a smoke suite needs no labels."""
+    AGENT = "agent"
+    """A Primary agent fixes a tiny repository; a verifier run in its workspace decides."""
 
 
 class _Frozen(BaseModel):
@@ -65,12 +67,15 @@ class Case(_Frozen):
     goal: str = Field(min_length=1)
     """What the system should do here, for the reader of a report."""
     state: dict[str, str] = Field(min_length=1)
-    """Initial state: ``message`` and ``draft`` (gate), ``text`` (triage), or ``session``
-    (a file under the run's data root) and ``window`` (review); ``locale``."""
+    """Initial state: ``message`` and ``draft`` (gate), ``text`` (triage), ``session``
+    (a file under the run's data root) and ``window`` (review), or ``task`` (a task folder
+    of the suite) and ``weak_check`` (a script of its repository) (agent); ``locale``."""
     expected: str | None = None
     """The expected label; compared with the arm's prediction."""
     verifier: tuple[str, ...] = ()
-    """A command (argv) given the arm's output on stdin; exit status 0 passes."""
+    """A command (argv) given the arm's output on stdin; exit status 0 passes. Agent
+    cases run it in the task's workspace, ``{python}`` standing for this interpreter and
+    ``{task}`` for the task folder."""
     verifier_timeout_s: float = Field(default=10.0, gt=0, le=600)
     """How long the verifier may run before it is killed and the case fails."""
 
@@ -113,6 +118,13 @@ class Suite(_Frozen):
     """Its arms, the baseline among them."""
     cases: tuple[Case, ...] = Field(min_length=1)
     """Its cases."""
+    _folder: Path | None = PrivateAttr(default=None)
+    _files_sha256: str | None = PrivateAttr(default=None)
+
+    @property
+    def folder(self) -> Path | None:
+        """The folder it was loaded from (agent cases' task folders are relative to it)."""
+        return self._folder
 
     @property
     def baseline(self) -> Arm:
@@ -133,8 +145,15 @@ class Suite(_Frozen):
 
     @property
     def sha256(self) -> str:
-        """Digest of the suite's canonical form: a resumed run must match it."""
-        return sha256_hex(canonical_json(self.model_dump(mode="json")))
+        """Digest of the suite's canonical form: a resumed run must match it.
+
+        An agent suite's digest covers its task folders' files too, so a resumed run over a
+        changed repository, verifier or fix is refused like one over changed cases.
+        """
+        dump = self.model_dump(mode="json")
+        if self._files_sha256 is not None:
+            return sha256_hex(canonical_json({"files": self._files_sha256, "suite": dump}))
+        return sha256_hex(canonical_json(dump))
 
 
 def _read_json(path: Path) -> Any:
@@ -153,12 +172,35 @@ def _case_problems(
     except ValidationError as exc:
         details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         return None, [f"case {name}: {details}"]
-    problems = []
+    problems: list[str] = []
     if needs_check and case.expected is None and not case.verifier:
         problems.append(f"case {case.id}: needs an expected label or a verifier")
     if case.expected is not None and case.expected not in labels:
         problems.append(f"case {case.id}: label {case.expected!r} is not one of {list(labels)}")
     return case, problems
+
+
+_AGENT_TASK_PARTS = ("repo", "right", "wrong")
+"""The folders of an agent task: the shipped repository, and the files of its recorded
+right and plausible-wrong fixes (each replaces the repository's file of the same path)."""
+
+
+def _agent_problems(folder: Path, case: Case) -> list[str]:
+    if not case.verifier:
+        return [f"case {case.id}: an agent case needs a verifier"]
+    task = case.state.get("task", "")
+    weak = case.state.get("weak_check", "")
+    where = (folder / task).resolve()
+    if not task or not where.is_relative_to(folder.resolve()) or where == folder.resolve():
+        return [f"case {case.id}: state.task must name a task folder inside the suite"]
+    problems = [
+        f"case {case.id}: task {task!r} has no {part}/ folder"
+        for part in _AGENT_TASK_PARTS
+        if not (where / part).is_dir()
+    ]
+    if not weak or not (where / "repo" / weak).is_file():
+        problems.append(f"case {case.id}: state.weak_check must name a file of {task}/repo")
+    return problems
 
 
 def load_suite(folder: Path) -> Suite:
@@ -195,9 +237,30 @@ def load_suite(folder: Path) -> Suite:
         problems.append("suite: exactly one arm must be the baseline")
     if len({arm.name for arm in suite.arms}) != len(suite.arms):
         problems.append("suite: arm names must be unique")
+    if suite.kind is SuiteKind.AGENT:
+        for case in suite.cases:
+            problems.extend(_agent_problems(folder, case))
     if problems:
         raise SuiteError(problems)
+    suite._folder = folder
+    if suite.kind is SuiteKind.AGENT:
+        suite._files_sha256 = _files_digest(folder, suite.cases)
     return suite
+
+
+def _ours(path: Path) -> bool:
+    return "__pycache__" not in path.parts and path.suffix != ".pyc"
+
+
+def _files_digest(folder: Path, cases: tuple[Case, ...]) -> str:
+    """SHA-256 over the path and bytes of every file of the cases' task folders."""
+    files: dict[str, str] = {}
+    for case in cases:
+        task = folder / case.state["task"]
+        # Bytecode caches are the interpreter's, not the task's.
+        for path in sorted(p for p in task.rglob("*") if p.is_file() and _ours(p)):
+            files[path.relative_to(folder).as_posix()] = sha256_hex(path.read_bytes())
+    return sha256_hex(canonical_json(files))
 
 
 def shipped_suites() -> dict[str, Path]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
+from pathlib import Path
 
 __all__ = ["VerifierResult", "run_verifier"]
 
@@ -22,14 +23,27 @@ class VerifierResult(StrEnum):
     """It could not be started: no verdict."""
 
 
-async def run_verifier(argv: Sequence[str], output: str, *, timeout_s: float) -> VerifierResult:
-    """Run ``argv`` with ``output`` on stdin; kill it at ``timeout_s``."""
+async def run_verifier(
+    argv: Sequence[str],
+    output: str,
+    *,
+    timeout_s: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> VerifierResult:
+    """Run ``argv`` with ``output`` on stdin; kill it at ``timeout_s``.
+
+    ``cwd`` and ``env`` are the command's folder and whole environment (by default this
+    process's); an agent task's verifier runs in the task's workspace.
+    """
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
+            cwd=cwd,
+            env=None if env is None else dict(env),
         )
     except OSError:
         return VerifierResult.UNAVAILABLE

@@ -1,0 +1,303 @@
+"""A minimal Primary agent loop to evaluate review with: a model, four tools, a session.
+
+:class:`AgentLoop` drives the route of the ``primary`` role through the one model-calling
+layer (:class:`~foureyes.llm.calls.ModelCaller`: the route's timeout, the run's deadline
+and call budget, the spend ledger and the trace) with the tools of a
+:class:`~foureyes.evals.workspace.Workspace` (read, search, edit, run). Each model call
+is one step; the calls of one answer are executed in order inside that step and their
+results recorded before the next call.
+
+It records a native session (:class:`~foureyes.review.session.Session`) as it goes, and
+every request is rendered *from* that session (its system message, then
+:func:`~foureyes.review.projection.native_messages`), so the session is exactly what the
+Primary was sent and the masked-review runner can project it.
+
+After every step the arm's publication hook (if any) is asked, with the session so far,
+whether to show the Primary a review packet. A packet it returns is published as the
+plugin-origin message of :func:`~foureyes.review.publication.publication_message`, never
+as an assistant tool call the Primary did not make, and the loop goes on, even when the
+Primary had just answered without a tool call. The loop stops at its turn end (an answer
+with no tool call and no packet to show), at its step budget, at an answer that did not
+finish normally, or when the model call failed; the :class:`AgentResult` says which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from foureyes.core.budget import CallBudget, cost_usd
+from foureyes.core.deadline import Deadline
+from foureyes.core.errors import (
+    BudgetExhausted,
+    DeadlineExceeded,
+    LimitExceeded,
+    RouteError,
+    RouteTimeout,
+    UsageError,
+)
+from foureyes.core.locale import Locale
+from foureyes.core.roles import Role
+from foureyes.evals.workspace import TOOL_SPECS, Workspace
+from foureyes.llm.calls import CallScope, ModelCaller
+from foureyes.llm.provider import ChatMessage, ChatRequest, ChatResult, Usage
+from foureyes.review.packet import ReviewPacket
+from foureyes.review.projection import native_messages
+from foureyes.review.publication import PublicationPolicy, publication_message
+from foureyes.review.session import (
+    AssistantBlock,
+    AssistantMessage,
+    EndReason,
+    ReasoningBlock,
+    Session,
+    StepEnd,
+    StepStart,
+    TextBlock,
+    ToolCallBlock,
+    ToolResult,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
+)
+
+__all__ = [
+    "AGENT_SYSTEM",
+    "AgentLoop",
+    "AgentResult",
+    "Checkpoint",
+    "PublicationHook",
+    "StopReason",
+]
+
+AGENT_SYSTEM = (
+    "You are a software engineer working in a small repository, the current folder. "
+    "Use the tools to read, search and edit its files and to run commands (python is on "
+    "the PATH). Paths are relative to the repository. When the task is done, answer with "
+    "a short summary of what you changed and call no tool."
+)
+"""The Primary's default system message."""
+
+_TURN = "t1"
+_STAGE = "primary"
+
+
+class StopReason(StrEnum):
+    """Why the loop stopped."""
+
+    COMPLETED = "completed"
+    """The Primary answered without a tool call and no packet was shown: its turn end."""
+    STEP_BUDGET = "step_budget"
+    """It took its budget of steps (model calls) without ending its turn."""
+    INCOMPLETE = "incomplete"
+    """An answer without tool calls did not finish normally (cut at the token limit,
+    filtered): the turn ends there."""
+    MODEL_FAILED = "model_failed"
+    """The model call failed; :attr:`AgentResult.failure` says how."""
+
+
+_FAILURES: tuple[tuple[type[Exception], str], ...] = (
+    (RouteTimeout, "route_timeout"),
+    (RouteError, "route_failed"),
+    (DeadlineExceeded, "deadline_exceeded"),
+    (BudgetExhausted, "budget_exhausted"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """What the publication hook is shown after a step."""
+
+    session: Session
+    """The session so far (the step just ended; the turn is still open)."""
+    steps: int
+    """Steps taken so far."""
+    stopping: bool
+    """Whether the Primary just answered without a tool call: without a packet now, the
+    loop stops."""
+
+
+PublicationHook = Callable[[Checkpoint], Awaitable[ReviewPacket | None]]
+"""The arm's publication policy: a packet to show the Primary now, or ``None``."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentResult:
+    """How one run of the loop went."""
+
+    stop: StopReason
+    """Why it stopped."""
+    steps: int
+    """Steps taken (model calls started)."""
+    usage: Usage
+    """Tokens of every completed model call, summed."""
+    cost_usd: float
+    """Their cost at the route's prices."""
+    session: Session
+    """The native session it recorded, its turn ended."""
+    answer: str
+    """The visible text of the Primary's last answer."""
+    published: tuple[str, ...] = ()
+    """The sha256 of every packet shown to the Primary, in order."""
+    failure: str | None = None
+    """With :attr:`StopReason.MODEL_FAILED`: ``route_timeout``, ``route_failed``,
+    ``deadline_exceeded`` or ``budget_exhausted``."""
+
+
+class AgentLoop:
+    """The Primary: one model, the workspace's tools, a step budget."""
+
+    def __init__(
+        self,
+        caller: ModelCaller,
+        workspace: Workspace,
+        *,
+        max_steps: int = 30,
+        deadline_s: float = 600.0,
+        system: str = AGENT_SYSTEM,
+        publish: PublicationHook | None = None,
+        locale: Locale = Locale.EN,
+        trace_id: str | None = None,
+    ) -> None:
+        """Prepare a loop; nothing runs until :meth:`run`.
+
+        Args:
+            caller: calls the ``primary`` role's route.
+            workspace: the folder the tools work in.
+            max_steps: most model calls of a run.
+            deadline_s: no model call starts after this many seconds.
+            system: the Primary's system message.
+            publish: the arm's publication hook; ``None`` never shows a packet.
+            locale: the language of a published packet's header.
+            trace_id: the trace run to record model calls in (``None``: none).
+
+        Raises:
+            UsageError: ``max_steps`` or ``deadline_s`` is not positive.
+        """
+        if max_steps < 1 or not deadline_s > 0:
+            raise UsageError("an agent loop needs a positive step budget and deadline")
+        self._caller = caller
+        self._workspace = workspace
+        self._max_steps = max_steps
+        self._deadline_s = deadline_s
+        self._system = system
+        self._publish = publish
+        self._locale = locale
+        self._trace_id = trace_id
+
+    async def run(self, task: str) -> AgentResult:
+        """Give the Primary ``task`` and run until it stops.
+
+        Raises:
+            StoreError: the spend ledger or the trace failed.
+            CassetteMiss: a replayed request is not in the cassette.
+        """
+        scope = CallScope(
+            deadline=Deadline.after(self._deadline_s),
+            budget=CallBudget(self._max_steps),
+            trace_id=self._trace_id,
+        )
+        run = _Run(
+            Session(
+                events=(TurnStart(turn_id=_TURN), UserMessage(content=task)),
+                system=(self._system,),
+                tools=TOOL_SPECS,
+            )
+        )
+        while run.steps < self._max_steps:
+            stop = await self._step(run, scope)
+            if stop is not None:
+                return self._end(run, *stop)
+        return self._end(run, StopReason.STEP_BUDGET)
+
+    async def _step(self, run: _Run, scope: CallScope) -> tuple[StopReason, str | None] | None:
+        """One model call and its tool calls; a reason to stop, or ``None`` to go on."""
+        run.steps += 1
+        step_id = f"s{run.steps}"
+        run.session = run.session.append(StepStart(step_id=step_id, turn_id=_TURN))
+        messages = (
+            *(ChatMessage.system(s) for s in run.session.system),
+            *native_messages(run.session),
+        )
+        request = ChatRequest(messages=messages, role=Role.PRIMARY, tools=run.session.tools)
+        try:
+            result = await self._caller.call(Role.PRIMARY, request, scope, stage=_STAGE)
+        except (RouteError, LimitExceeded) as exc:
+            run.session = run.session.append(StepEnd(step_id=step_id))
+            return StopReason.MODEL_FAILED, next(c for k, c in _FAILURES if isinstance(exc, k))
+        run.prompt += result.usage.prompt_tokens
+        run.completion += result.usage.completion_tokens
+        run.answer = result.text
+        blocks = _blocks(result, run.steps)
+        run.session = run.session.append(AssistantMessage(blocks=blocks))
+        calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
+        for call in calls:
+            outcome = await self._workspace.call(call.name, call.arguments)
+            run.session = run.session.append(
+                ToolResult(call_id=call.call_id, content=outcome.content, error=outcome.error)
+            )
+        run.session = run.session.append(StepEnd(step_id=step_id))
+        stopping = not calls
+        if stopping and result.finish_reason != "stop":
+            return StopReason.INCOMPLETE, None
+        if self._publish is not None:
+            packet = await self._publish(Checkpoint(run.session, run.steps, stopping))
+            if packet is not None:
+                message = publication_message(packet, PublicationPolicy.ALL, locale=self._locale)
+                assert message is not None  # ALL publishes every packet
+                run.session = run.session.append(message)
+                run.published.append(packet.sha256)
+                return None
+        return (StopReason.COMPLETED, None) if stopping else None
+
+    def _end(self, run: _Run, stop: StopReason, failure: str | None = None) -> AgentResult:
+        route, _ = self._caller.routes.for_role(Role.PRIMARY)
+        session = run.session.append(TurnEnd(turn_id=_TURN, reason=_END_REASONS[stop]))
+        return AgentResult(
+            stop=stop,
+            steps=run.steps,
+            usage=Usage(prompt_tokens=run.prompt, completion_tokens=run.completion),
+            cost_usd=cost_usd(
+                run.prompt,
+                run.completion,
+                price_in=route.price_in or 0.0,
+                price_out=route.price_out or 0.0,
+            ),
+            session=session,
+            answer=run.answer,
+            published=tuple(run.published),
+            failure=failure,
+        )
+
+
+@dataclass(slots=True)
+class _Run:
+    """The state of one run while it goes."""
+
+    session: Session
+    steps: int = 0
+    prompt: int = 0
+    completion: int = 0
+    answer: str = ""
+    published: list[str] = field(default_factory=list)
+
+
+def _blocks(result: ChatResult, step: int) -> tuple[AssistantBlock, ...]:
+    blocks: list[AssistantBlock] = []
+    if result.reasoning_content:
+        blocks.append(ReasoningBlock(text=result.reasoning_content))
+    if result.text:
+        blocks.append(TextBlock(text=result.text))
+    for n, call in enumerate(result.tool_calls, 1):
+        # An endpoint that sends no id still gets a result joined to its call.
+        call_id = call.id or f"call_{step}_{n}"
+        blocks.append(ToolCallBlock(call_id=call_id, name=call.name, arguments=call.arguments))
+    return tuple(blocks)
+
+
+_END_REASONS = {
+    StopReason.COMPLETED: EndReason.COMPLETED,
+    StopReason.STEP_BUDGET: EndReason.ABORTED,
+    StopReason.INCOMPLETE: EndReason.MAX_TOKENS,
+    StopReason.MODEL_FAILED: EndReason.ERROR,
+}

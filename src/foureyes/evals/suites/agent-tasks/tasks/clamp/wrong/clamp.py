@@ -1,0 +1,3 @@
+def clamp(x, lo, hi):
+    """``x`` limited to ``lo..hi``."""
+    return min(x, hi)

@@ -1,0 +1,3 @@
+def median(values):
+    """The median of a non-empty list of numbers."""
+    return values[len(values) // 2]

@@ -1,0 +1,3 @@
+def slug(title):
+    """``title`` as a URL slug."""
+    return title.lower().replace(" ", "-")

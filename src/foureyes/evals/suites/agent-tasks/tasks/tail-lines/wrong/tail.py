@@ -1,0 +1,3 @@
+def tail(lines, n):
+    """The last ``n`` lines (all of them when there are fewer)."""
+    return lines[-n:]
