@@ -8,22 +8,7 @@
 
 Importing this package imports none of them; import the module you use. Without its
 framework, importing a module raises an :class:`ImportError` naming the extra to install
-(:func:`missing_extra`, shared by both).
+(``_extra.missing_extra``, shared by both).
 """
 
-from __future__ import annotations
-
 __all__: list[str] = []
-
-
-def missing_extra(module: str, framework: str, extra: str, exc: ImportError) -> ImportError:
-    """The error an integration raises when ``exc`` says its framework is not installed.
-
-    An :class:`ImportError` (so ``except ImportError`` around an optional import still works)
-    whose message names the extra, and whose ``name`` is the module that was missing.
-    """
-    return ImportError(
-        f"foureyes.integrations.{module} needs {framework}: pip install 'foureyes[{extra}]'"
-        f" ({exc})",
-        name=exc.name,
-    )

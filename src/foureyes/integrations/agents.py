@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from foureyes.integrations import missing_extra
+from foureyes.integrations._extra import missing_extra
 
 try:
     from agents import (

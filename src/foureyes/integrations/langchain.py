@@ -40,7 +40,7 @@ from typing import Any
 from foureyes.core.errors import ContractError, UsageError
 from foureyes.gate import Outcome
 from foureyes.guard import INVALID_INPUT, Guard, SyncGuard
-from foureyes.integrations import missing_extra
+from foureyes.integrations._extra import missing_extra
 from foureyes.pipeline import SupportOutcome
 from foureyes.server.gateway import GATEWAY_MODEL
 
