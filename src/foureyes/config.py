@@ -22,7 +22,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -37,6 +37,7 @@ __all__ = [
     "CONFIG_ENV",
     "ColumnMap",
     "Config",
+    "DEFAULT_MUTATING_TOOLS",
     "EvidenceConfig",
     "GateConfig",
     "OFFLINE_ROUTE",
@@ -336,6 +337,31 @@ class RiskConfig(_Section):
     """Guardian alert."""
 
 
+DEFAULT_MUTATING_TOOLS: tuple[str, ...] = (
+    "apply_patch",
+    "bash",
+    "create",
+    "edit",
+    "edit_file",
+    "execute_bash",
+    "execute_command",
+    "insert",
+    "python",
+    "rm",
+    "run",
+    "run_command",
+    "shell",
+    "str_replace_based_edit_tool",
+    "str_replace_editor",
+    "write",
+    "write_file",
+)
+"""Tool names ``since-last-mutation`` treats as changing state, by default
+(``review.mutating_tools``): edit, write and patch tools, and shell or run commands, which
+may change anything. Compared case-folded with the name of each call; the arguments are
+not read, so a call of a mutating tool that only reads still counts."""
+
+
 class ReviewConfig(_Section):
     """``[review]``: masked review of agent sessions."""
 
@@ -347,6 +373,12 @@ class ReviewConfig(_Section):
     """Largest serialised review packet accepted."""
     publish: Literal["updates-only", "all", "observe-only"] = "updates-only"
     """Which accepted packets are published."""
+    mutating_tools: tuple[Annotated[str, Field(min_length=1)], ...] = Field(
+        default=DEFAULT_MUTATING_TOOLS, min_length=1
+    )
+    """Tool names the ``since-last-mutation`` window treats as changing state (compared
+    case-folded with each call's name; arguments are not read). The default lists edit,
+    write and patch tools and shell or run commands: :data:`DEFAULT_MUTATING_TOOLS`."""
 
 
 class PrivacyConfig(_Section):

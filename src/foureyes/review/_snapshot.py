@@ -38,6 +38,10 @@ class Snapshot:
         self._results, self._orphans = _join(events, cut, stop)
         self._text(DATA_RULE + "\n\nThe session continues below, turn by turn and step by step.\n")
         block_ids: set[str] = set()
+        if cut < stop and events[cut].type != "turn_start":
+            # The cut falls inside a turn: its user message and earlier steps are above.
+            turn, _ = self._turn(cut)
+            self._text(f"\n## Turn {turn.ordinal}, continued (its earlier messages are above)\n")
         for index in range(cut, stop):
             event = events[index]
             if event.type == "turn_start":

@@ -84,6 +84,7 @@ def project_session(
         max_snapshot_chars=config.max_snapshot_chars,
         max_images=config.max_images,
         images=images,
+        mutating_tools=config.mutating_tools,
     )
 
 
