@@ -369,11 +369,12 @@ def test_the_snapshot_never_says_how_much_was_omitted() -> None:
 # --- the snapshot ------------------------------------------------------------------------
 
 
-def test_out_of_order_results_are_joined_to_their_calls() -> None:
+def test_the_calls_of_one_response_are_one_batch_with_outcomes_by_call_id() -> None:
     session = (
         Build()
         .turn()
         .step(
+            TextBlock(text="Reading both files."),
             ToolCallBlock(call_id="first", name="a", arguments="{}"),
             ToolCallBlock(call_id="second", name="b", arguments="{}"),
             results=(
@@ -381,15 +382,26 @@ def test_out_of_order_results_are_joined_to_their_calls() -> None:
                 ToolResult(call_id="first", content="ANSWER-A"),
             ),
         )
+        .tool_step(3)
         .session()
     )
-    text = _project(session, "recent:1").snapshot_text
-    # Each action is followed by its own outcome, whatever order the results came in.
+    text = _project(session, "recent:2").snapshot_text
+    # Both calls are listed before any outcome, then each outcome names its call,
+    # whatever order the results came in; the next response is a batch of its own.
     pattern = (
-        r'call_id="first" tool="a".*?Outcome:.*?ANSWER-A'
-        r'.*?call_id="second" tool="b".*?Outcome:.*?ANSWER-B'
+        r"Reading both files\..*?"
+        r"Action batch \(2 calls, issued together in one model response\):\n"
+        r'<<<DATA tool_call call_id="first" tool="a">>>\n\{\}\n<<<END DATA>>>\n'
+        r'<<<DATA tool_call call_id="second" tool="b">>>\n\{\}\n<<<END DATA>>>\n'
+        r"Outcomes of the batch, by call id:\n"
+        r'Outcome of call_id="first":\n<<<DATA tool_result call_id="first" status="ok">>>\n'
+        r"ANSWER-A\n<<<END DATA>>>\n"
+        r'Outcome of call_id="second":\n<<<DATA tool_result call_id="second" status="ok">>>\n'
+        r"ANSWER-B\n<<<END DATA>>>\n"
+        r"\n### Turn 1, step 2\n.*?Action batch \(1 call, .*?c3.*?Outcome of call_id=\"c3\""
     )
-    assert re.search(pattern, text, re.DOTALL)
+    assert re.search(pattern, text, re.DOTALL), text
+    assert text.count("Action batch") == 2
 
 
 def test_the_in_flight_step_is_excluded() -> None:
@@ -470,7 +482,8 @@ def test_untrusted_text_is_data_with_delimiters_neutralised() -> None:
     assert text.startswith(DATA_RULE)
     # Only our own envelopes close a data block: one per user message, call and result.
     assert text[len(DATA_RULE) :].count("<<<END DATA>>>") == 3
-    assert text.count("‹‹‹END DATA›››") == 3 + 2  # the payloads and the two call-id attributes
+    # The payloads, the two call-id attributes and the outcome's call-id label.
+    assert text.count("‹‹‹END DATA›››") == 3 + 2 + 1
 
 
 def test_turn_ends_and_their_reasons_are_shown() -> None:

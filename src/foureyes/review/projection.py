@@ -31,9 +31,10 @@ prefix must be balanced (every tool call answered inside it, every result matchi
 call), or the request would be refused: the cut moves back over incomplete (abandoned)
 steps until it is, and a prefix that only masking another complete step could balance is
 a skip. Events from the cut on form the *snapshot*: one user message of flat text and
-image blocks, turn by turn and step by step, in which every action is followed by its
-outcome, both labelled with the call id, so results that arrived out of order are joined
-to the right call. :attr:`ProjectionMeta.effective_k` is the number of complete steps in
+image blocks, turn by turn and step by step. The calls of one model response form one
+*action batch*: every call is listed first, then the outcomes, each keyed by its call id,
+so calls issued together never read as a sequence and results that arrived out of order
+are joined to the right call. :attr:`ProjectionMeta.effective_k` is the number of complete steps in
 the snapshot, for every window: what was masked.
 
 **Mask.** ``none`` shows everything (the control); ``reasoning-only`` drops every
