@@ -129,6 +129,18 @@ class RouteConfig(_Section):
     """Whether the route's model accepts image inputs: ``true``, ``false`` (text only), or
     unset when unknown. A masked review whose projection holds images is skipped unless
     the reviewer's route says ``true``."""
+    max_request_tokens: int | None = Field(default=None, ge=1)
+    """Largest masked-review request sent to this route, in estimated prompt tokens of the
+    whole request (system prompt, tools, native prefix, snapshot and instruction); a review
+    over it is skipped before any call (``over_tokens``, with the estimate and this budget
+    in its metadata), never truncated. Unset: no token budget (``review.max_snapshot_chars``
+    still bounds the snapshot)."""
+    bytes_per_token: float = Field(default=1.0, gt=0, le=16)
+    """The request token estimator: UTF-8 bytes of the request's canonical JSON (the units
+    :func:`foureyes.review.request.request_units` measures) divided by this, rounded up.
+    The default 1.0 does not underestimate text for a byte-level BPE tokenizer, in which
+    every token stands for at least one byte; raise it only from a measured ratio for the
+    route's model. Images count only by the bytes of their reference."""
     transport: Literal["aiohttp", "httpx", "lean"] = "aiohttp"
     """How an ``openai`` route talks HTTP: ``aiohttp`` or ``httpx``, the official ``openai``
     SDK over that library (aiohttp measured faster); ``lean``, foureyes' own minimal client

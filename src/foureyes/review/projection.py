@@ -49,7 +49,10 @@ projection is never truncated. Images go to the reviewer only as image blocks, a
 to a route that says it accepts them (``images = true`` in its config): a projection that
 holds images is skipped for a text-only route (``images_unsupported``) or one whose
 support is unknown (``images_unknown``), its image count in the metadata, rather than
-sent as images the route may refuse or as placeholders the reviewer cannot see.
+sent as images the route may refuse or as placeholders the reviewer cannot see. The
+whole request built from a projection is held to the reviewer route's token budget
+(``max_request_tokens``): over it, the review is skipped (``over_tokens``) with the
+estimate and the budget in the metadata (:class:`~foureyes.review.reviewer.Reviewer`).
 
 Untrusted text in the snapshot (user messages, assistant text and reasoning, tool
 arguments and results) sits in :func:`~foureyes.llm.prompting.data_block` envelopes, and
@@ -133,6 +136,9 @@ class SkipReason(StrEnum):
     IMAGES_UNKNOWN = "images_unknown"
     """The projection holds images and the reviewer's route does not say whether it takes
     them (``images`` unset)."""
+    OVER_TOKENS = "over_tokens"
+    """The whole review request (system, tools, prefix, snapshot, instruction) is estimated
+    at more tokens than the reviewer route's ``max_request_tokens``."""
 
 
 WindowKind = Literal["recent", "since-last-mutation", "current-turn", "all-turns"]
@@ -229,6 +235,11 @@ class ProjectionMeta:
     """Index of the first event in the snapshot; ``None`` when no cut was made."""
     prefix_messages: int = 0
     """Messages in the native prefix."""
+    request_tokens: int | None = None
+    """Estimated prompt tokens of the whole review request, once it was built
+    (:func:`~foureyes.review.request.estimate_tokens`)."""
+    token_budget: int | None = None
+    """The reviewer route's ``max_request_tokens``, when it has one."""
 
     def to_dict(self) -> dict[str, Any]:
         """The metadata as JSON-ready values."""
