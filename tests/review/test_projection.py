@@ -774,6 +774,36 @@ def test_recent_k_masks_min_k_steps_behind_a_replayable_prefix(
 
 
 @settings(max_examples=100, deadline=None)
+@given(
+    canary_sessions(),
+    st.sampled_from(Mask),
+    st.sampled_from([Window.since_last_mutation(), Window.current_turn(), Window.all_turns()]),
+)
+def test_every_window_cuts_at_a_boundary_behind_a_replayable_prefix(
+    session: Session, mask: Mask, window: Window
+) -> None:
+    result = project(session, window, mask, **LIMITS)
+    if isinstance(result, ProjectionSkipped):
+        return
+    cut = result.meta.cut
+    assert cut is not None and session.events[cut].type in ("turn_start", "step_start")
+    complete = [s for s in session.steps() if s.completed and s.start >= cut]
+    assert result.meta.effective_k == len(complete) >= 1
+    assert result.prefix == native_messages(session, cut)
+    assert _replayable((*result.prefix, result.snapshot, ChatMessage.user("review")))
+    if window.kind == "since-last-mutation":  # every call of the generator is "bash"
+        calling = [
+            step
+            for step in complete
+            if any(
+                isinstance(e, AssistantMessage) and any(b.type == "tool_call" for b in e.blocks)
+                for e in session.events[step.start : step.end]
+            )
+        ]
+        assert calling and complete[0] == calling[-1]
+
+
+@settings(max_examples=100, deadline=None)
 @given(canary_sessions(), st.sampled_from(Mask), st.integers(0, 3_000))
 def test_a_projection_is_whole_or_skipped_never_truncated(
     session: Session, mask: Mask, limit: int
