@@ -22,7 +22,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -37,6 +37,7 @@ __all__ = [
     "CONFIG_ENV",
     "ColumnMap",
     "Config",
+    "DEFAULT_MUTATING_TOOLS",
     "EvidenceConfig",
     "GateConfig",
     "OFFLINE_ROUTE",
@@ -128,6 +129,18 @@ class RouteConfig(_Section):
     """Whether the route's model accepts image inputs: ``true``, ``false`` (text only), or
     unset when unknown. A masked review whose projection holds images is skipped unless
     the reviewer's route says ``true``."""
+    max_request_tokens: int | None = Field(default=None, ge=1)
+    """Largest masked-review request sent to this route, in estimated prompt tokens of the
+    whole request (system prompt, tools, native prefix, snapshot and instruction); a review
+    over it is skipped before any call (``over_tokens``, with the estimate and this budget
+    in its metadata), never truncated. Unset: no token budget (``review.max_snapshot_chars``
+    still bounds the snapshot)."""
+    bytes_per_token: float = Field(default=1.0, gt=0, le=16)
+    """The request token estimator: UTF-8 bytes of the request's canonical JSON (the units
+    :func:`foureyes.review.request.request_units` measures) divided by this, rounded up.
+    The default 1.0 does not underestimate text for a byte-level BPE tokenizer, in which
+    every token stands for at least one byte; raise it only from a measured ratio for the
+    route's model. Images count only by the bytes of their reference."""
     transport: Literal["aiohttp", "httpx", "lean"] = "aiohttp"
     """How an ``openai`` route talks HTTP: ``aiohttp`` or ``httpx``, the official ``openai``
     SDK over that library (aiohttp measured faster); ``lean``, foureyes' own minimal client
@@ -338,6 +351,31 @@ class RiskConfig(_Section):
     """Guardian alert."""
 
 
+DEFAULT_MUTATING_TOOLS: tuple[str, ...] = (
+    "apply_patch",
+    "bash",
+    "create",
+    "edit",
+    "edit_file",
+    "execute_bash",
+    "execute_command",
+    "insert",
+    "python",
+    "rm",
+    "run",
+    "run_command",
+    "shell",
+    "str_replace_based_edit_tool",
+    "str_replace_editor",
+    "write",
+    "write_file",
+)
+"""Tool names ``since-last-mutation`` treats as changing state, by default
+(``review.mutating_tools``): edit, write and patch tools, and shell or run commands, which
+may change anything. Compared case-folded with the name of each call; the arguments are
+not read, so a call of a mutating tool that only reads still counts."""
+
+
 class ReviewConfig(_Section):
     """``[review]``: masked review of agent sessions."""
 
@@ -349,6 +387,12 @@ class ReviewConfig(_Section):
     """Largest serialised review packet accepted."""
     publish: Literal["updates-only", "all", "observe-only"] = "updates-only"
     """Which accepted packets are published."""
+    mutating_tools: tuple[Annotated[str, Field(min_length=1)], ...] = Field(
+        default=DEFAULT_MUTATING_TOOLS, min_length=1
+    )
+    """Tool names the ``since-last-mutation`` window treats as changing state (compared
+    case-folded with each call's name; arguments are not read). The default lists edit,
+    write and patch tools and shell or run commands: :data:`DEFAULT_MUTATING_TOOLS`."""
 
 
 class PrivacyConfig(_Section):

@@ -426,7 +426,8 @@ class Guard:
         Args:
             session: a :class:`~foureyes.review.session.Session`, or OpenAI chat-format
                 messages (with ``reasoning_content``, ``tool_calls``, ``tool`` messages).
-            window: ``recent:K`` or ``current-turn`` (or a :class:`Window`).
+            window: ``recent:K``, ``since-last-mutation``, ``current-turn`` or
+                ``all-turns`` (or a :class:`Window`).
             mask: what the reviewer does not see (``reasoning-only`` by default).
             tools: the primary's tool definitions, with ``messages``.
 

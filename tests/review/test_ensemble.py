@@ -18,17 +18,28 @@ from foureyes.review.ensemble import (
     Flip,
     View,
     ViewResult,
+    calls_needed,
     compress,
+    divergence_step,
     run_ensemble,
     standard_views,
+    tool_names,
 )
 from foureyes.review.packet import check_packet
-from foureyes.review.projection import Mask, ProjectionMeta, ProjectionSkipped, SkipReason, Window
+from foureyes.review.projection import Mask, ProjectionSkipped, SkipReason, Window, project
 from foureyes.review.reviewer import Reviewer, SessionReview
 from foureyes.review.runner import ReviewOutcome, ReviewReason, ReviewRunner
-from foureyes.review.session import EndReason, TurnEnd
+from foureyes.review.session import (
+    EndReason,
+    Session,
+    TextBlock,
+    ToolCallBlock,
+    ToolResult,
+    TurnEnd,
+)
 from tests.helpers.simulator import RunningSimulator
 from tests.review._runner_support import open_caller, packet, scenario, sim_config
+from tests.review._session_support import Build
 from tests.review.test_reviewer import OPEN, REASONING
 
 
@@ -39,8 +50,15 @@ def items(*entries: tuple[str, str, str]) -> str:
     return json.dumps({"role": "masked-review", "status": "update", "items": body})
 
 
-def result(name: str, mask: Mask, answer: str | None, *, steps: int = 1) -> ViewResult:
-    meta = ProjectionMeta(f"recent:{steps}", mask, steps, steps, 1, steps, 0, 100, 0)
+SESSION = Build().turn("fix the parser").tool_step(1).tool_step(2).tool_step(3).session()
+"""One open turn of three complete steps, each with reasoning, text and a call."""
+
+
+def result(
+    name: str, mask: Mask, answer: str | None, *, steps: int = 1, session: Session = SESSION
+) -> ViewResult:
+    projected = project(session, Window.recent(steps), mask, max_snapshot_chars=10**6, max_images=0)
+    meta = projected.meta
     view = View(name, Window.recent(steps), mask)
     if answer is None:
         outcome = ReviewOutcome.no_packet(ReviewReason.REVIEW_TIMEOUT)
@@ -53,29 +71,34 @@ def result(name: str, mask: Mask, answer: str | None, *, steps: int = 1) -> View
 
 TESTS_FAIL = ("observation", "certain", "Tests fail in test_parse")
 FIXTURE = ("conclusion", "likely", "The fixture is wrong")
-CHECK_LONG = ("suggestion", "likely", "Re-run the whole suite with coverage enabled")
-CHECK_SHORT = ("suggestion", "likely", "Open fixture.json")
+# The longer check needs one call, the shorter two: checks rank by calls, not length.
+CHECK_LONG = ("suggestion", "likely", "Re-read the fixture file and compare it with its schema")
+CHECK_SHORT = ("suggestion", "likely", "Run `pytest -x` then `git diff`")
 SHOUTED = ("observation", "likely", "tests FAIL in test_parse")  # TESTS_FAIL, less sure
+REWORDED = ("observation", "certain", "The tests are failing in test_parse.")
 
 
 def test_compress_reports_stable_full_only_flips_divergence_and_check() -> None:
     results = [
-        result("full", Mask.NONE, items(TESTS_FAIL, FIXTURE, CHECK_LONG), steps=3),
-        result("ro@1", Mask.REASONING_ONLY, items(TESTS_FAIL, CHECK_LONG), steps=1),
-        result("ao@3", Mask.ACTION_ONLY, items(SHOUTED, CHECK_SHORT), steps=3),
+        result("full", Mask.NONE, items(TESTS_FAIL, FIXTURE, CHECK_SHORT), steps=3),
+        result("ro@1", Mask.REASONING_ONLY, items(REWORDED, CHECK_SHORT), steps=1),
+        result("ao@3", Mask.ACTION_ONLY, items(SHOUTED, CHECK_LONG), steps=3),
         result("ao@1", Mask.ACTION_ONLY, None, steps=1),
     ]  # fmt: skip
-    summary = compress(results)
+    summary = compress(results, SESSION)
     assert summary.control == "full"
     assert summary.answered == ("full", "ro@1", "ao@3")
     assert summary.unanswered == (("ao@1", "review_timeout"),)
+    # Reworded and shouted items match by normalised overlap, not by bytes.
     assert [i.content for i in summary.stable] == ["Tests fail in test_parse"]
     assert [i.content for i in summary.full_only] == ["The fixture is wrong"]
     assert summary.flips == (
         Flip("ao@3", "certainty", "Tests fail in test_parse", "certain", "likely"),
     )
-    assert summary.earliest_divergence == Divergence("ro@1", 1, False)
-    assert summary.cheapest_check == "Open fixture.json"
+    # Both masked views differ from the control; ro@1 first hides something at step 3,
+    # ao@3 at step 1: the least masking that changes the finding is at step 3.
+    assert summary.earliest_divergence == Divergence("s3", 1, 3, ("full", "ro@1"), False)
+    assert summary.cheapest_check == CHECK_LONG[2] and summary.cheapest_check_calls == 1
 
 
 def test_a_status_flip_under_masking() -> None:
@@ -83,16 +106,19 @@ def test_a_status_flip_under_masking() -> None:
         [
             result("full", Mask.NONE, items(FIXTURE)),
             result("masked", Mask.REASONING_ONLY, items()),
-        ]
+        ],
+        SESSION,
     )
     assert summary.flips == (Flip("masked", "status", None, "update", "no_update"),)
-    assert summary.earliest_divergence == Divergence("masked", 1, True)
+    assert summary.earliest_divergence == Divergence("s3", 1, 3, ("full", "masked"), True)
     assert summary.stable == () and [i.content for i in summary.full_only] == [FIXTURE[2]]
 
 
 def test_agreement_has_no_divergence_and_no_check() -> None:
     same = items(TESTS_FAIL, CHECK_SHORT)
-    summary = compress([result("full", Mask.NONE, same), result("m", Mask.ACTION_ONLY, same)])
+    summary = compress(
+        [result("full", Mask.NONE, same), result("m", Mask.ACTION_ONLY, same)], SESSION
+    )
     assert summary.flips == () and summary.earliest_divergence is None
     assert summary.full_only == () and summary.cheapest_check is None
     assert len(summary.stable) == 2
@@ -104,11 +130,12 @@ def test_without_a_control_nothing_is_compared_to_it() -> None:
             result("full", Mask.NONE, None),
             result("a", Mask.REASONING_ONLY, items(TESTS_FAIL)),
             result("b", Mask.ACTION_ONLY, items(FIXTURE)),
-        ]
+        ],
+        SESSION,
     )
     assert summary.control is None and summary.flips == () and summary.earliest_divergence is None
     assert summary.stable == () and summary.full_only == ()
-    assert compress([result("only", Mask.NONE, items(TESTS_FAIL))]).stable == ()
+    assert compress([result("only", Mask.NONE, items(TESTS_FAIL))], SESSION).stable == ()
 
 
 pool = st.sampled_from(
@@ -119,7 +146,7 @@ pool = st.sampled_from(
 @settings(max_examples=60)
 @given(
     control=pool,
-    masked=st.lists(st.tuples(pool, st.integers(1, 4)), min_size=1, max_size=4),
+    masked=st.lists(st.tuples(pool, st.integers(1, 3)), min_size=1, max_size=4),
     copied=st.integers(0, 3),
 )
 def test_no_voting_a_repeated_view_changes_no_conclusion(
@@ -129,13 +156,43 @@ def test_no_voting_a_repeated_view_changes_no_conclusion(
     views += [result(f"m{n}", Mask.REASONING_ONLY, a, steps=s) for n, (a, s) in enumerate(masked)]
     answer, steps = masked[copied % len(masked)]
     repeated = [*views, result("copy", Mask.REASONING_ONLY, answer, steps=steps)]
-    before, after = compress(views), compress(repeated)
+    before, after = compress(views, SESSION), compress(repeated, SESSION)
     assert before.stable == after.stable and before.full_only == after.full_only
     assert before.cheapest_check == after.cheapest_check
     assert {f for f in after.flips if f.view != "copy"} == set(before.flips)
     if before.earliest_divergence is not None:
         assert after.earliest_divergence is not None
-        assert after.earliest_divergence.steps == before.earliest_divergence.steps
+        assert after.earliest_divergence.step_id == before.earliest_divergence.step_id
+
+
+def test_views_that_project_alike_have_no_divergence_whatever_their_answers() -> None:
+    # No step has reasoning: reasoning-only shows what the control shows, so its other
+    # answer is sampling, not masking; action-only hides the text, from the masked step.
+    plain = (
+        Build()
+        .turn("go")
+        .step(TextBlock(text="T1"), ToolCallBlock(call_id="c1", name="bash", arguments="{}"),
+              results=(ToolResult(call_id="c1", content="OUT1"),))
+        .step(TextBlock(text="T2"), ToolCallBlock(call_id="c2", name="bash", arguments="{}"),
+              results=(ToolResult(call_id="c2", content="OUT2"),))
+        .session()
+    )  # fmt: skip
+    control = result("full", Mask.NONE, items(FIXTURE), steps=2, session=plain)
+    same_view = result("ro@1", Mask.REASONING_ONLY, items(TESTS_FAIL), session=plain)
+    assert compress([control, same_view], plain).earliest_divergence is None
+    hides_text = result("ao@1", Mask.ACTION_ONLY, items(TESTS_FAIL), session=plain)
+    summary = compress([control, same_view, hides_text], plain)
+    assert summary.earliest_divergence == Divergence("s2", 1, 2, ("full", "ao@1"), False)
+    assert divergence_step(plain, control.review.meta, same_view.review.meta) is None
+
+
+def test_checks_rank_by_the_tool_calls_they_need() -> None:
+    tools = tool_names(SESSION)
+    assert tools == {"bash"}
+    assert calls_needed("Re-read the fixture and compare it with its schema", tools) == 1
+    assert calls_needed("Run `pytest -x` then `git diff`", tools) == 2
+    assert calls_needed("Use bash to list it, then bash again, then `cat x`", tools) == 2
+    assert calls_needed("Use bashful words", tools) == 1  # a word that only contains a name
 
 
 def test_standard_views() -> None:
@@ -192,7 +249,8 @@ async def test_run_ensemble_finds_what_only_full_reasoning_concludes() -> None:
     assert [i.content for i in summary.stable] == [TESTS_FAIL[2]]
     assert [i.content for i in summary.full_only] == [FIXTURE[2]]
     assert summary.earliest_divergence is not None
-    assert summary.earliest_divergence.view == "reasoning-only@recent:1"
+    assert summary.earliest_divergence.views == ("full", "reasoning-only@recent:1")
+    assert summary.earliest_divergence.step_id == OPEN.steps()[0].step_id
     assert summary.cheapest_check == CHECK_SHORT[2]
 
 

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
+from foureyes.config import ReviewConfig
 from foureyes.llm.prompting import DATA_RULE
 from foureyes.llm.provider import ChatMessage, ImagePart, TextPart
 from foureyes.review.projection import (
@@ -22,6 +24,7 @@ from foureyes.review.projection import (
     native_messages,
     project,
 )
+from foureyes.review.reviewer import project_session
 from foureyes.review.session import (
     AssistantMessage,
     EndReason,
@@ -89,6 +92,8 @@ def _three_turns() -> Session:
         ("recent:3", Window("recent", 3)),
         (" recent:12 ", Window.recent(12)),
         ("current-turn", Window.current_turn()),
+        ("since-last-mutation", Window.since_last_mutation()),
+        (" all-turns", Window.all_turns()),
     ],
 )
 def test_window_specs(spec: str, window: Window) -> None:
@@ -97,7 +102,21 @@ def test_window_specs(spec: str, window: Window) -> None:
 
 
 @pytest.mark.parametrize(
-    "spec", ["recent", "recent:0", "recent:-1", "recent:x", "recent:²", "turn", ""]
+    "spec",
+    [
+        "recent",
+        "recent:0",
+        "recent:-1",
+        "recent:x",
+        "recent:²",
+        "turn",
+        "",
+        "all-turns:2",
+        "since-last-mutation:1",
+        "current-turn:1",
+        "since_last_mutation",
+        "ALL-TURNS",
+    ],
 )
 def test_bad_window_specs_are_value_errors(spec: str) -> None:
     with pytest.raises(ValueError):
@@ -111,26 +130,142 @@ def test_windows_check_their_k() -> None:
         Window("current-turn", 2)
     with pytest.raises(ValueError):
         Window("recent", True)
+    for kind in ("since-last-mutation", "all-turns"):
+        with pytest.raises(ValueError):
+            Window(kind, 1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        Window("everything")  # type: ignore[arg-type]
 
 
-def test_recent_cuts_at_the_turn_start_of_the_earliest_selected_step() -> None:
+def test_recent_cuts_at_the_start_of_the_earliest_selected_step_inside_its_turn() -> None:
     session = _three_turns()
-    # The last 2 completed steps are s4 (turn 2) and s5 (turn 3): the cut is turn 2's start.
+    # The last 2 complete steps are s4 (turn 2) and s5 (turn 3): the cut is s4's start.
     projection = _project(session, "recent:2")
-    assert projection.meta.cut == session.turns()[1].start
+    s4 = next(s for s in session.steps() if s.step_id == "s4")
+    assert projection.meta.cut == s4.start
     assert (projection.meta.requested_k, projection.meta.effective_k) == (2, 2)
-    # The prefix is turn 1, native: reasoning kept where the API passes it back.
+    assert projection.meta.steps == 2
+    # The prefix is turn 1 and turn 2 up to s4, native: reasoning kept, s3 unmasked.
     assert projection.prefix == native_messages(session, projection.meta.cut)
-    assert [m.role for m in projection.prefix] == ["user", "assistant", "tool", "assistant", "tool"]
+    roles = [m.role for m in projection.prefix]
+    assert roles == ["user", "assistant", "tool", "assistant", "tool", "user", "assistant", "tool"]
     assert projection.prefix[1].reasoning_content == "R1"
-    assert projection.prefix[1].tool_calls[0].id == "c1"
-    # The snapshot holds turns 2 and 3: s3 is shown too, though only s4 was selected.
+    assert projection.prefix[6].reasoning_content == "R3"
+    # The snapshot holds s4 and turn 3; turn 2 is marked as continued from above.
     text = projection.snapshot_text
-    assert "## Turn 2" in text and "## Turn 3" in text and "## Turn 1" not in text
-    assert (projection.meta.turns, projection.meta.steps) == (2, 3)
-    for shown in ("second task", "third task", "OUT3", "OUT4", "OUT5", "R3"):
+    assert "## Turn 2, continued" in text and "## Turn 3" in text and "## Turn 1" not in text
+    assert projection.meta.turns == 2
+    for shown in ("third task", "OUT4", "OUT5", "R4", "R5"):
         assert shown in text
-    assert "first task" not in text
+    for hidden in ("first task", "second task", "OUT3", "R3"):
+        assert hidden not in text
+    # Masked, the selected steps lose their reasoning; the earlier step of the turn keeps it.
+    masked = _project(session, "recent:2", Mask.REASONING_ONLY)
+    assert "R4" not in masked.snapshot_text and masked.prefix[6].reasoning_content == "R3"
+    assert masked.meta.omitted_reasoning_blocks == 2
+
+
+@pytest.mark.parametrize("k", [1, 3, 6])
+def test_recent_k_masks_exactly_k_steps_of_the_swe_agent_trajectory(k: int) -> None:
+    # One turn of 11 steps: a cut at the turn start would mask all 11 whatever K is.
+    session = real_session("swe-agent-new")
+    assert len(session.turns()) == 1
+    steps = session.steps()
+    for mask in MASKED:
+        projection = _project(session, f"recent:{k}", mask)
+        assert (projection.meta.effective_k, projection.meta.steps) == (k, k)
+        assert projection.meta.cut == steps[-k].start
+        assert projection.snapshot_text.count("\n### Turn 1, step ") == k
+        # The earlier steps are in the native prefix, their reasoning kept.
+        assert projection.prefix == native_messages(session, steps[-k].start)
+        calls = [c.id for m in projection.prefix for c in m.tool_calls]
+        answered = [m.tool_call_id for m in projection.prefix if m.role == "tool"]
+        assert sorted(calls) == sorted(answered) and len(calls) == len(steps) - k
+
+
+def _call(call_id: str, name: str, *, answered: bool = True) -> dict[str, Any]:
+    results = (ToolResult(call_id=call_id, content=f"OUT-{call_id}"),) if answered else ()
+    return {
+        "blocks": (ToolCallBlock(call_id=call_id, name=name, arguments="{}"),),
+        "results": results,
+    }
+
+
+def _mutation_session() -> Session:
+    build = Build().turn("fix it")
+    for call_id, name in (("e1", "Edit"),):
+        spec = _call(call_id, name)
+        build.step(*spec["blocks"], results=spec["results"])
+    build.end().turn("again")
+    for call_id, name in (("v1", "view"), ("e2", "edit"), ("v2", "view")):
+        spec = _call(call_id, name)
+        build.step(*spec["blocks"], results=spec["results"])
+    spec = _call("e3", "edit", answered=False)
+    return build.step(*spec["blocks"], end=False).session()
+
+
+def test_since_last_mutation_masks_from_the_last_complete_mutating_step() -> None:
+    session = _mutation_session()
+    projection = _project(session, "since-last-mutation", Mask.REASONING_ONLY)
+    # The in-flight e3 does not count: the last mutation shown is e2 (the second step).
+    e2 = session.steps()[2]
+    assert projection.meta.cut == e2.start and projection.meta.effective_k == 2
+    assert "OUT-e2" in projection.snapshot_text and "OUT-v2" in projection.snapshot_text
+    assert "OUT-v1" not in projection.snapshot_text
+    # The list of mutating tools is the caller's; names are compared case-folded.
+    only_upper = project(
+        session, Window.since_last_mutation(), Mask.NONE, mutating_tools=("EDIT",), **LIMITS
+    )
+    assert isinstance(only_upper, Projection) and only_upper.meta.cut == e2.start
+    first = project(
+        session, Window.since_last_mutation(), Mask.NONE, mutating_tools=("view",), **LIMITS
+    )
+    assert isinstance(first, Projection) and first.meta.cut == session.steps()[3].start
+    none = project(
+        session, Window.since_last_mutation(), Mask.NONE, mutating_tools=("deploy",), **LIMITS
+    )
+    assert isinstance(none, ProjectionSkipped) and none.reason is SkipReason.NO_MUTATION
+
+
+def test_since_last_mutation_follows_the_review_config_which_is_strict() -> None:
+    session = _mutation_session()
+    chosen = project_session(
+        session, Window.since_last_mutation(), Mask.NONE, ReviewConfig(mutating_tools=("view",))
+    )
+    assert isinstance(chosen, Projection) and chosen.meta.cut == session.steps()[3].start
+    assert isinstance(
+        project_session(session, Window.since_last_mutation(), Mask.NONE, ReviewConfig()),
+        Projection,
+    )
+    for bad in ((), ("",), "edit"):
+        with pytest.raises(ValidationError):
+            ReviewConfig(mutating_tools=bad)  # type: ignore[arg-type]
+
+
+def test_since_last_mutation_reads_tool_call_events_of_the_swe_agent_trajectory() -> None:
+    session = real_session("swe-agent-old")  # actions parsed from text: ToolCall events
+    steps = session.steps()
+    last_edit = max(
+        n
+        for n, step in enumerate(steps)
+        if any(
+            isinstance(e, ToolCall) and e.name in ("edit", "python", "rm", "create")
+            for e in session.events[step.start : step.end]
+        )
+    )
+    projection = _project(session, "since-last-mutation")
+    assert projection.meta.effective_k == len(steps) - last_edit
+    assert projection.meta.cut == steps[last_edit].start
+
+
+def test_all_turns_masks_every_step_with_an_empty_prefix() -> None:
+    session = _three_turns()
+    projection = _project(session, "all-turns", Mask.REASONING_ONLY)
+    assert projection.prefix == () and projection.meta.cut == 0
+    assert (projection.meta.effective_k, projection.meta.turns) == (5, 3)
+    assert "first task" in projection.snapshot_text and "R1" not in projection.snapshot_text
+    only_in_flight = Build().turn().tool_step(1, end=False).session()
+    assert _skip(only_in_flight, "all-turns").reason is SkipReason.NO_STEPS
 
 
 def test_effective_k_is_capped_by_what_is_available_and_by_max_k() -> None:
@@ -145,7 +280,7 @@ def test_current_turn_needs_exactly_one_open_turn() -> None:
     session = _three_turns()
     projection = _project(session, "current-turn")
     assert projection.meta.cut == session.turns()[2].start
-    assert projection.meta.effective_k is None and projection.meta.turns == 1
+    assert projection.meta.effective_k == 1 and projection.meta.turns == 1
     assert _skip(session.append(TurnStart(turn_id="t9")), "current-turn").reason is (
         SkipReason.SEVERAL_OPEN_TURNS
     )
@@ -234,11 +369,12 @@ def test_the_snapshot_never_says_how_much_was_omitted() -> None:
 # --- the snapshot ------------------------------------------------------------------------
 
 
-def test_out_of_order_results_are_joined_to_their_calls() -> None:
+def test_the_calls_of_one_response_are_one_batch_with_outcomes_by_call_id() -> None:
     session = (
         Build()
         .turn()
         .step(
+            TextBlock(text="Reading both files."),
             ToolCallBlock(call_id="first", name="a", arguments="{}"),
             ToolCallBlock(call_id="second", name="b", arguments="{}"),
             results=(
@@ -246,15 +382,26 @@ def test_out_of_order_results_are_joined_to_their_calls() -> None:
                 ToolResult(call_id="first", content="ANSWER-A"),
             ),
         )
+        .tool_step(3)
         .session()
     )
-    text = _project(session, "recent:1").snapshot_text
-    # Each action is followed by its own outcome, whatever order the results came in.
+    text = _project(session, "recent:2").snapshot_text
+    # Both calls are listed before any outcome, then each outcome names its call,
+    # whatever order the results came in; the next response is a batch of its own.
     pattern = (
-        r'call_id="first" tool="a".*?Outcome:.*?ANSWER-A'
-        r'.*?call_id="second" tool="b".*?Outcome:.*?ANSWER-B'
+        r"Reading both files\..*?"
+        r"Action batch \(2 calls, issued together in one model response\):\n"
+        r'<<<DATA tool_call call_id="first" tool="a">>>\n\{\}\n<<<END DATA>>>\n'
+        r'<<<DATA tool_call call_id="second" tool="b">>>\n\{\}\n<<<END DATA>>>\n'
+        r"Outcomes of the batch, by call id:\n"
+        r'Outcome of call_id="first":\n<<<DATA tool_result call_id="first" status="ok">>>\n'
+        r"ANSWER-A\n<<<END DATA>>>\n"
+        r'Outcome of call_id="second":\n<<<DATA tool_result call_id="second" status="ok">>>\n'
+        r"ANSWER-B\n<<<END DATA>>>\n"
+        r"\n### Turn 1, step 2\n.*?Action batch \(1 call, .*?c3.*?Outcome of call_id=\"c3\""
     )
-    assert re.search(pattern, text, re.DOTALL)
+    assert re.search(pattern, text, re.DOTALL), text
+    assert text.count("Action batch") == 2
 
 
 def test_the_in_flight_step_is_excluded() -> None:
@@ -286,6 +433,9 @@ def test_calls_without_results_results_without_calls_and_steps_without_ends() ->
         .session()
     )
     projection = _project(session, "recent:1")
+    # The abandoned step's lost call would unbalance the prefix: it is masked too, yet
+    # only one complete step is.
+    assert projection.meta.effective_k == 1 and projection.meta.cut == 0
     text = projection.snapshot_text
     assert "no end of this step was recorded" in text
     assert "no result was recorded for this call" in text
@@ -332,7 +482,8 @@ def test_untrusted_text_is_data_with_delimiters_neutralised() -> None:
     assert text.startswith(DATA_RULE)
     # Only our own envelopes close a data block: one per user message, call and result.
     assert text[len(DATA_RULE) :].count("<<<END DATA>>>") == 3
-    assert text.count("‹‹‹END DATA›››") == 3 + 2  # the payloads and the two call-id attributes
+    # The payloads, the two call-id attributes and the outcome's call-id label.
+    assert text.count("‹‹‹END DATA›››") == 3 + 2 + 1
 
 
 def test_turn_ends_and_their_reasons_are_shown() -> None:
@@ -519,7 +670,7 @@ def test_a_100k_event_session_projects_in_work_linear_in_its_events() -> None:
     session = _long_session(2_860)
     assert len(session.events) > 100_000
     projection = _project(session, "recent:3", Mask.REASONING_ONLY)
-    assert len(projection.prefix) > 48_000 and projection.meta.steps == 8
+    assert len(projection.prefix) > 48_000 and projection.meta.steps == 3
     # Bounded by work, not by a clock: four times the events, at most four times the
     # Python lines run (a pass over the prefix per event would be sixteen times).
     small, large = _long_session(100), _long_session(400)
@@ -573,6 +724,83 @@ def test_masked_projections_never_leak_reasoning_and_show_every_result(
     for event in events[cut:stop]:
         if isinstance(event, ToolResult):
             assert event.content in result.snapshot_text
+
+
+def _replayable(messages: tuple[ChatMessage, ...]) -> bool:
+    """Whether an OpenAI-format request may carry ``messages`` as they are.
+
+    Every assistant message with tool calls is followed at once by one tool message per
+    call (any order), and no tool message appears anywhere else.
+    """
+    waiting: set[str] = set()
+    for message in messages:
+        if message.role == "tool":
+            if message.tool_call_id not in waiting:
+                return False
+            waiting.discard(message.tool_call_id)
+            continue
+        if waiting:
+            return False
+        if message.role == "assistant":
+            ids = [c.id for c in message.tool_calls]
+            if len(set(ids)) != len(ids):
+                return False
+            waiting = set(ids)
+    return not waiting
+
+
+@settings(max_examples=150, deadline=None)
+@given(canary_sessions(), st.sampled_from(Mask), st.integers(1, 12))
+def test_recent_k_masks_min_k_steps_behind_a_replayable_prefix(
+    session: Session, mask: Mask, k: int
+) -> None:
+    result = project(session, Window.recent(k), mask, **LIMITS)
+    complete = [s for s in session.steps() if s.completed]
+    if not complete:
+        assert isinstance(result, ProjectionSkipped) and result.reason is SkipReason.NO_STEPS
+        return
+    assert isinstance(result, Projection), result
+    expected = min(k, len(complete))
+    assert (result.meta.effective_k, result.meta.steps) == (expected, expected)
+    cut = result.meta.cut
+    assert cut is not None
+    # Exactly the last min(K, steps) complete steps are after the cut.
+    assert [s for s in complete if s.start >= cut] == complete[-expected:]
+    assert result.snapshot_text.count("\n### Turn ") == expected
+    # The prefix is everything before the cut, native and replayable, then the snapshot.
+    assert result.prefix == native_messages(session, cut)
+    assert _replayable((*result.prefix, result.snapshot, ChatMessage.user("review")))
+    assert not result.prefix or result.prefix[0].role == "user"
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    canary_sessions(),
+    st.sampled_from(Mask),
+    st.sampled_from([Window.since_last_mutation(), Window.current_turn(), Window.all_turns()]),
+)
+def test_every_window_cuts_at_a_boundary_behind_a_replayable_prefix(
+    session: Session, mask: Mask, window: Window
+) -> None:
+    result = project(session, window, mask, **LIMITS)
+    if isinstance(result, ProjectionSkipped):
+        return
+    cut = result.meta.cut
+    assert cut is not None and session.events[cut].type in ("turn_start", "step_start")
+    complete = [s for s in session.steps() if s.completed and s.start >= cut]
+    assert result.meta.effective_k == len(complete) >= 1
+    assert result.prefix == native_messages(session, cut)
+    assert _replayable((*result.prefix, result.snapshot, ChatMessage.user("review")))
+    if window.kind == "since-last-mutation":  # every call of the generator is "bash"
+        calling = [
+            step
+            for step in complete
+            if any(
+                isinstance(e, AssistantMessage) and any(b.type == "tool_call" for b in e.blocks)
+                for e in session.events[step.start : step.end]
+            )
+        ]
+        assert calling and complete[0] == calling[-1]
 
 
 @settings(max_examples=100, deadline=None)

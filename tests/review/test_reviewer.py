@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from foureyes.config import Config, ReviewConfig
+from foureyes.config import Config, ReviewConfig, RouteConfig
 from foureyes.core.budget import CallBudget
 from foureyes.core.trace import EventKind
 from foureyes.review.projection import Mask, SkipReason, Window
@@ -133,6 +134,61 @@ async def test_a_projection_too_large_is_skipped_before_any_call(
         "over_chars",
     )
     assert review.as_json()["skipped"] == "over_chars"
+
+
+def _route_config(simulator: RunningSimulator, **route: object) -> Config:
+    return Config(
+        routes={"sim": simulator.route("sim-reviewer", timeout_s=5, **route)},
+        roles={"reviewer": "sim"},  # type: ignore[arg-type]
+    )
+
+
+async def test_a_request_over_the_routes_token_budget_is_skipped_with_its_estimate(
+    simulator: RunningSimulator, tmp_path: Path
+) -> None:
+    simulator.load(scenario({"content": UPDATE}, {"content": UPDATE}))
+    window, mask = Window.recent(1), Mask.REASONING_ONLY
+    # No budget: the estimate (bytes of the whole request, one byte a token) is recorded.
+    async with open_caller(_route_config(simulator)) as caller:
+        free = await reviewer_for(caller).review(OPEN, window=window, mask=mask)
+    assert free.accepted and free.request is not None
+    tokens = free.meta.request_tokens
+    assert tokens == free.request.total_bytes and free.meta.token_budget is None
+    # The snapshot alone is far under the budget: the system prompt, the tools, the prefix
+    # and the instruction count too.
+    assert free.meta.chars < tokens
+    # Exactly at the budget it is sent; one token over, it is skipped before any call.
+    async with open_caller(_route_config(simulator, max_request_tokens=tokens)) as caller:
+        fits = await reviewer_for(caller).review(OPEN, window=window, mask=mask)
+    assert fits.accepted and fits.meta.token_budget == tokens
+    assert len(simulator.requests()) == 2
+    config = _route_config(simulator, max_request_tokens=tokens - 1)
+    async with opened_store(tmp_path) as store, open_caller(config, store) as caller:
+        over = await reviewer_for(caller).review(OPEN, window=window, mask=mask)
+        record = await store.traces.get(over.trace_id or "")
+    assert over.skipped is not None and over.skipped.reason is SkipReason.OVER_TOKENS
+    assert (over.meta.request_tokens, over.meta.token_budget) == (tokens, tokens - 1)
+    assert over.request is None and over.outcome is None and over.publication is None
+    assert len(simulator.requests()) == 2  # nothing more was sent, nothing cut to fit
+    assert record is not None and (record.run.outcome, record.run.reason) == (
+        "skipped",
+        "over_tokens",
+    )
+    projection = record.run.meta["projection"]
+    assert (projection["request_tokens"], projection["token_budget"]) == (tokens, tokens - 1)
+    assert over.as_json()["skipped"] == "over_tokens"
+    # The estimator is the route's: four bytes a token quarters the estimate.
+    config = _route_config(simulator, max_request_tokens=tokens - 1, bytes_per_token=4.0)
+    simulator.load(scenario({"content": UPDATE}))
+    async with open_caller(config) as caller:
+        quarter = await reviewer_for(caller).review(OPEN, window=window, mask=mask)
+    assert quarter.accepted and quarter.meta.request_tokens == -(-tokens // 4)
+
+
+def test_route_token_settings_are_strict() -> None:
+    for bad in ({"max_request_tokens": 0}, {"bytes_per_token": 0}, {"bytes_per_token": -1}):
+        with pytest.raises(ValidationError):
+            RouteConfig(**bad)  # type: ignore[arg-type]
 
 
 SCREENSHOT = "https://example.org/failing-test.png"

@@ -117,6 +117,20 @@ async def test_project_only_calls_no_model(
     assert simulator.requests() == []
 
 
+@pytest.mark.parametrize("window", ["since-last-mutation", "all-turns", " recent:1 "])
+async def test_every_window_kind_is_accepted(
+    simulator: RunningSimulator, make_client: MakeClient, window: str
+) -> None:
+    client = await make_client(sim_config(simulator))
+    response = await client.post(
+        "/v1/review", json={"messages": MESSAGES, "window": window, "project_only": True}
+    )
+    body = response.json()
+    assert response.status_code == 200 and body["skipped"] is None, body
+    assert body["projection"]["window"] == window.strip()
+    assert body["projection"]["effective_k"] == 1
+
+
 async def test_a_skip_and_a_reviewer_fault_are_results(
     simulator: RunningSimulator, make_client: MakeClient
 ) -> None:
@@ -138,6 +152,8 @@ async def test_a_skip_and_a_reviewer_fault_are_results(
         {},
         {"messages": MESSAGES, "events": []},
         {"messages": MESSAGES, "window": "recent:0"},
+        {"messages": MESSAGES, "window": "all-turns:2"},
+        {"messages": MESSAGES, "window": "since_last_mutation"},
         {"messages": MESSAGES, "mask": "everything"},
         {"messages": MESSAGES, "system": ["x"]},
         {"messages": MESSAGES, "surprise": 1},

@@ -67,7 +67,11 @@ def review(
         ),
     ],
     window: Annotated[
-        str, typer.Option(help="recent:K (last K completed steps) or current-turn.")
+        str,
+        typer.Option(
+            help="recent:K (the last K complete steps), since-last-mutation, current-turn"
+            " or all-turns."
+        ),
     ] = "recent:3",
     mask: Annotated[Mask, typer.Option(help="What the reviewer does not see.")] = (
         Mask.REASONING_ONLY

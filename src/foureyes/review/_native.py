@@ -50,8 +50,8 @@ class NativeRendering:
     """Events rendered as native chat messages, checking that calls and results pair up.
 
     One pass over the whole log; :meth:`prefix` then serves the prefix before any turn
-    start. That slice is exact: a :class:`ToolCall` event only ever joins an assistant
-    message of its own step, and no turn starts inside a step.
+    start or step start. That slice is exact: a :class:`ToolCall` event only ever joins an
+    assistant message of its own step, and no turn or step starts inside a step.
     """
 
     def __init__(self, events: tuple[Event, ...]) -> None:
@@ -64,13 +64,12 @@ class NativeRendering:
         pending: int | None = None  # this step's assistant message, for ToolCall events
         pending_ids: set[str] = set()
         for index, event in enumerate(events):
-            if event.type == "turn_start":
+            if event.type in ("turn_start", "step_start"):
                 self._marks[index] = (
                     len(self.messages),
                     self.images,
                     not orphan and not open_total,
                 )
-            elif event.type == "step_start":
                 pending, pending_ids = None, set()
             elif isinstance(event, UserMessage):
                 content = self._content(event.content, event.images)
@@ -108,7 +107,7 @@ class NativeRendering:
         self.balanced = not orphan and not open_total
 
     def prefix(self, cut: int) -> NativePrefix:
-        """The rendering of the events before ``cut``, the index of a turn start."""
+        """The rendering of the events before ``cut``, the index of a turn or step start."""
         mark = self._marks[cut]
         if isinstance(mark, tuple):
             count, images, balanced = mark

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from foureyes.llm.prompting import DATA_RULE, data_block
+from foureyes.llm.prompting import DATA_RULE, data_block, neutralise
 from foureyes.llm.provider import ImagePart, TextPart
 from foureyes.review._events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
 from foureyes.review.session import Session, Step, Turn
@@ -32,14 +32,30 @@ class Snapshot:
         self.chars = self.images = self.omitted = self.steps = 0
         self.turns: set[str] = set()
         self._turn_cache: dict[str, tuple[Turn, dict[int, int]]] = {}
+        self._batch: list[tuple[tuple[int, int], str, str, str]] = []
+        self._stray: list[ToolResult] = []
         events = session.events
         in_flight = session.in_flight()
         stop = len(events) if in_flight is None else in_flight.start
         self._results, self._orphans = _join(events, cut, stop)
         self._text(DATA_RULE + "\n\nThe session continues below, turn by turn and step by step.\n")
         block_ids: set[str] = set()
+        if cut < stop and events[cut].type != "turn_start":
+            # The cut falls inside a turn: its user message and earlier steps are above.
+            turn, _ = self._turn(cut)
+            self._text(f"\n## Turn {turn.ordinal}, continued (its earlier messages are above)\n")
         for index in range(cut, stop):
             event = events[index]
+            if isinstance(event, ToolCall):
+                if event.call_id not in block_ids:
+                    self._batch.append(((index, -1), event.call_id, event.name, event.arguments))
+                continue
+            if isinstance(event, ToolResult):
+                if index in self._orphans:
+                    self._stray.append(event)
+                continue
+            # Anything else closes the open batch: its calls were made before it.
+            self._close_batch()
             if event.type == "turn_start":
                 turn, _ = self._turn(index)
                 self._text(f"\n## Turn {turn.ordinal}\n")
@@ -57,12 +73,7 @@ class Snapshot:
             elif isinstance(event, AssistantMessage):
                 block_ids = {b.call_id for b in event.blocks if b.type == "tool_call"}
                 self._assistant(index, event)
-            elif isinstance(event, ToolCall):
-                if event.call_id not in block_ids:
-                    self._action((index, -1), event.call_id, event.name, event.arguments)
-            elif isinstance(event, ToolResult) and index in self._orphans:
-                self._text("Outcome, matching no recorded action:\n")
-                self._outcome(event)
+        self._close_batch()
         self._flush()
 
     def _turn(self, index: int) -> tuple[Turn, dict[int, int]]:
@@ -95,16 +106,35 @@ class Snapshot:
                 if self.show_text:
                     self._image(block.ref, "written by the assistant")
             else:
-                self._action((index, n), block.call_id, block.name, block.arguments)
+                self._batch.append(((index, n), block.call_id, block.name, block.arguments))
 
-    def _action(self, key: tuple[int, int], call_id: str, name: str, arguments: str) -> None:
-        block = data_block("tool_call", arguments, call_id=_attr(call_id), tool=_attr(name))
-        self._text(f"Action:\n{block}\n")
-        result = self._results.get(key)
-        if result is None:
-            self._text("Outcome: no result was recorded for this call.\n")
-        else:
-            self._text("Outcome:\n")
+    def _close_batch(self) -> None:
+        """Render the open batch: every call of one model response, then their outcomes.
+
+        The calls of one response were issued together, so they are listed together
+        before any outcome (never as a sequence of action, outcome, action, outcome);
+        each outcome names the call it answers. Results that answer no call, met while
+        the batch was open, follow it.
+        """
+        batch, self._batch = self._batch, []
+        if batch:
+            count = f"{len(batch)} call" + ("" if len(batch) == 1 else "s")
+            self._text(f"Action batch ({count}, issued together in one model response):\n")
+            for _, call_id, name, arguments in batch:
+                block = data_block("tool_call", arguments, call_id=_attr(call_id), tool=_attr(name))
+                self._text(block + "\n")
+            self._text("Outcomes of the batch, by call id:\n")
+            for key, call_id, _, _ in batch:
+                result = self._results.get(key)
+                label = f'Outcome of call_id="{neutralise(_attr(call_id))}"'
+                if result is None:
+                    self._text(f"{label}: no result was recorded for this call.\n")
+                else:
+                    self._text(f"{label}:\n")
+                    self._outcome(result)
+        stray, self._stray = self._stray, []
+        for result in stray:
+            self._text("Outcome, matching no recorded action:\n")
             self._outcome(result)
 
     def _outcome(self, result: ToolResult) -> None:

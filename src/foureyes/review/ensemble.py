@@ -10,34 +10,43 @@ route), each through the one runner, and never publishes: every view runs
 - **flips**: decisions that change under masking, against the control view (the first
   unmasked view on the default route): the packet's status, or the kind or certainty of
   an item both produced;
-- **earliest divergence**: of the masked views that differ from the control, the one
-  masking the fewest steps (the projection's ``steps``);
+- **earliest divergence**: a point in the trajectory, not a view: for a masked view whose
+  packet differs from the control's, the earliest step whose projection differs between
+  the two (the first step whose reasoning, or text, one view hides and the other shows;
+  a step in a native prefix shows everything). Of several such views, the one whose
+  divergence step comes last is reported: the least masking that already changes the
+  finding. Views whose projections do not differ at any step, but whose packets do,
+  have no divergence: their difference is sampling, not masking;
 - **cheapest discriminating check**: among ``suggestion`` items that not every answered
-  view produced (so they separate the views), the shortest, as the cheapest proposal
-  to act on.
+  view produced (so they separate the views), the one needing the fewest tool calls
+  (:func:`calls_needed`), the earliest given on a tie.
 
-Items are compared by their content trimmed and case-folded, the same key the packet
-contract uses for duplicates. Paraphrases count as different items: no model judges
-sameness here, only code.
+Items are the same when their contents match by the normalised overlap of
+:mod:`foureyes.core.overlap` (folded, tokenised into words and Han characters, Jaccard
+index at least :data:`~foureyes.core.overlap.MATCH_THRESHOLD`); each item is compared
+with its best-matching item of the other view. No model judges sameness here, only code.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from foureyes.core.budget import CallBudget
 from foureyes.core.deadline import Deadline
 from foureyes.core.errors import UsageError
+from foureyes.core.fold import normalise
+from foureyes.core.overlap import MATCH_THRESHOLD, overlap
 from foureyes.review.packet import ItemKind, PacketItem, ReviewPacket
-from foureyes.review.projection import Mask, Window
+from foureyes.review.projection import Mask, ProjectionMeta, Window
 from foureyes.review.publication import PublicationPolicy
 from foureyes.review.request import RequestMode
 from foureyes.review.reviewer import Reviewer, SessionReview
 from foureyes.review.runner import ReviewTrigger
-from foureyes.review.session import Session
+from foureyes.review.session import AssistantMessage, Session, Step, ToolCall, ToolResult
 
 __all__ = [
     "Divergence",
@@ -46,9 +55,12 @@ __all__ = [
     "Flip",
     "View",
     "ViewResult",
+    "calls_needed",
     "compress",
+    "divergence_step",
     "run_ensemble",
     "standard_views",
+    "tool_names",
 ]
 
 
@@ -130,14 +142,18 @@ class Flip:
 
 @dataclass(frozen=True, slots=True)
 class Divergence:
-    """The masked view, masking the fewest steps, whose packet differs from the control's."""
+    """The earliest step whose projection differs between the control and a disagreeing view."""
 
-    view: str
-    """The view."""
-    steps: int
-    """Steps its projection showed (and masked)."""
+    step_id: str
+    """The step's id."""
+    turn: int
+    """The 1-based ordinal of its turn."""
+    step: int
+    """The 1-based ordinal of the step in its turn."""
+    views: tuple[str, str]
+    """The control and the masked view whose packets differ."""
     status_changed: bool
-    """Whether its status differs from the control's."""
+    """Whether the masked view's status differs from the control's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +173,11 @@ class EnsembleSummary:
     flips: tuple[Flip, ...]
     """Decisions that change under masking, against the control."""
     earliest_divergence: Divergence | None
-    """The least-masked view that differs from the control."""
+    """Where masking first changes the finding (see the module doc)."""
     cheapest_check: str | None
-    """The shortest suggestion that not every answered view made."""
+    """The discriminating suggestion needing the fewest tool calls."""
+    cheapest_check_calls: int | None = None
+    """The tool calls it needs (:func:`calls_needed`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,23 +190,36 @@ class Ensemble:
     """The compression of ``results``."""
 
 
-def _first_items(packets: Sequence[ReviewPacket], keys: set[str]) -> tuple[PacketItem, ...]:
-    """Items whose key is in ``keys``, each once, in the order the packets give them."""
-    chosen: dict[str, PacketItem] = {}
-    for packet in packets:
-        for item in packet.items:
-            if item.key in keys and item.key not in chosen:
-                chosen[item.key] = item
-    return tuple(chosen.values())
+def _best(item: PacketItem, items: Sequence[PacketItem]) -> PacketItem | None:
+    """The item of ``items`` matching ``item`` best, if any matches (the first on a tie)."""
+    best: PacketItem | None = None
+    score = -1.0
+    for other in items:
+        value = overlap(item.content, other.content)
+        if value >= MATCH_THRESHOLD and value > score:
+            best, score = other, value
+    return best
+
+
+def _distinct(items: Sequence[PacketItem]) -> tuple[PacketItem, ...]:
+    """``items`` in order, leaving out any that matches one kept before it."""
+    kept: list[PacketItem] = []
+    for item in items:
+        if _best(item, kept) is None:
+            kept.append(item)
+    return tuple(kept)
+
+
+def _in(item: PacketItem, packet: ReviewPacket) -> bool:
+    return _best(item, packet.items) is not None
 
 
 def _flips(name: str, control: ReviewPacket, masked: ReviewPacket) -> list[Flip]:
     flips = []
     if control.status is not masked.status:
         flips.append(Flip(name, "status", None, control.status.value, masked.status.value))
-    theirs = {item.key: item for item in masked.items}
     for item in control.items:
-        other = theirs.get(item.key)
+        other = _best(item, masked.items)
         if other is None:
             continue
         if other.kind is not item.kind:
@@ -200,22 +231,112 @@ def _flips(name: str, control: ReviewPacket, masked: ReviewPacket) -> list[Flip]
     return flips
 
 
-def _shape(packet: ReviewPacket) -> tuple[str, frozenset[str]]:
-    return packet.status.value, frozenset(item.key for item in packet.items)
+def _differs(control: ReviewPacket, masked: ReviewPacket) -> bool:
+    if control.status is not masked.status:
+        return True
+    return any(not _in(i, masked) for i in control.items) or any(
+        not _in(i, control) for i in masked.items
+    )
 
 
-def compress(results: Sequence[ViewResult]) -> EnsembleSummary:
-    """Compress the views' packets without voting (the rules are in the module doc)."""
+_HIDES: dict[Mask, frozenset[str]] = {
+    Mask.NONE: frozenset(),
+    Mask.REASONING_ONLY: frozenset({"reasoning"}),
+    Mask.ACTION_ONLY: frozenset({"reasoning", "text"}),
+}
+
+
+def _step_contents(session: Session) -> dict[str, frozenset[str]]:
+    """What a mask could hide in each step: ``reasoning`` and ``text`` (text or images)."""
+    found: dict[str, set[str]] = {s.step_id: set() for s in session.steps()}
+    for index, event in enumerate(session.events):
+        step = session.step_at(index)
+        if step is None:
+            continue
+        if isinstance(event, AssistantMessage):
+            for block in event.blocks:
+                if block.type == "reasoning":
+                    found[step.step_id].add("reasoning")
+                elif block.type in ("text", "image"):
+                    found[step.step_id].add("text")
+        elif isinstance(event, ToolResult) and event.reasoning:
+            found[step.step_id].add("reasoning")
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+def _hidden(meta: ProjectionMeta, step: Step, contents: frozenset[str]) -> frozenset[str]:
+    if meta.cut is None or step.start < meta.cut:
+        return frozenset()  # in the native prefix: shown whole
+    return contents & _HIDES[meta.mask]
+
+
+def divergence_step(session: Session, first: ProjectionMeta, second: ProjectionMeta) -> Step | None:
+    """The earliest step of ``session`` whose projection differs between two views.
+
+    A step differs when one view hides something of it (reasoning, or text) that the
+    other shows; ``None`` when the two show every step alike.
+    """
+    contents = session.memo(("ensemble_step_contents",), _step_contents)
+    in_flight = session.in_flight()
+    for step in session.steps():
+        if step == in_flight:
+            continue
+        kinds = contents[step.step_id]
+        if _hidden(first, step, kinds) != _hidden(second, step, kinds):
+            return step
+    return None
+
+
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def tool_names(session: Session) -> frozenset[str]:
+    """The names of the primary's tools: its tool definitions and the calls it made."""
+    names = {
+        str(function.get("name"))
+        for tool in session.tools
+        if isinstance(function := tool.get("function"), Mapping) and function.get("name")
+    }
+    for event in session.events:
+        if isinstance(event, AssistantMessage):
+            names.update(b.name for b in event.blocks if b.type == "tool_call")
+        elif isinstance(event, ToolCall):
+            names.add(event.name)
+    return frozenset(n for n in names if n.strip())
+
+
+def calls_needed(content: str, tools: Collection[str]) -> int:
+    """The tool calls a suggested check needs: its commands and the tools it names.
+
+    Each inline code span (```` `pytest -x` ````) is one command to run; each distinct
+    tool of ``tools`` named as a word outside them is one more call. At least one: a check
+    is an action.
+    """
+    commands = _CODE.findall(content)
+    rest = normalise(_CODE.sub(" ", content)).text
+    named = 0
+    for tool in tools:
+        folded = normalise(tool).text.strip()
+        if folded and re.search(rf"(?<![^\W_]){re.escape(folded)}(?![^\W_])", rest):
+            named += 1
+    return max(1, len(commands) + named)
+
+
+def compress(results: Sequence[ViewResult], session: Session) -> EnsembleSummary:
+    """Compress the views' packets of ``session`` without voting (rules in the module doc)."""
     answered = [r for r in results if r.packet is not None]
     packets = [r.packet for r in answered if r.packet is not None]
     unanswered = tuple((r.view.name, r.why_not or "") for r in results if r.packet is None)
-    key_sets = [{item.key for item in p.items} for p in packets]
-    every = set.intersection(*key_sets) if len(key_sets) >= 2 else set()
+    stable: tuple[PacketItem, ...] = ()
+    if len(packets) >= 2:
+        stable = _distinct([i for i in packets[0].items if all(_in(i, p) for p in packets[1:])])
     full = [r.packet for r in answered if r.view.mask is Mask.NONE and r.packet]
     masked = [r for r in answered if r.view.mask is not Mask.NONE]
-    full_keys = set().union(*({i.key for i in p.items} for p in full)) if full else set()
-    masked_keys = set().union(*({i.key for i in r.packet.items} for r in masked if r.packet))
-    full_only = _first_items(full, full_keys - masked_keys) if masked else ()
+    masked_packets = [r.packet for r in masked if r.packet]
+    full_only: tuple[PacketItem, ...] = ()
+    if masked:
+        full_items = [i for p in full for i in p.items]
+        full_only = _distinct([i for i in full_items if not any(_in(i, p) for p in masked_packets)])
     control = next((r for r in answered if r.view.mask is Mask.NONE and r.view.route is None), None)
     flips: list[Flip] = []
     divergence: Divergence | None = None
@@ -223,31 +344,46 @@ def compress(results: Sequence[ViewResult]) -> EnsembleSummary:
         for result in masked:
             assert result.packet is not None
             flips += _flips(result.view.name, control.packet, result.packet)
-        differing = [r for r in masked if r.packet and _shape(r.packet) != _shape(control.packet)]
-        if differing:
-            first = min(differing, key=lambda r: r.review.meta.steps)  # stable: view order ties
-            assert first.packet is not None
+        latest: tuple[Step, ViewResult] | None = None
+        for result in masked:
+            assert result.packet is not None
+            if not _differs(control.packet, result.packet):
+                continue
+            step = divergence_step(session, control.review.meta, result.review.meta)
+            if step is not None and (latest is None or step.start > latest[0].start):
+                latest = (step, result)
+        if latest is not None:
+            step, result = latest
+            assert result.packet is not None
+            turn = session.turn_at(step.start)
             divergence = Divergence(
-                first.view.name,
-                first.review.meta.steps,
-                first.packet.status != control.packet.status,
+                step.step_id,
+                turn.ordinal,
+                turn.steps.index(step) + 1,
+                (control.view.name, result.view.name),
+                result.packet.status is not control.packet.status,
             )
-    checks = [
-        item
-        for packet in packets
-        for item in packet.items
-        if item.kind is ItemKind.SUGGESTION and item.key not in every
-    ]
-    cheapest = min(checks, key=lambda i: (len(i.content.strip()), i.key), default=None)
+    checks = _distinct(
+        [
+            item
+            for packet in packets
+            for item in packet.items
+            if item.kind is ItemKind.SUGGESTION and not all(_in(item, p) for p in packets)
+        ]
+    )
+    names = tool_names(session)
+    costs = [calls_needed(item.content, names) for item in checks]
+    cheapest = min(range(len(checks)), key=lambda n: costs[n], default=None)
     return EnsembleSummary(
         control=control.view.name if control else None,
         answered=tuple(r.view.name for r in answered),
         unanswered=unanswered,
-        stable=_first_items(packets, every),
+        stable=stable,
         full_only=full_only,
         flips=tuple(flips),
         earliest_divergence=divergence,
-        cheapest_check=cheapest.content if cheapest else None,
+        cheapest_check=None if cheapest is None else checks[cheapest].content,
+        cheapest_check_calls=None if cheapest is None else costs[cheapest],
     )
 
 
@@ -304,4 +440,4 @@ async def run_ensemble(
         return ViewResult(view, review)
 
     results = tuple(await asyncio.gather(*(one(view) for view in views)))
-    return Ensemble(results, compress(results))
+    return Ensemble(results, compress(results, session))

@@ -3,17 +3,39 @@
 :func:`project` is pure: it reads a :class:`~foureyes.review.session.Session` and returns
 a new value, never touching the session (docs/design.md 4, invariant 9).
 
-**Window.** ``recent:K`` selects the last K *completed* steps (effective K = min(K,
-available, ``max_k``)); ``current-turn`` selects the one open turn and needs exactly one.
+**Step.** A step is one model response with its tool calls and their outcomes: the span
+from a :class:`~foureyes.review.session.StepStart` to its
+:class:`~foureyes.review.session.StepEnd`, holding one assistant message (its reasoning,
+text and tool-call blocks), the calls the host executed for it and their results. It is
+*complete* once its end is recorded; the step still running at the end of the log is in
+flight and never shown.
 
-**Balanced cut.** The cut lies at the turn start of the earliest selected step. Events
-before it form the *prefix*, rendered natively as chat messages with their reasoning kept
-(a provider rejects a tool loop whose assistant turns lost it); the prefix must be balanced
-(every tool call answered inside it, every result matching a call), or the request would
-be refused, so an unbalanced prefix is a skip. Events from the cut on form the *snapshot*:
-one user message of flat text and image blocks, turn by turn and step by step, in which
-every action is followed by its outcome, both labelled with the call id, so results that
-arrived out of order are joined to the right call. The step still in flight is left out.
+**Window.** Where the cut falls, always at a step boundary or a turn start:
+
+- ``recent:K`` masks exactly the last K complete steps (effective K = min(K, complete
+  steps, ``max_k``)); the cut is the start of the earliest of them, inside its turn if
+  need be (at the turn start when that step is the turn's first, so the snapshot opens
+  with the turn's user message);
+- ``since-last-mutation`` masks the steps from the last one that called a mutating tool
+  (one whose name is in ``mutating_tools``: edits, writes, patches, shell and run
+  commands by default, ``review.mutating_tools``) to the end; a session without such a
+  call is a skip (``no_mutation``);
+- ``current-turn`` masks the one open turn and needs exactly one;
+- ``all-turns`` masks every turn: the prefix is empty (the forced all-turns arm).
+
+**Balanced cut.** Events before the cut form the *prefix*, rendered natively as chat
+messages with their reasoning kept (a provider rejects a tool loop whose assistant turns
+lost it). When the cut falls inside a turn, that turn's user message and earlier steps
+stay in the prefix, native and unmasked, and the snapshot says the turn continues. The
+prefix must be balanced (every tool call answered inside it, every result matching a
+call), or the request would be refused: the cut moves back over incomplete (abandoned)
+steps until it is, and a prefix that only masking another complete step could balance is
+a skip. Events from the cut on form the *snapshot*: one user message of flat text and
+image blocks, turn by turn and step by step. The calls of one model response form one
+*action batch*: every call is listed first, then the outcomes, each keyed by its call id,
+so calls issued together never read as a sequence and results that arrived out of order
+are joined to the right call. :attr:`ProjectionMeta.effective_k` is the number of complete steps in
+the snapshot, for every window: what was masked.
 
 **Mask.** ``none`` shows everything (the control); ``reasoning-only`` drops every
 reasoning block, including reasoning nested in tool results, and keeps visible text, tool
@@ -27,7 +49,10 @@ projection is never truncated. Images go to the reviewer only as image blocks, a
 to a route that says it accepts them (``images = true`` in its config): a projection that
 holds images is skipped for a text-only route (``images_unsupported``) or one whose
 support is unknown (``images_unknown``), its image count in the metadata, rather than
-sent as images the route may refuse or as placeholders the reviewer cannot see.
+sent as images the route may refuse or as placeholders the reviewer cannot see. The
+whole request built from a projection is held to the reviewer route's token budget
+(``max_request_tokens``): over it, the review is skipped (``over_tokens``) with the
+estimate and the budget in the metadata (:class:`~foureyes.review.reviewer.Reviewer`).
 
 Untrusted text in the snapshot (user messages, assistant text and reasoning, tool
 arguments and results) sits in :func:`~foureyes.llm.prompting.data_block` envelopes, and
@@ -36,16 +61,20 @@ the snapshot opens with :data:`~foureyes.llm.prompting.DATA_RULE` (invariant 7).
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from typing import Any, Literal
 
+from foureyes.config import DEFAULT_MUTATING_TOOLS
 from foureyes.llm.provider import ChatMessage
 from foureyes.review._native import NativeRendering, native_rendering
 from foureyes.review._snapshot import Snapshot
-from foureyes.review.session import Session
+from foureyes.review.session import AssistantMessage, Session, Step, ToolCall
 
 __all__ = [
+    "DEFAULT_MUTATING_TOOLS",
     "MAX_RECENT_STEPS",
     "Mask",
     "Projection",
@@ -53,6 +82,7 @@ __all__ = [
     "ProjectionSkipped",
     "SkipReason",
     "Window",
+    "WindowKind",
     "native_messages",
     "project",
 ]
@@ -88,7 +118,9 @@ class SkipReason(StrEnum):
     EMPTY_SESSION = "empty_session"
     """The session has no events."""
     NO_STEPS = "no_steps"
-    """The window holds no completed step."""
+    """The window holds no complete step."""
+    NO_MUTATION = "no_mutation"
+    """``since-last-mutation`` on a session in which no shown step called a mutating tool."""
     NO_OPEN_TURN = "no_open_turn"
     """``current-turn`` on a session whose turns have all ended."""
     SEVERAL_OPEN_TURNS = "several_open_turns"
@@ -104,29 +136,45 @@ class SkipReason(StrEnum):
     IMAGES_UNKNOWN = "images_unknown"
     """The projection holds images and the reviewer's route does not say whether it takes
     them (``images`` unset)."""
+    OVER_TOKENS = "over_tokens"
+    """The whole review request (system, tools, prefix, snapshot, instruction) is estimated
+    at more tokens than the reviewer route's ``max_request_tokens``."""
+
+
+WindowKind = Literal["recent", "since-last-mutation", "current-turn", "all-turns"]
+"""The kinds of window (see the module doc)."""
+_NO_K = ("since-last-mutation", "current-turn", "all-turns")
 
 
 @dataclass(frozen=True)
 class Window:
-    """Which part of the session is reviewed (``recent:K`` or ``current-turn``)."""
+    """Which part of the session is reviewed (see the module doc for each kind)."""
 
-    kind: Literal["recent", "current-turn"]
-    """``recent``: the last K completed steps; ``current-turn``: the one open turn."""
+    kind: WindowKind
+    """``recent``: the last K complete steps; ``since-last-mutation``: the steps from the
+    last mutating call on; ``current-turn``: the one open turn; ``all-turns``: all of it."""
     k: int | None = None
-    """K of ``recent`` (at least 1); ``None`` for ``current-turn``."""
+    """K of ``recent`` (at least 1); ``None`` for every other kind."""
 
     def __post_init__(self) -> None:
-        if self.kind == "recent" and (type(self.k) is not int or self.k < 1):
-            raise ValueError(f"window recent needs K >= 1, got {self.k!r}")
-        if self.kind == "current-turn" and self.k is not None:
-            raise ValueError("window current-turn takes no K")
-        if self.kind not in ("recent", "current-turn"):
+        if self.kind == "recent":
+            if type(self.k) is not int or self.k < 1:
+                raise ValueError(f"window recent needs K >= 1, got {self.k!r}")
+        elif self.kind in _NO_K:
+            if self.k is not None:
+                raise ValueError(f"window {self.kind} takes no K")
+        else:
             raise ValueError(f"unknown window kind {self.kind!r}")
 
     @classmethod
     def recent(cls, k: int) -> Window:
-        """The last ``k`` completed steps."""
+        """The last ``k`` complete steps."""
         return cls("recent", k)
+
+    @classmethod
+    def since_last_mutation(cls) -> Window:
+        """The steps from the last one that called a mutating tool."""
+        return cls("since-last-mutation")
 
     @classmethod
     def current_turn(cls) -> Window:
@@ -134,19 +182,27 @@ class Window:
         return cls("current-turn")
 
     @classmethod
+    def all_turns(cls) -> Window:
+        """Every turn of the session."""
+        return cls("all-turns")
+
+    @classmethod
     def parse(cls, spec: str) -> Window:
-        """Read ``recent:K`` or ``current-turn``.
+        """Read ``recent:K``, ``since-last-mutation``, ``current-turn`` or ``all-turns``.
 
         Raises:
-            ValueError: ``spec`` is neither.
+            ValueError: ``spec`` is none of them.
         """
         text = spec.strip()
-        if text == "current-turn":
-            return cls.current_turn()
+        if text in _NO_K:
+            return cls(text)  # type: ignore[arg-type]  # checked against the literal's values
         kind, sep, k = text.partition(":")
-        if kind == "recent" and sep and k.isascii() and k.isdigit():
+        if kind == "recent" and sep and k.isascii() and k.isdigit() and int(k) >= 1:
             return cls.recent(int(k))
-        raise ValueError(f"window must be 'recent:K' (K >= 1) or 'current-turn', got {spec!r}")
+        raise ValueError(
+            "window must be 'recent:K' (K >= 1), 'since-last-mutation', 'current-turn' or"
+            f" 'all-turns', got {spec!r}"
+        )
 
     def __str__(self) -> str:
         return self.kind if self.k is None else f"{self.kind}:{self.k}"
@@ -157,17 +213,18 @@ class ProjectionMeta:
     """Facts about a projection (or a skipped one); never shown to the reviewer."""
 
     window: str
-    """The window as written (``recent:3``, ``current-turn``)."""
+    """The window as written (``recent:3``, ``since-last-mutation``, ``current-turn``)."""
     mask: Mask
     """The mask applied."""
     requested_k: int | None
-    """K as asked for (``None`` for ``current-turn``)."""
+    """K as asked for (``None`` for the windows that take none)."""
     effective_k: int | None
-    """K served: min(requested, completed steps available, :data:`MAX_RECENT_STEPS`)."""
+    """Complete steps masked, i.e. shown in the snapshot; for ``recent:K`` min(K, complete
+    steps available, ``max_k``). ``None`` when the window was not resolved."""
     turns: int
     """Turns shown in the snapshot."""
     steps: int
-    """Steps shown in the snapshot (the selected ones and the earlier steps of their turns)."""
+    """Steps shown in the snapshot: the complete ones and any abandoned step among them."""
     omitted_reasoning_blocks: int
     """Reasoning blocks the mask dropped from the snapshot."""
     chars: int
@@ -178,6 +235,11 @@ class ProjectionMeta:
     """Index of the first event in the snapshot; ``None`` when no cut was made."""
     prefix_messages: int = 0
     """Messages in the native prefix."""
+    request_tokens: int | None = None
+    """Estimated prompt tokens of the whole review request, once it was built
+    (:func:`~foureyes.review.request.estimate_tokens`)."""
+    token_budget: int | None = None
+    """The reviewer route's ``max_request_tokens``, when it has one."""
 
     def to_dict(self) -> dict[str, Any]:
         """The metadata as JSON-ready values."""
@@ -220,6 +282,7 @@ def project(
     max_images: int,
     max_k: int = MAX_RECENT_STEPS,
     images: bool | None = None,
+    mutating_tools: Collection[str] = DEFAULT_MUTATING_TOOLS,
 ) -> Projection | ProjectionSkipped:
     """Project ``session`` through ``window`` and ``mask`` (see the module doc).
 
@@ -233,28 +296,22 @@ def project(
         images: whether the reviewer's route accepts images (its ``images`` config):
             ``True``, ``False``, or ``None`` when unknown. Unless ``True``, a projection
             holding any image is skipped.
+        mutating_tools: the tool names ``since-last-mutation`` treats as changing state
+            (``review.mutating_tools``), compared case-folded.
     """
     requested = window.k
     empty = ProjectionMeta(str(window), mask, requested, None, 0, 0, 0, 0, 0)
     if not session.events:
         return ProjectionSkipped(SkipReason.EMPTY_SESSION, empty)
-    effective: int | None = None
-    if window.kind == "recent":
-        assert requested is not None
-        completed = [s for s in session.steps() if s.completed]
-        effective = min(requested, len(completed), max_k)
-        if effective == 0:
-            return ProjectionSkipped(SkipReason.NO_STEPS, replace(empty, effective_k=0))
-        cut = min(session.turn_at(s.start).start for s in completed[-effective:])
-    else:
-        open_turns = session.open_turns()
-        if not open_turns:
-            return ProjectionSkipped(SkipReason.NO_OPEN_TURN, empty)
-        if len(open_turns) > 1:
-            return ProjectionSkipped(SkipReason.SEVERAL_OPEN_TURNS, empty)
-        if not any(s.completed for s in open_turns[0].steps):
-            return ProjectionSkipped(SkipReason.NO_STEPS, empty)
-        cut = open_turns[0].start
+    cut = _cut(session, window, max_k, mutating_tools)
+    if isinstance(cut, SkipReason):
+        return ProjectionSkipped(cut, replace(empty, effective_k=0))
+    cut = _balanced_cut(session, cut)
+    in_flight = session.in_flight()
+    shown = [s for s in session.steps() if s.start >= cut and (in_flight is None or s != in_flight)]
+    effective = sum(1 for s in shown if s.completed)
+    if effective == 0:
+        return ProjectionSkipped(SkipReason.NO_STEPS, replace(empty, effective_k=0))
     prefix = native_rendering(session).prefix(cut)
     snapshot = Snapshot(session, cut, reasoning=mask.shows_reasoning, text=mask.shows_text)
     meta = ProjectionMeta(
@@ -285,6 +342,69 @@ def project(
         return ProjectionSkipped(SkipReason.OVER_IMAGES, meta)
     message = ChatMessage(role="user", content=tuple(snapshot.parts))
     return Projection(prefix.messages, message, meta)
+
+
+def _cut(
+    session: Session, window: Window, max_k: int, mutating_tools: Collection[str]
+) -> int | SkipReason:
+    """The index of the first event the window masks: a step start or a turn start."""
+    if window.kind == "recent":
+        assert window.k is not None
+        completed = [s for s in session.steps() if s.completed]
+        k = min(window.k, len(completed), max_k)
+        return _step_cut(session, completed[-k]) if k else SkipReason.NO_STEPS
+    if window.kind == "since-last-mutation":
+        return _last_mutation(session, {name.casefold() for name in mutating_tools})
+    if window.kind == "all-turns":
+        return 0  # the first event of a session is always a turn start
+    open_turns = session.open_turns()
+    if not open_turns:
+        return SkipReason.NO_OPEN_TURN
+    if len(open_turns) > 1:
+        return SkipReason.SEVERAL_OPEN_TURNS
+    return open_turns[0].start
+
+
+def _last_mutation(session: Session, mutating: set[str]) -> int | SkipReason:
+    """The start of the last step, not in flight, that called a mutating tool."""
+    in_flight = session.in_flight()
+    for index in range(len(session.events) - 1, -1, -1):
+        event = session.events[index]
+        if isinstance(event, AssistantMessage):
+            names = [b.name for b in event.blocks if b.type == "tool_call"]
+        elif isinstance(event, ToolCall):
+            names = [event.name]
+        else:
+            continue
+        step = session.step_at(index)
+        if step is None or step == in_flight:
+            continue
+        if any(name.casefold() in mutating for name in names):
+            return _step_cut(session, step)
+    return SkipReason.NO_MUTATION
+
+
+def _balanced_cut(session: Session, cut: int) -> int:
+    """``cut``, moved back over incomplete steps while the prefix before it is unbalanced.
+
+    An abandoned step's call may have no result; masking that step too keeps the prefix
+    replayable without masking one more complete step. A complete step is never added:
+    an unbalanced prefix that only a complete step could fix stays a skip.
+    """
+    rendering = native_rendering(session)
+    steps = session.steps()
+    while not rendering.prefix(cut).balanced:
+        before = bisect.bisect_left(steps, cut, key=lambda s: s.start) - 1
+        if before < 0 or steps[before].completed:
+            break
+        cut = _step_cut(session, steps[before])
+    return cut
+
+
+def _step_cut(session: Session, step: Step) -> int:
+    """The cut before ``step``: its turn's start when it is the turn's first step."""
+    turn = session.turn_at(step.start)
+    return turn.start if turn.steps[0] == step else step.start
 
 
 def native_messages(session: Session, end: int | None = None) -> tuple[ChatMessage, ...]:

@@ -17,11 +17,17 @@ and the shared prefix is the run of leading units that are byte-identical. For
 ``cache-aligned`` it equals the theoretical maximum, the bytes before the first masked
 event (system, tools and native prefix).
 
+The whole request is held to the reviewer route's token budget: :func:`estimate_tokens`
+is the one estimator (bytes of the request's units over the route's ``bytes_per_token``,
+rounded up; no tokenizer needed), and a review whose estimate exceeds the route's
+``max_request_tokens`` is skipped by the caller, never truncated.
+
 Pure and synchronous: values in, value out.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -39,6 +45,7 @@ __all__ = [
     "RequestMode",
     "ReviewRequest",
     "build_review_request",
+    "estimate_tokens",
     "primary_messages",
     "request_units",
     "shared_prefix_bytes",
@@ -125,6 +132,20 @@ def build_review_request(
     shared = shared_prefix_bytes(units, request_units(primary, primary_tools))
     total = sum(len(u) for u in units)
     return ReviewRequest(request, mode, shared / total, shared, total)
+
+
+def estimate_tokens(request: ReviewRequest, bytes_per_token: float) -> int:
+    """Estimated prompt tokens of ``request``: ``total_bytes / bytes_per_token``, rounded up.
+
+    ``total_bytes`` covers the system messages, the tools, the prefix, the snapshot and the
+    instruction (see :func:`request_units`).
+
+    Raises:
+        ValueError: ``bytes_per_token`` is not positive.
+    """
+    if not bytes_per_token > 0:
+        raise ValueError(f"bytes_per_token must be positive, got {bytes_per_token!r}")
+    return math.ceil(request.total_bytes / bytes_per_token)
 
 
 def primary_messages(

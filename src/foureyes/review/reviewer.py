@@ -11,14 +11,16 @@
   says when it runs).
 
 A projection that does not fit is skipped before any model call, with its metadata only
-(docs/design.md 4, invariant 9), and the skip is recorded in the trace like a run.
+(docs/design.md 4, invariant 9), and the skip is recorded in the trace like a run; so is
+a request estimated over the reviewer route's token budget (``over_tokens``, the estimate
+and the budget in the metadata).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from foureyes.config import ReviewConfig
@@ -33,6 +35,7 @@ from foureyes.review.projection import (
     Projection,
     ProjectionMeta,
     ProjectionSkipped,
+    SkipReason,
     Window,
     project,
 )
@@ -45,7 +48,12 @@ from foureyes.review.publication import (
     publication_message,
     turn_used_tools,
 )
-from foureyes.review.request import RequestMode, ReviewRequest, build_review_request
+from foureyes.review.request import (
+    RequestMode,
+    ReviewRequest,
+    build_review_request,
+    estimate_tokens,
+)
 from foureyes.review.runner import (
     REVIEW_RUN_KIND,
     ReviewOutcome,
@@ -84,6 +92,7 @@ def project_session(
         max_snapshot_chars=config.max_snapshot_chars,
         max_images=config.max_images,
         images=images,
+        mutating_tools=config.mutating_tools,
     )
 
 
@@ -251,6 +260,15 @@ class Reviewer:
             primary_tools=primary_tools,
             persona_system=persona_system,
         )
+        budget_tokens, bytes_per_token = self.runner.token_budget
+        tokens = estimate_tokens(request, bytes_per_token)
+        meta = replace(projection.meta, request_tokens=tokens, token_budget=budget_tokens)
+        if budget_tokens is not None and tokens > budget_tokens:
+            # Invariant 9: a request over the route's budget is skipped whole, never cut.
+            skipped = ProjectionSkipped(SkipReason.OVER_TOKENS, meta)
+            trace_id = await self._record_skip(skipped, trigger, session_id)
+            return SessionReview(meta, skipped, None, None, None, trace_id)
+        projection = replace(projection, meta=meta)
         outcome = await self.runner.run(
             request.request,
             deadline=deadline or Deadline.never(),

@@ -232,6 +232,16 @@ class ReviewRunner:
         route, _ = self.caller.routes.for_role(Role.REVIEWER)
         return route.images
 
+    @property
+    def token_budget(self) -> tuple[int | None, float]:
+        """The reviewer route's ``max_request_tokens`` and ``bytes_per_token``.
+
+        A review request estimated over the budget is skipped before any call
+        (:func:`~foureyes.review.request.estimate_tokens`).
+        """
+        route, _ = self.caller.routes.for_role(Role.REVIEWER)
+        return route.max_request_tokens, route.bytes_per_token
+
     async def run(
         self,
         request: ChatRequest,

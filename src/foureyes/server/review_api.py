@@ -38,7 +38,7 @@ def _absent(schema: dict[str, Any]) -> None:
 
 # Checked before the union, so a refused text's location has no branch name in it.
 _Session = Annotated[list[JsonObject] | SkipJsonSchema[None], TEXT_CHECK]
-_WINDOW = r"^\s*(current-turn|recent:0*[1-9][0-9]*)\s*$"
+_WINDOW = r"^\s*(current-turn|since-last-mutation|all-turns|recent:0*[1-9][0-9]*)\s*$"
 
 
 class ReviewBody(BaseModel):
@@ -67,7 +67,7 @@ class ReviewBody(BaseModel):
     tools: list[JsonObject] = Field(default_factory=list)
     """The primary's tool definitions (OpenAI ``tools`` entries)."""
     window: Text = Field(default="recent:3", pattern=_WINDOW)
-    """``recent:K`` (K >= 1) or ``current-turn``."""
+    """``recent:K`` (K >= 1), ``since-last-mutation``, ``current-turn`` or ``all-turns``."""
     mask: Mask = Mask.REASONING_ONLY
     """What the reviewer does not see."""
     mode: RequestMode = RequestMode.CACHE_ALIGNED
