@@ -260,9 +260,9 @@ async def test_views_run_concurrently_over_http_with_another_route(
     simulator.load(
         {
             "models": {
-                "sim-reviewer": [{"content": items(TESTS_FAIL), "fault": "delay", "delay_s": 1}],
+                "sim-reviewer": [{"content": items(TESTS_FAIL), "fault": "delay", "delay_s": 3}],
                 "sim-strong": [
-                    {"content": items(TESTS_FAIL, FIXTURE), "fault": "delay", "delay_s": 1}
+                    {"content": items(TESTS_FAIL, FIXTURE), "fault": "delay", "delay_s": 3}
                 ],
             }
         }
@@ -283,8 +283,9 @@ async def test_views_run_concurrently_over_http_with_another_route(
         )
     requests = simulator.requests()
     assert sorted(r["model"] for r in requests) == ["sim-reviewer"] * 5 + ["sim-strong"]
-    # each view is held a second by the simulator: run together, the last to arrive found
-    # all six in flight; run one after another (or per route), none would see more than 1 (5)
+    # each view is held 3 s by the simulator (room for a loaded machine): run together, the
+    # last to arrive found all six in flight; run one after another (or per route), none
+    # would see more than 1 (5)
     assert max(r["in_flight"] for r in requests) == 6
     summary = ensemble.summary
     assert summary.control == "full" and len(summary.answered) == 6
