@@ -79,7 +79,8 @@ def _url(path: str, operation: dict[str, Any], doc: dict[str, Any], **given: str
 
 
 def _string_properties(doc: dict[str, Any], operation: dict[str, Any]) -> list[str]:
-    content = operation["requestBody"]["content"]["application/json"]
+    # JSON, or NDJSON whose lines the document describes in words (/v1/check/stream).
+    [content] = operation["requestBody"]["content"].values()
     schema = _resolve(doc, content["schema"])
     names = []
     for name, prop in schema.get("properties", {}).items():

@@ -64,18 +64,36 @@ arguments re-serialised canonically, only when released (else ``null``).
 ``candidate_sha256`` covers the draft's text and tool calls
 (:func:`foureyes.gate.candidate_bytes`). A tool call whose arguments are not strict JSON
 is a 422 naming the call, before anything runs.
+
+``POST /v1/check/stream`` is its twin for a draft the caller streams in: an NDJSON body
+whose first line is a :class:`CheckStreamRequest` (the check request without ``draft``)
+and whose further lines are the caller's model's ``chat.completion.chunk`` objects,
+assembled by :func:`streamed_draft` (:mod:`foureyes.server.draft_stream`) and judged by the
+same ``SupportPipeline.check``. A bad first line is a 400/422 before anything runs; a
+stream cut off, or a later line that is no chunk, is decided and recorded as a fallback
+(``draft_failed``). The answer is an event stream as for ``stream: true``, sent after
+the decision, its headers naming only the trace.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+from starlette.requests import ClientDisconnect
 
 from foureyes.core.locale import Locale
 from foureyes.core.roles import Role
@@ -84,6 +102,12 @@ from foureyes.llm.provider import ChatMessage, ChatRequest
 from foureyes.pipeline import SupportMessage, SupportOutcome, SupportPipeline
 from foureyes.server._logging import log_event, server_logger
 from foureyes.server.auth import ClientKey
+from foureyes.server.draft_stream import (
+    DraftTooLarge,
+    assemble_draft,
+    line_problem,
+    ndjson_lines,
+)
 from foureyes.server.errors import (
     ApiError,
     ErrorCode,
@@ -96,6 +120,7 @@ from foureyes.server.text import MESSAGE_TEXT_CHECK, TEXT_CHECK, MessageText, Te
 __all__ = [
     "ChatCompletionRequest",
     "CheckRequest",
+    "CheckStreamRequest",
     "DraftBody",
     "DraftFunction",
     "DraftToolCall",
@@ -115,6 +140,8 @@ __all__ = [
     "gateway_router",
     "guard_request",
     "sse_chunks",
+    "stream_head",
+    "streamed_draft",
     "support_message",
 ]
 
@@ -141,6 +168,29 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 _CHECK_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"description": "The decision on the draft, and what to deliver."},
     **error_responses(400, 401, 408, 413, 422, 429, 503),
+}
+_CHECK_STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": (
+            "Server-sent events in chat-completion chunk format, sent once the decision is "
+            "made and recorded: the text to deliver, the released tool calls, a final chunk "
+            "(each chunk carries the ``foureyes`` decision object), then ``[DONE]``."
+        ),
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+    **error_responses(400, 401, 408, 413, 422, 429, 503),
+}
+_NDJSON_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": (
+            "Newline-delimited JSON, read as it arrives. Line 1: a CheckStreamRequest "
+            "(``messages``, ``user``, ``foureyes``, as for /v1/check without ``draft``). "
+            "Every further line: an OpenAI ``chat.completion.chunk`` of the caller's model. "
+            "The end of the body is the end of the draft."
+        ),
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+    }
 }
 _ConversationId = Annotated[Text, StringConstraints(min_length=1, max_length=256)]
 # Source ids and origins are attributes of the Supervisor's data block.
@@ -280,17 +330,22 @@ class DraftBody(_Strict):
         return self
 
 
-class CheckRequest(_Strict):
-    """The body of ``POST /v1/check``."""
+class CheckStreamRequest(_Strict):
+    """The first line of ``POST /v1/check/stream``: a check request without its draft."""
 
     messages: list[InputMessage] = Field(min_length=1)
     """The conversation so far; the last message is the user's current one."""
-    draft: DraftBody
-    """The reply the caller would send, to be checked."""
     user: _ConversationId | None = None
     """The end user: names the conversation when ``foureyes.conversation_id`` does not."""
     foureyes: FoureyesOptions | None = None
     """foureyes' own options, as for chat completions."""
+
+
+class CheckRequest(CheckStreamRequest):
+    """The body of ``POST /v1/check``."""
+
+    draft: DraftBody
+    """The reply the caller would send, to be checked."""
 
     def given_draft(self) -> GivenDraft:
         """The draft as the gate judges it.
@@ -310,7 +365,9 @@ class CheckRequest(_Strict):
             ) from None
 
 
-def support_message(body: ChatCompletionRequest | CheckRequest, *, tenant: str) -> SupportMessage:
+def support_message(
+    body: ChatCompletionRequest | CheckStreamRequest, *, tenant: str
+) -> SupportMessage:
     """The pipeline's message for a request from ``tenant`` (the principal's tenant).
 
     Raises:
@@ -374,6 +431,37 @@ def check_body(outcome: SupportOutcome) -> dict[str, Any]:
         "content": outcome.text or None,
         "tool_calls": [call.openai() for call in outcome.tool_calls] if released else None,
     }
+
+
+async def streamed_draft(chunks: AsyncIterable[object], *, max_chars: int) -> GivenDraft:
+    """The draft ``chunks`` stream in, assembled for ``/v1/check/stream`` and ``check_stream``.
+
+    One assembly for both (:mod:`foureyes.server.draft_stream`), with at most
+    :data:`MAX_TOOL_CALLS` tool calls.
+
+    Raises:
+        DraftTooLarge: its text and tool-call pieces pass ``max_chars`` characters.
+    """
+    return await assemble_draft(chunks, max_chars=max_chars, max_tool_calls=MAX_TOOL_CALLS)
+
+
+def stream_head(line: object) -> CheckStreamRequest:
+    """The first line of a ``POST /v1/check/stream`` body (from :func:`ndjson_lines`).
+
+    Raises:
+        ApiError: 400 ``invalid_json`` when the body is empty or its first line is not JSON.
+        RequestValidationError: the line is not a :class:`CheckStreamRequest` (422, in the
+            shape every request body's validation error has).
+    """
+    if line is None:
+        raise ApiError(ErrorCode.INVALID_JSON, detail="the body has no first line")
+    if (problem := line_problem(line)) is not None:
+        raise ApiError(ErrorCode.INVALID_JSON, detail=f"line 1: {problem}")
+    try:
+        return CheckStreamRequest.model_validate(line)
+    except ValidationError as exc:
+        errors = [error | {"loc": ("body", *error["loc"])} for error in exc.errors()]
+        raise RequestValidationError(errors, body=line) from None
 
 
 def _released_calls(outcome: SupportOutcome) -> list[dict[str, Any]]:
@@ -529,6 +617,43 @@ def gateway_router() -> APIRouter:
         outcome = await pipeline.check(message, draft)
         _recorded(request, outcome)
         return JSONResponse(check_body(outcome), headers=decision_headers(outcome))
+
+    @router.post(
+        "/v1/check/stream",
+        response_model=None,
+        responses=_CHECK_STREAM_RESPONSES,
+        openapi_extra=_NDJSON_BODY,
+    )
+    async def check_stream(request: Request, principal: ClientKey) -> Response:
+        """Judge a draft the caller streams in (NDJSON: the request, then its chunks)."""
+        lines = ndjson_lines(request.stream())
+        service = request.app.state.service
+        limit = service.config.server.max_body_bytes
+        try:
+            head = stream_head(await anext(lines, None))
+            message = support_message(head, tenant=principal.tenant)
+            draft = await streamed_draft(lines, max_chars=limit)
+        except DraftTooLarge:
+            raise ApiError(ErrorCode.REQUEST_TOO_LARGE, limit=limit) from None
+        except ClientDisconnect:
+            # Nothing was decided, so nothing is recorded and nothing can be sent.
+            log_event(server_logger, "check_stream_abandoned")
+            raise ApiError(ErrorCode.BAD_REQUEST, detail="the client left mid-draft") from None
+        pipeline: SupportPipeline = service.pipeline
+        outcome = await pipeline.check(message, draft)
+        _recorded(request, outcome)
+        # As every stream: the decision is in the chunks' ``foureyes`` object (the
+        # final one included), the headers name only the trace.
+        events = sse_chunks(outcome, created=int(time.time()), include_usage=False)
+        return StreamingResponse(
+            _send(events, outcome.trace_id),
+            media_type="text/event-stream",
+            headers={
+                "x-foureyes-trace-id": outcome.trace_id,
+                "cache-control": "no-cache",
+                "x-accel-buffering": "no",
+            },
+        )
 
     return router
 
