@@ -158,15 +158,47 @@ GATEWAY_MODEL = "foureyes-support"
 """The model id clients name to reach the guarded support pipeline."""
 
 _STREAM_PIECE_CHARS = 48
+
+
+def _header(description: str) -> dict[str, Any]:
+    return {"description": description, "schema": {"type": "string"}}
+
+
+_TRACE_HEADER = {
+    "X-Foureyes-Trace-Id": _header("The recorded run (``GET /v1/traces/{trace_id}``).")
+}
+_DECISION_HEADERS = _TRACE_HEADER | {
+    "X-Foureyes-Decision": _header(
+        "``released`` or ``fallback``, as the body's ``foureyes.decision``; not sent on a "
+        "stream (read the final chunk's ``foureyes`` object)."
+    ),
+    "X-Foureyes-Reason": _header(
+        "The reason code, as ``foureyes.reason`` (``approved`` or the fallback's reason); "
+        "not sent on a stream."
+    ),
+    "X-Foureyes-Delivered-Sha256": _header(
+        "SHA-256 of the delivered text, as ``foureyes.delivered_sha256``; not sent on a stream."
+    ),
+}
 _RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The completion; with ``stream: true`` the server-sent events.",
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "headers": _DECISION_HEADERS
+        | {
+            "X-Foureyes-Ignored": _header(
+                "Support mode only: what of the request was ignored, comma-separated "
+                "(``system``, ``developer``, ``tools``)."
+            )
+        },
     },
     **error_responses(400, 401, 404, 408, 413, 422, 429, 503),
 }
 _CHECK_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"description": "The decision on the draft, and what to deliver."},
+    200: {
+        "description": "The decision on the draft, and what to deliver.",
+        "headers": _DECISION_HEADERS,
+    },
     **error_responses(400, 401, 408, 413, 422, 429, 503),
 }
 _CHECK_STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -177,6 +209,7 @@ _CHECK_STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
             "(each chunk carries the ``foureyes`` decision object), then ``[DONE]``."
         ),
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "headers": _TRACE_HEADER,
     },
     **error_responses(400, 401, 408, 413, 422, 429, 503),
 }
