@@ -291,7 +291,7 @@ class Guard:
         }
         request = _validate(CheckRequest, "check", body)
         try:
-            message = support_message(request, tenant=LOCAL_TENANT)
+            message = support_message(request, tenant=LOCAL_TENANT, tool_turns=True)
             given = request.given_draft()
         except ApiError as exc:
             raise _refused("check", exc) from None
@@ -333,7 +333,7 @@ class Guard:
         request = _validate(CheckStreamRequest, "check_stream", body)
         limit = runtime.config.server.max_body_bytes
         try:
-            message = support_message(request, tenant=LOCAL_TENANT)
+            message = support_message(request, tenant=LOCAL_TENANT, tool_turns=True)
             given = await streamed_draft(chunks, max_chars=limit)
         except ApiError as exc:
             raise _refused("check_stream", exc) from None
@@ -370,7 +370,7 @@ class Guard:
         }
         request = _validate(ChatCompletionRequest, "reply", body)
         try:
-            message = support_message(request, tenant=LOCAL_TENANT)
+            message = support_message(request, tenant=LOCAL_TENANT, tool_turns=False)
         except ApiError as exc:
             raise _refused("reply", exc) from None
         return await runtime.pipeline.handle(message)

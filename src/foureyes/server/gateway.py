@@ -17,7 +17,9 @@ gate. The request is OpenAI's; the last message must be the user's. Earlier ``us
   team's model only once triage allows generation, so a confirmed crisis never does.
   The answer's ``message.tool_calls`` (``finish_reason: "tool_calls"``) are the draft's,
   only when released; a fallback carries none. The route's own ``max_tokens`` and
-  ``temperature`` apply, not the request's.
+  ``temperature`` apply, not the request's. A second turn's ``tool`` messages (each
+  answering an earlier assistant message's ``tool_calls`` id) are taken and forwarded;
+  the Supervisor sees them, and the earlier calls, as data. Support mode refuses them.
 
 Which
 conversation a message belongs to is ``foureyes.conversation_id`` in the body (the
@@ -79,7 +81,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
@@ -97,8 +99,9 @@ from starlette.requests import ClientDisconnect
 
 from foureyes.core.locale import Locale
 from foureyes.core.roles import Role
-from foureyes.gate import GivenDraft, Outcome, Source, ToolCallRefused, Turn
+from foureyes.gate import GivenDraft, Outcome, Source, ToolCall, ToolCallRefused, Turn
 from foureyes.llm.provider import ChatMessage, ChatRequest
+from foureyes.llm.provider import ToolCall as RawToolCall
 from foureyes.pipeline import SupportMessage, SupportOutcome, SupportPipeline
 from foureyes.server._logging import log_event, server_logger
 from foureyes.server.auth import ClientKey
@@ -246,13 +249,42 @@ class TextContent(_Lenient):
     """The text."""
 
 
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class DraftFunction(_Strict):
+    """The function a tool call of a draft calls."""
+
+    name: _Field
+    """The function's name (``[gate] tools_allow`` / ``tools_deny`` name these)."""
+    arguments: Text
+    """The arguments as a JSON string (OpenAI's format); parsed strictly."""
+
+
+class DraftToolCall(_Strict):
+    """One tool call of a draft, in OpenAI's format."""
+
+    id: _Field
+    """The call's id."""
+    type: Literal["function"] = "function"
+    """Only function calls."""
+    function: DraftFunction
+    """What it calls, with which arguments."""
+
+
 class InputMessage(_Lenient):
     """One message of the request."""
 
-    role: Literal["system", "developer", "user", "assistant"]
-    """Who wrote it; tool and function messages are not taken."""
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    """Who wrote it. ``tool`` messages (and an assistant's ``tool_calls``) are taken in
+    guard mode and by ``/v1/check``, never in support mode; ``function`` messages never."""
     content: Annotated[str | list[TextContent] | None, MESSAGE_TEXT_CHECK] = None
     """The text, or text parts."""
+    tool_calls: tuple[DraftToolCall, ...] = Field(default=(), max_length=MAX_TOOL_CALLS)
+    """An assistant message's tool calls (OpenAI's format)."""
+    tool_call_id: _Field | None = None
+    """A ``tool`` message's answer to: the id of an earlier assistant message's call."""
 
     @property
     def text(self) -> str:
@@ -262,10 +294,6 @@ class InputMessage(_Lenient):
         if isinstance(self.content, str):
             return self.content
         return "\n".join(part.text for part in self.content)
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class RequestSource(_Strict):
@@ -328,26 +356,6 @@ class ChatCompletionRequest(_Lenient):
         return dropped + (["tools"] if self.tools else [])
 
 
-class DraftFunction(_Strict):
-    """The function a tool call of a draft calls."""
-
-    name: _Field
-    """The function's name (``[gate] tools_allow`` / ``tools_deny`` name these)."""
-    arguments: Text
-    """The arguments as a JSON string (OpenAI's format); parsed strictly."""
-
-
-class DraftToolCall(_Strict):
-    """One tool call of a draft, in OpenAI's format."""
-
-    id: _Field
-    """The call's id."""
-    type: Literal["function"] = "function"
-    """Only function calls."""
-    function: DraftFunction
-    """What it calls, with which arguments."""
-
-
 class DraftBody(_Strict):
     """The caller's own draft: an assistant message's ``content`` and ``tool_calls``."""
 
@@ -399,28 +407,34 @@ class CheckRequest(CheckStreamRequest):
 
 
 def support_message(
-    body: ChatCompletionRequest | CheckStreamRequest, *, tenant: str
+    body: ChatCompletionRequest | CheckStreamRequest, *, tenant: str, tool_turns: bool
 ) -> SupportMessage:
     """The pipeline's message for a request from ``tenant`` (the principal's tenant).
 
+    Args:
+        body: the request.
+        tenant: the principal's tenant.
+        tool_turns: whether the history may hold ``tool`` messages and an assistant's
+            ``tool_calls`` (guard mode and ``/v1/check``); support mode's Counselor has
+            no tools, so there they are refused.
+
     Raises:
-        ApiError: 422 when the last message is not a user's with text.
+        ApiError: 422 when the last message is not a user's with text, a tool turn is
+            given where none is taken, a ``tool`` message answers no call of an earlier
+            assistant message (``param`` names it, ``detail`` the id), or an earlier
+            call's arguments are not strict JSON.
     """
-    turns = [m for m in body.messages if m.role in ("user", "assistant")]
-    if not turns or body.messages[-1].role != "user" or not body.messages[-1].text.strip():
+    history = _history(body.messages, tool_turns=tool_turns)
+    last = body.messages[-1]
+    if last.role != "user" or not last.text.strip():
         raise ApiError(
             ErrorCode.INVALID_REQUEST,
             param="messages",
             detail="the last message must be the user's, with text",
         )
     options = body.foureyes or FoureyesOptions()
-    history = tuple(
-        Turn(role="user" if m.role == "user" else "assistant", text=m.text)
-        for m in turns[:-1]
-        if m.text.strip()
-    )
     return SupportMessage(
-        text=body.messages[-1].text,
+        text=last.text,
         history=history,
         conversation_id=options.conversation_id or body.user,
         tenant=tenant,
@@ -430,14 +444,78 @@ def support_message(
     )
 
 
+def _history(messages: Sequence[InputMessage], *, tool_turns: bool) -> tuple[Turn, ...]:
+    """The earlier turns of ``messages`` (all but the last), tool turns validated."""
+    asked: set[str] = set()
+    history: list[Turn] = []
+    for index, message in enumerate(messages):
+        where = f"messages.{index}"
+        if not tool_turns and (message.role == "tool" or message.tool_calls):
+            raise ApiError(
+                ErrorCode.INVALID_REQUEST,
+                param=where,
+                detail="support mode takes no tool messages or tool calls (foureyes' "
+                "Counselor has no tools); use guard mode or /v1/check",
+            )
+        if message.tool_calls and message.role != "assistant":
+            raise ApiError(
+                ErrorCode.INVALID_REQUEST,
+                param=f"{where}.tool_calls",
+                detail="only an assistant message makes tool calls",
+            )
+        if message.role == "tool" and message.tool_call_id not in asked:
+            raise ApiError(
+                ErrorCode.INVALID_REQUEST,
+                param=f"{where}.tool_call_id",
+                detail=f"no earlier assistant message made the tool call "
+                f"{message.tool_call_id!r} this message answers",
+            )
+        calls = _earlier_calls(message, where)
+        asked.update(call.id for call in calls)
+        if index == len(messages) - 1 or message.role in ("system", "developer"):
+            continue
+        if message.text.strip() or calls:
+            history.append(Turn(role=message.role, text=message.text, tool_calls=calls))
+    return tuple(history)
+
+
+def _earlier_calls(message: InputMessage, where: str) -> tuple[ToolCall, ...]:
+    if not message.tool_calls:
+        return ()
+    try:
+        calls = [call.model_dump() for call in message.tool_calls]
+        return GivenDraft.of_openai(None, calls).tool_calls
+    except ToolCallRefused as exc:
+        raise ApiError(
+            ErrorCode.INVALID_REQUEST,
+            param=f"{where}.tool_calls.{exc.index}",
+            detail=f"{exc.problem.value}: {exc}",
+        ) from None
+
+
+def _forwarded(message: InputMessage) -> ChatMessage:
+    """A client's message as guard mode passes it on: role, text, tool calls, call id."""
+    calls = tuple(
+        RawToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments)
+        for c in message.tool_calls
+    )
+    return ChatMessage(
+        role=message.role,
+        content=(message.text or None) if calls else message.text,
+        tool_calls=calls,
+        tool_call_id=message.tool_call_id if message.role == "tool" else None,
+    )
+
+
 def guard_request(body: ChatCompletionRequest, message: SupportMessage) -> ChatRequest:
     """The client's request as guard mode sends it to the team's model (role ``counselor``).
 
-    Every message in order with its role and text, the ``tools`` and ``tool_choice`` as
-    given; the user's words ride along in ``subject`` for the offline engine only.
+    Every message in order with its role and text (an assistant's ``tool_calls`` and a
+    tool message's ``tool_call_id`` with it), the ``tools`` and ``tool_choice`` as given;
+    the user's words ride along in ``subject`` for the offline engine only.
     """
     return ChatRequest(
-        messages=tuple(ChatMessage(role=m.role, content=m.text) for m in body.messages),
+        messages=tuple(_forwarded(m) for m in body.messages),
         role=Role.COUNSELOR,
         tools=tuple(body.tools or ()),
         tool_choice=body.tool_choice,
@@ -612,11 +690,12 @@ def gateway_router() -> APIRouter:
         """Answer the conversation's last user message through triage and the gate."""
         if body.model != GATEWAY_MODEL:
             return _model_not_found(request, body.model)
-        message = support_message(body, tenant=principal.tenant)
         service = request.app.state.service
+        guard_mode = service.config.server.mode == "guard"
+        message = support_message(body, tenant=principal.tenant, tool_turns=guard_mode)
         pipeline: SupportPipeline = service.pipeline
         ignored: dict[str, str] = {}
-        if service.config.server.mode == "guard":
+        if guard_mode:
             outcome = await pipeline.guard(message, guard_request(body, message))
         else:
             outcome = await pipeline.handle(message)
@@ -644,7 +723,7 @@ def gateway_router() -> APIRouter:
     @router.post("/v1/check", response_model=None, responses=_CHECK_RESPONSES)
     async def check(body: CheckRequest, request: Request, principal: ClientKey) -> Response:
         """Triage the conversation's last user message and judge the caller's own draft."""
-        message = support_message(body, tenant=principal.tenant)
+        message = support_message(body, tenant=principal.tenant, tool_turns=True)
         draft = body.given_draft()
         pipeline: SupportPipeline = request.app.state.service.pipeline
         outcome = await pipeline.check(message, draft)
@@ -664,7 +743,7 @@ def gateway_router() -> APIRouter:
         limit = service.config.server.max_body_bytes
         try:
             head = stream_head(await anext(lines, None))
-            message = support_message(head, tenant=principal.tenant)
+            message = support_message(head, tenant=principal.tenant, tool_turns=True)
             draft = await streamed_draft(lines, max_chars=limit)
         except DraftTooLarge:
             raise ApiError(ErrorCode.REQUEST_TOO_LARGE, limit=limit) from None
