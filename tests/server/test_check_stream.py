@@ -8,6 +8,7 @@ assembled draft.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
@@ -269,3 +270,28 @@ async def test_a_client_that_leaves_mid_draft_gets_nothing_decided_or_recorded(
     [run] = await runs()
     assert run.trace_id == events(response)[-2]["foureyes"]["trace_id"]
     assert len(sent_to(simulator, "supervisor")) == 1
+
+
+async def test_a_stream_that_stalls_past_the_body_deadline_is_refused_wholly(
+    simulator: RunningSimulator, start_server: Any
+) -> None:
+    simulator.load(SCENARIO)
+    server = start_server(sim_config(simulator, server={"body_timeout_s": 0.5}))
+    first = (json.dumps(HEAD) + "\n" + json.dumps(chunk("I have")) + "\n").encode()
+
+    # A raw connection: the head and one chunk, then the model goes quiet for good.
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(
+        b"POST /v1/check/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + f"{len(first):x}\r\n".encode()
+        + first
+        + b"\r\n"
+    )
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), timeout=60)  # until the server closes
+    writer.close()
+
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    assert b'"code":"request_timeout"' in answer
+    assert await runs() == [] and sent_to(simulator, "supervisor") == []
