@@ -9,9 +9,10 @@
 :class:`Guard` opens the same :class:`~foureyes.pipeline.Runtime` as ``foureyes serve``
 and turns OpenAI-format input into the same pipeline calls as the gateway, through the
 gateway's own request models: :meth:`Guard.check` is ``POST /v1/check``,
-:meth:`Guard.reply` is ``POST /v1/chat/completions`` and :meth:`Guard.triage` is
-``POST /v1/assess`` (under the ``local`` tenant, as a caller without an API key), so the
-same input gets the same decision and the same digests. :meth:`Guard.project` and
+:meth:`Guard.check_stream` is ``POST /v1/check/stream``, :meth:`Guard.reply` is
+``POST /v1/chat/completions`` and :meth:`Guard.triage` is ``POST /v1/assess`` (under
+the ``local`` tenant, as a caller without an API key), so the same input gets the same
+decision and the same digests. :meth:`Guard.project` and
 :meth:`Guard.review` are the masked review of ``POST /v1/review``.
 :meth:`Guard.check_tool_calls` is the gate's rules alone on tool calls (no model, no
 record), for a host that runs tools before it has a final reply.
@@ -34,7 +35,15 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import TracebackType
@@ -55,12 +64,15 @@ from foureyes.risk.assess import Turn as RiskTurn
 from foureyes.risk.result import RunPurpose, TriageResult
 from foureyes.risk.triage import TriageRequest
 from foureyes.server.api import AssessBody
+from foureyes.server.draft_stream import DraftTooLarge
 from foureyes.server.errors import ApiError
 from foureyes.server.gateway import (
     GATEWAY_MODEL,
     ChatCompletionRequest,
     CheckRequest,
+    CheckStreamRequest,
     DraftBody,
+    streamed_draft,
     support_message,
 )
 from foureyes.server.review_api import ReviewBody
@@ -283,7 +295,7 @@ class Guard:
         }
         request = _validate(CheckRequest, "check", body)
         try:
-            message = support_message(request, tenant=LOCAL_TENANT)
+            message = support_message(request, tenant=LOCAL_TENANT, tool_turns=True)
             given = request.given_draft()
         except ApiError as exc:
             raise _refused("check", exc) from None
@@ -320,6 +332,50 @@ class Guard:
             raise ContractError("check_tool_calls", INVALID_INPUT, where) from None
         return gate.check_tool_calls(given.tool_calls)
 
+    async def check_stream(
+        self,
+        messages: Messages,
+        chunks: AsyncIterable[object],
+        *,
+        user: str | None = None,
+        conversation_id: str | None = None,
+        region: str | None = None,
+        locale: str | None = None,
+        sources: Sequence[Mapping[str, Any]] = (),
+    ) -> SupportOutcome:
+        """Judge the draft your model streams in, as ``POST /v1/check/stream``.
+
+        ``chunks`` are your model's stream: OpenAI ``chat.completion.chunk`` objects, as
+        dicts or the ``openai`` SDK's ``ChatCompletionChunk``. They are assembled as the
+        endpoint assembles them (text and tool-call deltas joined as the SDK joins them),
+        then judged as :meth:`check` judges the whole draft. A stream cut off (no
+        ``finish_reason``, or ``length`` / ``content_filter``) or with a chunk that is no
+        chunk falls back with ``draft_failed``; the outcome's text is then the fallback.
+        Other arguments as for :meth:`check`.
+
+        Raises:
+            ContractError: bad ``messages`` or options, or a draft longer than
+                ``server.max_body_bytes`` characters (nothing is recorded).
+            StoreError: the run could not be recorded; deliver nothing.
+            UsageError: the guard is closed.
+        """
+        runtime = self._live()
+        body = {
+            "messages": _dicts("check_stream", "messages", messages),
+            "user": user,
+            "foureyes": _options("check_stream", conversation_id, region, locale, sources),
+        }
+        request = _validate(CheckStreamRequest, "check_stream", body)
+        limit = runtime.config.server.max_body_bytes
+        try:
+            message = support_message(request, tenant=LOCAL_TENANT, tool_turns=True)
+            given = await streamed_draft(chunks, max_chars=limit)
+        except ApiError as exc:
+            raise _refused("check_stream", exc) from None
+        except DraftTooLarge as exc:
+            raise ContractError("check_stream", INVALID_INPUT, f"chunks: {exc}") from None
+        return await runtime.pipeline.check(message, given)
+
     async def reply(
         self,
         messages: Messages,
@@ -349,7 +405,7 @@ class Guard:
         }
         request = _validate(ChatCompletionRequest, "reply", body)
         try:
-            message = support_message(request, tenant=LOCAL_TENANT)
+            message = support_message(request, tenant=LOCAL_TENANT, tool_turns=False)
         except ApiError as exc:
             raise _refused("reply", exc) from None
         return await runtime.pipeline.handle(message)

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx2
 import openai
+import pytest
 
 from foureyes.config import Config, GateConfig, RolesConfig, ServerConfig, StoreConfig
 from foureyes.core.digest import canonical_json, sha256_hex
@@ -292,3 +293,96 @@ def test_support_mode_stays_the_default_and_names_what_it_ignored(
     assert "tools" not in team["options"]
     assert reply.choices[0].message.tool_calls is None
     assert reply.choices[0].finish_reason == "stop"
+
+
+RESULT = "Booked: Thursday 10:00 with Dr Lee. RESULT-MARKER."
+AFTER = "Thanks! Is there anything I should bring on Thursday?"
+
+
+def second_turn() -> list[dict[str, Any]]:
+    """The app's second turn: its first reply's tool call and the tool's result, then the user."""
+    first = [{"id": "call_book_1", "type": "function", "function": CALL_FUNCTION}]
+    return [
+        *messages(BOOK),
+        {"role": "assistant", "content": None, "tool_calls": first},
+        {"role": "tool", "tool_call_id": "call_book_1", "content": RESULT},
+        {"role": "user", "content": AFTER},
+    ]
+
+
+CALL_FUNCTION = {"name": "book_session", "arguments": WRITTEN}
+
+
+def test_a_second_turn_with_tool_messages_reaches_the_model_and_the_supervisor_sees_them_as_data(
+    simulator: RunningSimulator, start_server: Start, tmp_path: Path
+) -> None:
+    simulator.load(SCENARIO)
+    server = start_server(config(simulator, tmp_path))
+
+    reply = client_of(server).chat.completions.create(
+        model="foureyes-support",
+        messages=second_turn(),  # type: ignore[arg-type]
+        tools=TOOLS,  # type: ignore[arg-type]
+    )
+
+    # The team's model got the tool call and its result as the app sent them.
+    [team] = sent_to(simulator, "team")
+    sent = team["messages"]
+    assert sent[5] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": second_turn()[5]["tool_calls"],
+    }
+    assert sent[6] == {"role": "tool", "tool_call_id": "call_book_1", "content": RESULT}
+    # The Supervisor saw them among the earlier turns, as data only.
+    [review] = sent_to(simulator, "supervisor")
+    prompt = review["messages"][-1]["content"]
+    assert json.loads(data_blocks(prompt)["earlier_tool_call"]) == {
+        "arguments": ARGS,
+        "id": "call_book_1",
+        "name": "book_session",
+    }
+    turns = re.findall(
+        r'<<<DATA earlier_turn role="(\w+)">>>\n(.*?)\n<<<END DATA>>>', prompt, re.DOTALL
+    )
+    assert ("tool", RESULT) in turns
+    outside = re.sub(r"<<<DATA .*?<<<END DATA>>>", "", prompt, flags=re.DOTALL)
+    assert "RESULT-MARKER" not in outside and "first visit" not in outside
+    assert reply.model_extra["foureyes"]["decision"] == "released"
+
+
+def test_a_tool_message_answering_no_earlier_call_is_refused_naming_the_id(
+    simulator: RunningSimulator, start_server: Start, tmp_path: Path
+) -> None:
+    simulator.load(SCENARIO)
+    server = start_server(config(simulator, tmp_path))
+    turn = second_turn()
+    turn[6] = turn[6] | {"tool_call_id": "call_nobody_made"}
+
+    for path, body in [
+        ("/chat/completions", {"model": "foureyes-support", "messages": turn}),
+        ("/check", {"messages": turn, "draft": {"content": TEXT}}),
+    ]:
+        response = httpx2.post(f"{server.base_url}{path}", json=body, timeout=30)
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        assert error["param"] == "messages.6.tool_call_id"
+        assert "call_nobody_made" in error["message"]
+    assert sent_to(simulator, "team") == [] and sent_to(simulator, "supervisor") == []
+
+
+def test_support_mode_refuses_tool_messages_with_a_clear_error(
+    simulator: RunningSimulator, start_server: Start, tmp_path: Path
+) -> None:
+    simulator.load(SCENARIO)
+    server = start_server(config(simulator, tmp_path, mode=None))
+
+    with pytest.raises(openai.UnprocessableEntityError) as refused:
+        client_of(server).chat.completions.create(
+            model="foureyes-support",
+            messages=second_turn(),  # type: ignore[arg-type]
+        )
+    error = refused.value.body
+    assert isinstance(error, dict) and error["param"] == "messages.5"
+    assert "no tools" in error["message"]
+    assert sent_to(simulator, "team") == []

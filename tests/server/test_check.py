@@ -307,3 +307,44 @@ async def test_a_restricted_policy_delivers_the_draft_with_the_code_rendered_res
     assert body["tool_calls"] == [
         tool_call(arguments=json.dumps(ARGS, sort_keys=True, separators=(",", ":")))
     ]
+
+
+RESULT = "Booked: Thursday 10:00. RESULT-MARKER."
+
+
+def second_turn(arguments: str = WRITTEN) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": CALM},
+        {"role": "assistant", "content": None, "tool_calls": [tool_call(arguments=arguments)]},
+        {"role": "tool", "tool_call_id": "call_1", "content": RESULT},
+        {"role": "user", "content": "Thanks, what should I bring?"},
+    ]
+
+
+async def test_a_check_takes_tool_turns_and_the_supervisor_sees_them_as_data(
+    simulator: RunningSimulator,
+) -> None:
+    simulator.load(SCENARIO)
+    async with app_client(create_app(sim_config(simulator), {})) as client:
+        body = {"messages": second_turn(), "draft": {"content": TEXT}}
+        response = await client.post("/v1/check", json=body)
+        bad = await client.post("/v1/check", json=body | {"messages": second_turn("{day")})
+
+    assert response.status_code == 200, response.text
+    [prompt] = sent_to(simulator, "supervisor")
+    turns = re.findall(
+        r'<<<DATA (earlier_\w+)(?: role="(\w+)")?>>>\n(.*?)\n<<<END DATA>>>', prompt, re.DOTALL
+    )
+    assert [(label, role) for label, role, _ in turns] == [
+        ("earlier_turn", "user"),
+        ("earlier_turn", "assistant"),
+        ("earlier_tool_call", ""),
+        ("earlier_turn", "tool"),
+    ]
+    assert json.loads(turns[2][2]) == {"arguments": ARGS, "id": "call_1", "name": "book_session"}
+    assert turns[3][2] == RESULT
+    outside = re.sub(r"<<<DATA .*?<<<END DATA>>>", "", prompt, flags=re.DOTALL)
+    assert "RESULT-MARKER" not in outside
+    # An earlier call is held to the same strict JSON as a draft's.
+    assert bad.status_code == 422
+    assert bad.json()["error"]["param"] == "messages.1.tool_calls.0"

@@ -79,7 +79,8 @@ def _url(path: str, operation: dict[str, Any], doc: dict[str, Any], **given: str
 
 
 def _string_properties(doc: dict[str, Any], operation: dict[str, Any]) -> list[str]:
-    content = operation["requestBody"]["content"]["application/json"]
+    # JSON, or NDJSON whose lines the document describes in words (/v1/check/stream).
+    [content] = operation["requestBody"]["content"].values()
     schema = _resolve(doc, content["schema"])
     names = []
     for name, prop in schema.get("properties", {}).items():
@@ -259,3 +260,34 @@ async def test_the_review_schema_allows_exactly_the_bodies_the_handler_takes(
     schema = operation["requestBody"]["content"]["application/json"]["schema"]
     assert response.status_code in (200, 422), response.text
     assert (response.status_code == 200) == _allows(doc, schema, body | {"project_only": True})
+
+
+# --- the X-Foureyes-* headers: every one sent is declared -----------------------------------
+
+
+async def test_every_foureyes_header_an_answer_sends_is_declared_with_a_description() -> None:
+    user = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"}]
+    calls = {
+        "/v1/chat/completions": {"model": "foureyes-support", "messages": user},
+        "/v1/check": {"messages": user, "draft": {"content": "Hello to you."}},
+    }
+    async with app_client(create_app(_service(), KEYS_ENV)) as client:
+        doc = (await client.get("/openapi.json")).json()
+        sent: dict[str, set[str]] = {}
+        streamed = calls["/v1/chat/completions"] | {"stream": True}
+        for path, body in [*calls.items(), ("/v1/chat/completions", streamed)]:
+            response = await client.post(path, json=body, headers=bearer(CLIENT_KEY))
+            assert response.status_code == 200, response.text
+            names = {n for n in response.headers if n.startswith("x-foureyes-")}
+            sent.setdefault(path, set()).update(names)
+
+    # Both answers decide, so the decision headers are among what was sent.
+    assert {"x-foureyes-decision", "x-foureyes-ignored"} <= sent["/v1/chat/completions"]
+    assert "x-foureyes-delivered-sha256" in sent["/v1/check"]
+    for method, path, operation in _operations(doc):
+        declared = operation["responses"].get("200", {}).get("headers", {})
+        assert all(len(h["description"]) > 20 for h in declared.values()), path
+        names = {name.lower() for name in declared}
+        assert sent.get(path, set()) <= names, (method, path, sent.get(path, set()) - names)
+    stream = doc["paths"]["/v1/check/stream"]["post"]["responses"]["200"]["headers"]
+    assert list(stream) == ["X-Foureyes-Trace-Id"]

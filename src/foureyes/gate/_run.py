@@ -67,6 +67,21 @@ def _error_text(error: FoureyesError) -> str:
     return f"{type(error).__name__}: {error}"[:_MAX_ERROR]
 
 
+def _failed(n: int, failure: ReasonCode, error: str) -> Attempt:
+    """Attempt ``n`` that has no candidate: its draft failed with ``failure``."""
+    return Attempt(
+        revision=n,
+        candidate_sha256=None,
+        candidate_chars=None,
+        draft_route=None,
+        findings=(),
+        review=None,
+        failure=failure,
+        error=error[:_MAX_ERROR],
+        reason=failure,
+    )
+
+
 def usable_verdict(review: Review | None) -> Verdict | None:
     """The verdict :func:`~foureyes.gate.gate.decide` may weigh, if any."""
     # A verdict naming other text is passed on, so decide() itself refuses the mismatch;
@@ -228,7 +243,9 @@ class Run:
         self, n: int, revision: Revision | None, policy: GenerationPolicy
     ) -> tuple[Attempt, Proposal[str] | None]:
         try:
-            if self.given is not None:
+            if self.given is not None and self.given.unusable is not None:
+                drafted = _Drafted(None, _failed(n, ReasonCode.DRAFT_FAILED, self.given.unusable))
+            elif self.given is not None:
                 drafted = _Drafted(self._given_proposal(self.given), None)
             elif n == 0 and self._first is not None:
                 first, self._first = self._first, None
@@ -301,18 +318,7 @@ class Run:
             )
             if failure is None:
                 raise
-            attempt = Attempt(
-                revision=n,
-                candidate_sha256=None,
-                candidate_chars=None,
-                draft_route=None,
-                findings=(),
-                review=None,
-                failure=failure,
-                error=_error_text(exc),
-                reason=failure,
-            )
-            return _Drafted(None, attempt)
+            return _Drafted(None, _failed(n, failure, _error_text(exc)))
         return _Drafted(candidate, None)
 
     async def _own_draft(self, request: ChatRequest) -> Proposal[str]:

@@ -167,6 +167,15 @@ class GivenDraft:
     """The text (``""`` for a draft of tool calls only)."""
     tool_calls: tuple[ToolCall, ...]
     """The tool calls, in order."""
+    unusable: str | None = None
+    """Why the draft cannot be judged whole (a streamed draft cut off, or a line of its
+    stream that is no chunk), or ``None``: an unusable draft is never released, the gate
+    falls back with ``draft_failed`` and records this (build with :meth:`cut`)."""
+
+    @classmethod
+    def cut(cls, why: str) -> GivenDraft:
+        """A draft that arrived incomplete or broken, ``why`` saying how (no text, no calls)."""
+        return cls("", (), unusable=why)
 
     @classmethod
     def of(cls, text: str | None, tool_calls: Sequence[ToolCall] = ()) -> GivenDraft:
@@ -217,4 +226,5 @@ class GivenDraft:
 
     def __repr__(self) -> str:
         names = [call.name for call in self.tool_calls]
-        return f"GivenDraft(chars={len(self.text)}, tool_calls={names!r})"
+        unusable = "" if self.unusable is None else f", unusable={self.unusable!r}"
+        return f"GivenDraft(chars={len(self.text)}, tool_calls={names!r}{unusable})"

@@ -34,10 +34,13 @@ class _Frozen(BaseModel):
 class Turn(_Frozen):
     """One earlier turn of the conversation."""
 
-    role: Literal["user", "assistant"]
-    """Who wrote it: the user, or the service (a reply that was delivered)."""
+    role: Literal["user", "assistant", "tool"]
+    """Who wrote it: the user, the service (a reply that was delivered), or a tool (the
+    result of an earlier assistant turn's call; guard mode and ``/v1/check`` only)."""
     text: str
     """What was written."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The calls an assistant turn made (shown to the Supervisor as data, like its text)."""
 
 
 class Source(_Frozen):

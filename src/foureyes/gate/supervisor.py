@@ -15,7 +15,7 @@ from foureyes.core.digest import canonical_json
 from foureyes.core.roles import Role
 from foureyes.gate._prompts import NONE, rules_list, template, unknowns_list
 from foureyes.gate.candidate import tool_calls_json
-from foureyes.gate.review_input import ReviewInput
+from foureyes.gate.review_input import ReviewInput, Turn
 from foureyes.gate.rules import RuleCatalogue
 from foureyes.gate.verdict import Verdict, VerdictProblem, check_verdict, verdict_sha256
 from foureyes.llm.prompting import DATA_RULE, data_block
@@ -23,6 +23,15 @@ from foureyes.llm.provider import ChatMessage, ChatRequest
 from foureyes.llm.structured import ChatCall, StructuredFailure, complete_structured
 
 __all__ = ["Review", "review_candidate", "supervisor_request"]
+
+
+def _earlier(turn: Turn) -> str:
+    """An earlier turn as data: its text, then each call it made as its canonical JSON."""
+    calls = [
+        data_block("earlier_tool_call", canonical_json(call.as_json()).decode("utf-8"))
+        for call in turn.tool_calls
+    ]
+    return "\n".join([data_block("earlier_turn", turn.text, role=turn.role), *calls])
 
 
 def supervisor_request(
@@ -43,8 +52,7 @@ def supervisor_request(
         message=data_block("user_message", review.message),
         shown=len(review.earlier),
         omitted=review.omitted_turns,
-        earlier="\n".join(data_block("earlier_turn", t.text, role=t.role) for t in review.earlier)
-        or NONE,
+        earlier="\n".join(_earlier(turn) for turn in review.earlier) or NONE,
         sources="\n".join(
             data_block("source", s.text, id=s.id, origin=s.origin) for s in review.sources
         )

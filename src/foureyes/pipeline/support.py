@@ -294,7 +294,12 @@ class SupportPipeline:
                 text=message.text,
                 conversation_id=conversation,
                 tenant=message.tenant,
-                history=[RiskTurn(t.role, t.text) for t in message.history],
+                # Triage reads what people wrote: tool results are not the user's words.
+                history=[
+                    RiskTurn(t.role, t.text)
+                    for t in message.history
+                    if t.role != "tool" and t.text.strip()
+                ],
                 purpose=message.purpose,
                 trace_id=trace_id,
             )

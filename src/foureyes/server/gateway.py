@@ -17,7 +17,9 @@ gate. The request is OpenAI's; the last message must be the user's. Earlier ``us
   team's model only once triage allows generation, so a confirmed crisis never does.
   The answer's ``message.tool_calls`` (``finish_reason: "tool_calls"``) are the draft's,
   only when released; a fallback carries none. The route's own ``max_tokens`` and
-  ``temperature`` apply, not the request's.
+  ``temperature`` apply, not the request's. A second turn's ``tool`` messages (each
+  answering an earlier assistant message's ``tool_calls`` id) are taken and forwarded;
+  the Supervisor sees them, and the earlier calls, as data. Support mode refuses them.
 
 Which
 conversation a message belongs to is ``foureyes.conversation_id`` in the body (the
@@ -64,26 +66,51 @@ arguments re-serialised canonically, only when released (else ``null``).
 ``candidate_sha256`` covers the draft's text and tool calls
 (:func:`foureyes.gate.candidate_bytes`). A tool call whose arguments are not strict JSON
 is a 422 naming the call, before anything runs.
+
+``POST /v1/check/stream`` is its twin for a draft the caller streams in: an NDJSON body
+whose first line is a :class:`CheckStreamRequest` (the check request without ``draft``)
+and whose further lines are the caller's model's ``chat.completion.chunk`` objects,
+assembled by :func:`streamed_draft` (:mod:`foureyes.server.draft_stream`) and judged by the
+same ``SupportPipeline.check``. A bad first line is a 400/422 before anything runs; a
+stream cut off, or a later line that is no chunk, is decided and recorded as a fallback
+(``draft_failed``). The answer is an event stream as for ``stream: true``, sent after
+the decision, its headers naming only the trace.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+from starlette.requests import ClientDisconnect
 
 from foureyes.core.locale import Locale
 from foureyes.core.roles import Role
-from foureyes.gate import GivenDraft, Outcome, Source, ToolCallRefused, Turn
+from foureyes.gate import GivenDraft, Outcome, Source, ToolCall, ToolCallRefused, Turn
 from foureyes.llm.provider import ChatMessage, ChatRequest
+from foureyes.llm.provider import ToolCall as RawToolCall
 from foureyes.pipeline import SupportMessage, SupportOutcome, SupportPipeline
 from foureyes.server._logging import log_event, server_logger
 from foureyes.server.auth import ClientKey
+from foureyes.server.draft_stream import (
+    DraftTooLarge,
+    assemble_draft,
+    line_problem,
+    ndjson_lines,
+)
 from foureyes.server.errors import (
     ApiError,
     ErrorCode,
@@ -96,6 +123,7 @@ from foureyes.server.text import MESSAGE_TEXT_CHECK, TEXT_CHECK, MessageText, Te
 __all__ = [
     "ChatCompletionRequest",
     "CheckRequest",
+    "CheckStreamRequest",
     "DraftBody",
     "DraftFunction",
     "DraftToolCall",
@@ -115,6 +143,8 @@ __all__ = [
     "gateway_router",
     "guard_request",
     "sse_chunks",
+    "stream_head",
+    "streamed_draft",
     "support_message",
 ]
 
@@ -131,16 +161,72 @@ GATEWAY_MODEL = "foureyes-support"
 """The model id clients name to reach the guarded support pipeline."""
 
 _STREAM_PIECE_CHARS = 48
+
+
+def _header(description: str) -> dict[str, Any]:
+    return {"description": description, "schema": {"type": "string"}}
+
+
+_TRACE_HEADER = {
+    "X-Foureyes-Trace-Id": _header("The recorded run (``GET /v1/traces/{trace_id}``).")
+}
+_DECISION_HEADERS = _TRACE_HEADER | {
+    "X-Foureyes-Decision": _header(
+        "``released`` or ``fallback``, as the body's ``foureyes.decision``; not sent on a "
+        "stream (read the final chunk's ``foureyes`` object)."
+    ),
+    "X-Foureyes-Reason": _header(
+        "The reason code, as ``foureyes.reason`` (``approved`` or the fallback's reason); "
+        "not sent on a stream."
+    ),
+    "X-Foureyes-Delivered-Sha256": _header(
+        "SHA-256 of the delivered text, as ``foureyes.delivered_sha256``; not sent on a stream."
+    ),
+}
 _RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The completion; with ``stream: true`` the server-sent events.",
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "headers": _DECISION_HEADERS
+        | {
+            "X-Foureyes-Ignored": _header(
+                "Support mode only: what of the request was ignored, comma-separated "
+                "(``system``, ``developer``, ``tools``)."
+            )
+        },
     },
     **error_responses(400, 401, 404, 408, 413, 422, 429, 503),
 }
 _CHECK_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"description": "The decision on the draft, and what to deliver."},
+    200: {
+        "description": "The decision on the draft, and what to deliver.",
+        "headers": _DECISION_HEADERS,
+    },
     **error_responses(400, 401, 408, 413, 422, 429, 503),
+}
+_CHECK_STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": (
+            "Server-sent events in chat-completion chunk format, sent once the decision is "
+            "made and recorded: the text to deliver, the released tool calls, a final chunk "
+            "(each chunk carries the ``foureyes`` decision object), then ``[DONE]``."
+        ),
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "headers": _TRACE_HEADER,
+    },
+    **error_responses(400, 401, 408, 413, 422, 429, 503),
+}
+_NDJSON_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": (
+            "Newline-delimited JSON, read as it arrives. Line 1: a CheckStreamRequest "
+            "(``messages``, ``user``, ``foureyes``, as for /v1/check without ``draft``). "
+            "Every further line: an OpenAI ``chat.completion.chunk`` of the caller's model. "
+            "The end of the body is the end of the draft."
+        ),
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+    }
 }
 _ConversationId = Annotated[Text, StringConstraints(min_length=1, max_length=256)]
 # Source ids and origins are attributes of the Supervisor's data block.
@@ -163,13 +249,42 @@ class TextContent(_Lenient):
     """The text."""
 
 
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class DraftFunction(_Strict):
+    """The function a tool call of a draft calls."""
+
+    name: _Field
+    """The function's name (``[gate] tools_allow`` / ``tools_deny`` name these)."""
+    arguments: Text
+    """The arguments as a JSON string (OpenAI's format); parsed strictly."""
+
+
+class DraftToolCall(_Strict):
+    """One tool call of a draft, in OpenAI's format."""
+
+    id: _Field
+    """The call's id."""
+    type: Literal["function"] = "function"
+    """Only function calls."""
+    function: DraftFunction
+    """What it calls, with which arguments."""
+
+
 class InputMessage(_Lenient):
     """One message of the request."""
 
-    role: Literal["system", "developer", "user", "assistant"]
-    """Who wrote it; tool and function messages are not taken."""
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    """Who wrote it. ``tool`` messages (and an assistant's ``tool_calls``) are taken in
+    guard mode and by ``/v1/check``, never in support mode; ``function`` messages never."""
     content: Annotated[str | list[TextContent] | None, MESSAGE_TEXT_CHECK] = None
     """The text, or text parts."""
+    tool_calls: tuple[DraftToolCall, ...] = Field(default=(), max_length=MAX_TOOL_CALLS)
+    """An assistant message's tool calls (OpenAI's format)."""
+    tool_call_id: _Field | None = None
+    """A ``tool`` message's answer to: the id of an earlier assistant message's call."""
 
     @property
     def text(self) -> str:
@@ -179,10 +294,6 @@ class InputMessage(_Lenient):
         if isinstance(self.content, str):
             return self.content
         return "\n".join(part.text for part in self.content)
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class RequestSource(_Strict):
@@ -245,26 +356,6 @@ class ChatCompletionRequest(_Lenient):
         return dropped + (["tools"] if self.tools else [])
 
 
-class DraftFunction(_Strict):
-    """The function a tool call of a draft calls."""
-
-    name: _Field
-    """The function's name (``[gate] tools_allow`` / ``tools_deny`` name these)."""
-    arguments: Text
-    """The arguments as a JSON string (OpenAI's format); parsed strictly."""
-
-
-class DraftToolCall(_Strict):
-    """One tool call of a draft, in OpenAI's format."""
-
-    id: _Field
-    """The call's id."""
-    type: Literal["function"] = "function"
-    """Only function calls."""
-    function: DraftFunction
-    """What it calls, with which arguments."""
-
-
 class DraftBody(_Strict):
     """The caller's own draft: an assistant message's ``content`` and ``tool_calls``."""
 
@@ -280,17 +371,22 @@ class DraftBody(_Strict):
         return self
 
 
-class CheckRequest(_Strict):
-    """The body of ``POST /v1/check``."""
+class CheckStreamRequest(_Strict):
+    """The first line of ``POST /v1/check/stream``: a check request without its draft."""
 
     messages: list[InputMessage] = Field(min_length=1)
     """The conversation so far; the last message is the user's current one."""
-    draft: DraftBody
-    """The reply the caller would send, to be checked."""
     user: _ConversationId | None = None
     """The end user: names the conversation when ``foureyes.conversation_id`` does not."""
     foureyes: FoureyesOptions | None = None
     """foureyes' own options, as for chat completions."""
+
+
+class CheckRequest(CheckStreamRequest):
+    """The body of ``POST /v1/check``."""
+
+    draft: DraftBody
+    """The reply the caller would send, to be checked."""
 
     def given_draft(self) -> GivenDraft:
         """The draft as the gate judges it.
@@ -310,27 +406,35 @@ class CheckRequest(_Strict):
             ) from None
 
 
-def support_message(body: ChatCompletionRequest | CheckRequest, *, tenant: str) -> SupportMessage:
+def support_message(
+    body: ChatCompletionRequest | CheckStreamRequest, *, tenant: str, tool_turns: bool
+) -> SupportMessage:
     """The pipeline's message for a request from ``tenant`` (the principal's tenant).
 
+    Args:
+        body: the request.
+        tenant: the principal's tenant.
+        tool_turns: whether the history may hold ``tool`` messages and an assistant's
+            ``tool_calls`` (guard mode and ``/v1/check``); support mode's Counselor has
+            no tools, so there they are refused.
+
     Raises:
-        ApiError: 422 when the last message is not a user's with text.
+        ApiError: 422 when the last message is not a user's with text, a tool turn is
+            given where none is taken, a ``tool`` message answers no call of an earlier
+            assistant message (``param`` names it, ``detail`` the id), or an earlier
+            call's arguments are not strict JSON.
     """
-    turns = [m for m in body.messages if m.role in ("user", "assistant")]
-    if not turns or body.messages[-1].role != "user" or not body.messages[-1].text.strip():
+    history = _history(body.messages, tool_turns=tool_turns)
+    last = body.messages[-1]
+    if last.role != "user" or not last.text.strip():
         raise ApiError(
             ErrorCode.INVALID_REQUEST,
             param="messages",
             detail="the last message must be the user's, with text",
         )
     options = body.foureyes or FoureyesOptions()
-    history = tuple(
-        Turn(role="user" if m.role == "user" else "assistant", text=m.text)
-        for m in turns[:-1]
-        if m.text.strip()
-    )
     return SupportMessage(
-        text=body.messages[-1].text,
+        text=last.text,
         history=history,
         conversation_id=options.conversation_id or body.user,
         tenant=tenant,
@@ -340,14 +444,78 @@ def support_message(body: ChatCompletionRequest | CheckRequest, *, tenant: str) 
     )
 
 
+def _history(messages: Sequence[InputMessage], *, tool_turns: bool) -> tuple[Turn, ...]:
+    """The earlier turns of ``messages`` (all but the last), tool turns validated."""
+    asked: set[str] = set()
+    history: list[Turn] = []
+    for index, message in enumerate(messages):
+        where = f"messages.{index}"
+        if not tool_turns and (message.role == "tool" or message.tool_calls):
+            raise ApiError(
+                ErrorCode.INVALID_REQUEST,
+                param=where,
+                detail="support mode takes no tool messages or tool calls (foureyes' "
+                "Counselor has no tools); use guard mode or /v1/check",
+            )
+        if message.tool_calls and message.role != "assistant":
+            raise ApiError(
+                ErrorCode.INVALID_REQUEST,
+                param=f"{where}.tool_calls",
+                detail="only an assistant message makes tool calls",
+            )
+        if message.role == "tool" and message.tool_call_id not in asked:
+            raise ApiError(
+                ErrorCode.INVALID_REQUEST,
+                param=f"{where}.tool_call_id",
+                detail=f"no earlier assistant message made the tool call "
+                f"{message.tool_call_id!r} this message answers",
+            )
+        calls = _earlier_calls(message, where)
+        asked.update(call.id for call in calls)
+        if index == len(messages) - 1 or message.role in ("system", "developer"):
+            continue
+        if message.text.strip() or calls:
+            history.append(Turn(role=message.role, text=message.text, tool_calls=calls))
+    return tuple(history)
+
+
+def _earlier_calls(message: InputMessage, where: str) -> tuple[ToolCall, ...]:
+    if not message.tool_calls:
+        return ()
+    try:
+        calls = [call.model_dump() for call in message.tool_calls]
+        return GivenDraft.of_openai(None, calls).tool_calls
+    except ToolCallRefused as exc:
+        raise ApiError(
+            ErrorCode.INVALID_REQUEST,
+            param=f"{where}.tool_calls.{exc.index}",
+            detail=f"{exc.problem.value}: {exc}",
+        ) from None
+
+
+def _forwarded(message: InputMessage) -> ChatMessage:
+    """A client's message as guard mode passes it on: role, text, tool calls, call id."""
+    calls = tuple(
+        RawToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments)
+        for c in message.tool_calls
+    )
+    return ChatMessage(
+        role=message.role,
+        content=(message.text or None) if calls else message.text,
+        tool_calls=calls,
+        tool_call_id=message.tool_call_id if message.role == "tool" else None,
+    )
+
+
 def guard_request(body: ChatCompletionRequest, message: SupportMessage) -> ChatRequest:
     """The client's request as guard mode sends it to the team's model (role ``counselor``).
 
-    Every message in order with its role and text, the ``tools`` and ``tool_choice`` as
-    given; the user's words ride along in ``subject`` for the offline engine only.
+    Every message in order with its role and text (an assistant's ``tool_calls`` and a
+    tool message's ``tool_call_id`` with it), the ``tools`` and ``tool_choice`` as given;
+    the user's words ride along in ``subject`` for the offline engine only.
     """
     return ChatRequest(
-        messages=tuple(ChatMessage(role=m.role, content=m.text) for m in body.messages),
+        messages=tuple(_forwarded(m) for m in body.messages),
         role=Role.COUNSELOR,
         tools=tuple(body.tools or ()),
         tool_choice=body.tool_choice,
@@ -374,6 +542,37 @@ def check_body(outcome: SupportOutcome) -> dict[str, Any]:
         "content": outcome.text or None,
         "tool_calls": [call.openai() for call in outcome.tool_calls] if released else None,
     }
+
+
+async def streamed_draft(chunks: AsyncIterable[object], *, max_chars: int) -> GivenDraft:
+    """The draft ``chunks`` stream in, assembled for ``/v1/check/stream`` and ``check_stream``.
+
+    One assembly for both (:mod:`foureyes.server.draft_stream`), with at most
+    :data:`MAX_TOOL_CALLS` tool calls.
+
+    Raises:
+        DraftTooLarge: its text and tool-call pieces pass ``max_chars`` characters.
+    """
+    return await assemble_draft(chunks, max_chars=max_chars, max_tool_calls=MAX_TOOL_CALLS)
+
+
+def stream_head(line: object) -> CheckStreamRequest:
+    """The first line of a ``POST /v1/check/stream`` body (from :func:`ndjson_lines`).
+
+    Raises:
+        ApiError: 400 ``invalid_json`` when the body is empty or its first line is not JSON.
+        RequestValidationError: the line is not a :class:`CheckStreamRequest` (422, in the
+            shape every request body's validation error has).
+    """
+    if line is None:
+        raise ApiError(ErrorCode.INVALID_JSON, detail="the body has no first line")
+    if (problem := line_problem(line)) is not None:
+        raise ApiError(ErrorCode.INVALID_JSON, detail=f"line 1: {problem}")
+    try:
+        return CheckStreamRequest.model_validate(line)
+    except ValidationError as exc:
+        errors = [error | {"loc": ("body", *error["loc"])} for error in exc.errors()]
+        raise RequestValidationError(errors, body=line) from None
 
 
 def _released_calls(outcome: SupportOutcome) -> list[dict[str, Any]]:
@@ -491,11 +690,12 @@ def gateway_router() -> APIRouter:
         """Answer the conversation's last user message through triage and the gate."""
         if body.model != GATEWAY_MODEL:
             return _model_not_found(request, body.model)
-        message = support_message(body, tenant=principal.tenant)
         service = request.app.state.service
+        guard_mode = service.config.server.mode == "guard"
+        message = support_message(body, tenant=principal.tenant, tool_turns=guard_mode)
         pipeline: SupportPipeline = service.pipeline
         ignored: dict[str, str] = {}
-        if service.config.server.mode == "guard":
+        if guard_mode:
             outcome = await pipeline.guard(message, guard_request(body, message))
         else:
             outcome = await pipeline.handle(message)
@@ -523,12 +723,49 @@ def gateway_router() -> APIRouter:
     @router.post("/v1/check", response_model=None, responses=_CHECK_RESPONSES)
     async def check(body: CheckRequest, request: Request, principal: ClientKey) -> Response:
         """Triage the conversation's last user message and judge the caller's own draft."""
-        message = support_message(body, tenant=principal.tenant)
+        message = support_message(body, tenant=principal.tenant, tool_turns=True)
         draft = body.given_draft()
         pipeline: SupportPipeline = request.app.state.service.pipeline
         outcome = await pipeline.check(message, draft)
         _recorded(request, outcome)
         return JSONResponse(check_body(outcome), headers=decision_headers(outcome))
+
+    @router.post(
+        "/v1/check/stream",
+        response_model=None,
+        responses=_CHECK_STREAM_RESPONSES,
+        openapi_extra=_NDJSON_BODY,
+    )
+    async def check_stream(request: Request, principal: ClientKey) -> Response:
+        """Judge a draft the caller streams in (NDJSON: the request, then its chunks)."""
+        lines = ndjson_lines(request.stream())
+        service = request.app.state.service
+        limit = service.config.server.max_body_bytes
+        try:
+            head = stream_head(await anext(lines, None))
+            message = support_message(head, tenant=principal.tenant, tool_turns=True)
+            draft = await streamed_draft(lines, max_chars=limit)
+        except DraftTooLarge:
+            raise ApiError(ErrorCode.REQUEST_TOO_LARGE, limit=limit) from None
+        except ClientDisconnect:
+            # Nothing was decided, so nothing is recorded and nothing can be sent.
+            log_event(server_logger, "check_stream_abandoned")
+            raise ApiError(ErrorCode.BAD_REQUEST, detail="the client left mid-draft") from None
+        pipeline: SupportPipeline = service.pipeline
+        outcome = await pipeline.check(message, draft)
+        _recorded(request, outcome)
+        # As every stream: the decision is in the chunks' ``foureyes`` object (the
+        # final one included), the headers name only the trace.
+        events = sse_chunks(outcome, created=int(time.time()), include_usage=False)
+        return StreamingResponse(
+            _send(events, outcome.trace_id),
+            media_type="text/event-stream",
+            headers={
+                "x-foureyes-trace-id": outcome.trace_id,
+                "cache-control": "no-cache",
+                "x-accel-buffering": "no",
+            },
+        )
 
     return router
 
