@@ -19,6 +19,7 @@ from foureyes.store.assessments import SqlAssessmentLog
 from foureyes.store.evals import SqlEvalStore
 from foureyes.store.ledger import SqlSpendLedger
 from foureyes.store.observations import SqlObservationLog
+from foureyes.store.rate_limits import SqlRateBuckets
 from foureyes.store.tables import store_secrets
 from foureyes.store.traces import SqlTraceWriter
 from foureyes.store.unknowns import SqlOpenUnknowns
@@ -54,6 +55,7 @@ class Store:
         self._observations = SqlObservationLog(db, clock=clock)
         self._api_keys = SqlApiKeys(db, clock=clock)
         self._evals = SqlEvalStore(db, clock=clock)
+        self._rate_buckets = SqlRateBuckets(db, clock=clock)
 
     @classmethod
     async def open(
@@ -137,6 +139,11 @@ class Store:
     def evals(self) -> SqlEvalStore:
         """Evaluation runs and their results."""
         return self._evals
+
+    @property
+    def rate_buckets(self) -> SqlRateBuckets:
+        """Per-key request rate limits (token buckets shared by every process)."""
+        return self._rate_buckets
 
     @property
     def dialect(self) -> str:
