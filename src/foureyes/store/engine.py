@@ -6,7 +6,7 @@ import secrets
 from collections.abc import Mapping
 from types import TracebackType
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from foureyes.config import PrivacyConfig, StoreConfig
 from foureyes.core.errors import ConfigError
@@ -158,6 +158,28 @@ class Store:
         """
         async with self._db.read("ping") as conn:
             await conn.execute(select(1))
+
+    async def shared_by_processes(self) -> str | None:
+        """Why several processes cannot share this store, or ``None`` when they can.
+
+        PostgreSQL always can. An SQLite file can while it is in WAL mode (readers and the
+        one writer do not block each other, and every connection waits up to the busy
+        timeout for the write lock); :meth:`open` switches it to WAL, which some file
+        systems (network shares) cannot keep.
+
+        Raises:
+            StoreError: the database cannot be reached.
+        """
+        if self._db.dialect != "sqlite":
+            return None
+        async with self._db.read("journal_mode") as conn:
+            mode = str((await conn.execute(text("PRAGMA journal_mode"))).scalar_one())
+        if mode.lower() == "wal":
+            return None
+        return (
+            f"the SQLite file is in journal mode {mode!r}, not WAL, so worker processes "
+            f"would lock each other out; use one worker or PostgreSQL"
+        )
 
     async def close(self) -> None:
         """Close every connection; the store and its writer and ledger are unusable after."""
