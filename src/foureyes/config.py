@@ -508,8 +508,8 @@ class ServerConfig(_Section):
     that promises bytes and stalls cannot hold a connection open."""
     max_connections: int = Field(default=1000, ge=1, le=1_000_000)
     """Connections ``foureyes serve`` serves at once (uvicorn's ``limit_concurrency``); a
-    request arriving on any connection beyond gets a plain-text HTTP 503. Each instance
-    counts its own."""
+    request arriving on any connection beyond gets a plain-text HTTP 503. Each worker
+    process counts its own."""
     cors_origins: tuple[str, ...] = ()
     """Browser origins allowed to call the API (``https://app.example``, or ``*`` for
     any); a comma-separated string in the environment. Empty: CORS is off."""
