@@ -528,9 +528,21 @@ class ServerConfig(_Section):
     key_cache_s: float = Field(default=5.0, ge=0, le=300)
     """Seconds a verified key is trusted before the store is asked again: a key revoked
     with ``foureyes keys revoke`` stops working on running instances within this time."""
+    workers: int = Field(default=1, ge=1, le=512)
+    """Worker processes ``foureyes serve`` runs on the one port (``--workers``). The start-up
+    checks and the store's migrations run once, in the parent, before any worker starts;
+    a worker that fails to start stops them all. On SQLite allowed only while the file is
+    in WAL mode (checked at start)."""
+    rate_limit_backend: Literal["memory", "store"] | None = None
+    """Where the per-key token buckets live. ``store``: rows in the store, one statement
+    per request, so every process on the database shares each key's bucket (N workers or
+    N instances behind a load balancer allow exactly ``rate_per_minute``); a store that
+    cannot answer refuses the request (503). ``memory``: in this process, so N
+    instances allow up to N times the rate. Unset: ``store`` when ``workers`` is above 1,
+    else ``memory``; ``memory`` with more than one worker is refused."""
     rate_per_minute: float = Field(default=600.0, gt=0, le=10_000_000)
-    """Requests per minute each key may sustain (without keys: each loopback client).
-    Every instance keeps its own buckets, so N instances allow up to N times this."""
+    """Requests per minute each key may sustain (without keys: each loopback client),
+    across every process sharing the buckets (see ``rate_limit_backend``)."""
     burst: int = Field(default=60, ge=1, le=1_000_000)
     """Requests a key may send at once before ``rate_per_minute`` applies."""
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
@@ -542,8 +554,8 @@ class ServerConfig(_Section):
     that promises bytes and stalls cannot hold a connection open."""
     max_connections: int = Field(default=1000, ge=1, le=1_000_000)
     """Connections ``foureyes serve`` serves at once (uvicorn's ``limit_concurrency``); a
-    request arriving on any connection beyond gets a plain-text HTTP 503. Each instance
-    counts its own."""
+    request arriving on any connection beyond gets a plain-text HTTP 503. Each worker
+    process counts its own."""
     cors_origins: tuple[str, ...] = ()
     """Browser origins allowed to call the API (``https://app.example``, or ``*`` for
     any); a comma-separated string in the environment. Empty: CORS is off."""
@@ -566,9 +578,21 @@ class ServerConfig(_Section):
         ]
         if self.api_keys_env is not None and self.api_keys_env == self.admin_keys_env:
             problems.append("server.api_keys_env and server.admin_keys_env must differ")
+        if self.workers > 1 and self.rate_limit_backend == "memory":
+            problems.append(
+                f"server.rate_limit_backend = 'memory' with server.workers = {self.workers}: "
+                f"each worker would allow the whole rate; use 'store'"
+            )
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    @property
+    def shared_rate_limits(self) -> bool:
+        """Whether the rate limits live in the store (``rate_limit_backend`` resolved)."""
+        if self.rate_limit_backend is None:
+            return self.workers > 1
+        return self.rate_limit_backend == "store"
 
 
 def _default_routes() -> dict[str, RouteConfig]:

@@ -133,6 +133,9 @@ def start_serve_process(args: Sequence[str], *, env: Mapping[str, str], cwd: Pat
         [sys.executable, "-m", "foureyes.cli", "serve", "--port", str(port), *args],
         env=dict(env),
         cwd=cwd,
+        # Never the terminal: uvicorn's workers reopen stdin, and one read from a
+        # terminal by a background process stops it.
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )

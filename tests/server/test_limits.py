@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 from collections.abc import AsyncIterator
 
 import pytest
@@ -135,6 +137,77 @@ async def test_without_keys_each_loopback_client_has_a_bucket() -> None:
     async with app_client(app, client_host="127.0.0.2") as client:
         other = await client.get("/v1/models")
     assert (first.status_code, second.status_code, other.status_code) == (200, 429, 200)
+
+
+async def test_apps_with_the_store_backend_share_each_keys_bucket() -> None:
+    # Two apps on one store, as two workers would be: the burst is the burst of both.
+    limits = {"rate_per_minute": 0.001, "burst": 3, "rate_limit_backend": "store"}
+    one = create_app(keyed(**limits), KEYS_ENV)
+    two = create_app(keyed(**limits), KEYS_ENV)
+    async with app_client(one) as first, app_client(two) as second:
+        statuses = [
+            (await client.get("/v1/models", headers=bearer(CLIENT_KEY))).status_code
+            for client in (first, second, first, second, first, second)
+        ]
+        limited = await second.get("/v1/models", headers=bearer(CLIENT_KEY))
+
+    assert statuses == [200, 200, 200, 429, 429, 429]
+    assert limited.headers["retry-after"] == "60000"  # a whole token at 0.001 per minute
+    assert limited.json()["error"]["code"] == "rate_limit_exceeded"
+
+
+def _refuse_rate_writes(path: str) -> None:
+    with sqlite3.connect(path) as conn:
+        for event in ("INSERT", "UPDATE"):
+            conn.execute(
+                f"CREATE TRIGGER refuse_{event.lower()} BEFORE {event} ON rate_buckets "
+                "BEGIN SELECT RAISE(ABORT, 'disk hiccup'); END"
+            )
+    conn.close()
+
+
+async def test_a_store_limiter_that_cannot_answer_refuses_the_request() -> None:
+    reached: list[str] = []
+    app = create_app(keyed(rate_limit_backend="store"), KEYS_ENV)
+
+    @app.get("/probe")
+    async def probe(_: ClientKey) -> dict[str, str]:
+        reached.append("probe")
+        return {}
+
+    async with app_client(app) as client:
+        assert (await client.get("/probe", headers=bearer(CLIENT_KEY))).status_code == 200
+        _refuse_rate_writes(os.environ["FOUREYES_STORE__URL"].removeprefix("sqlite+aiosqlite:///"))
+        refused = await client.get(
+            "/probe", headers=bearer(CLIENT_KEY) | {"accept-language": "zh-CN"}
+        )
+
+    # Fail closed: never admitted unlimited; the handler ran for the first request only.
+    assert refused.status_code == 503
+    assert refused.json()["error"]["code"] == "store_unavailable"
+    assert refused.json()["error"]["message"].startswith("服务的存储暂时不可用")
+    assert reached == ["probe"]
+
+
+def test_the_backend_defaults_to_the_store_with_workers_and_memory_with_them_is_refused() -> None:
+    assert not ServerConfig().shared_rate_limits
+    assert ServerConfig(workers=2).shared_rate_limits
+    assert ServerConfig(rate_limit_backend="store").shared_rate_limits
+    assert not ServerConfig(workers=1, rate_limit_backend="memory").shared_rate_limits
+    with pytest.raises(ConfigError, match="rate_limit_backend = 'memory' with server.workers"):
+        load_config(
+            None,
+            environ={
+                "FOUREYES_SERVER__WORKERS": "2",
+                "FOUREYES_SERVER__RATE_LIMIT_BACKEND": "memory",
+            },
+        )
+
+
+@pytest.mark.parametrize("workers", ["0", "-1", "two", "1.5"])
+def test_workers_must_be_a_positive_whole_number(workers: str) -> None:
+    with pytest.raises(ConfigError, match=r"server\.workers"):
+        load_config(None, environ={"FOUREYES_SERVER__WORKERS": workers})
 
 
 # --- request bodies -------------------------------------------------------------------

@@ -97,6 +97,20 @@ async def test_racing_attempts_never_exceed_the_daily_cap(
     assert len(blocked) == 4 and {d["reason"] for d in blocked} == {"daily_cap"}
 
 
+async def test_racing_attempts_from_two_stores_never_exceed_the_daily_cap(
+    open_store: OpenStore, store_url: str
+) -> None:
+    # Two stores on one database, as two server processes have: the cap is the cap of both.
+    one, two = await records(open_store, store_url), await records(open_store, store_url)
+    contacts = [await one.add_contact(f"c{n}", "x", locale="en", at=AT) for n in range(8)]
+
+    starts = await asyncio.gather(
+        *(begin((one, two)[n % 2], f"c{n}", contacts[n].id, "e1", daily_cap=3) for n in range(8))
+    )
+    assert len([s for s in starts if s.attempt_id is not None]) == 3
+    assert await two.attempts_since(AT) == 3
+
+
 async def test_racing_attempts_to_one_contact_respect_its_cooldown(
     open_store: OpenStore, store_url: str
 ) -> None:

@@ -55,6 +55,17 @@ async def test_trend_levels_count_live_usable_rows_only(
     assert len(await log.for_conversation("c1")) == 5
 
 
+async def test_one_flight_per_conversation_across_two_stores(
+    open_store: OpenStore, store_url: str
+) -> None:
+    # Two stores on one database, as two server processes have: still one flight.
+    logs = [(await open_store(store_url)).assessments for _ in range(2)]
+    tokens = await asyncio.gather(
+        *(logs[n % 2].acquire_flight("c1", now=AT, ttl_s=30) for n in range(8))
+    )
+    assert len([t for t in tokens if t is not None]) == 1
+
+
 async def test_one_flight_per_conversation(open_store: OpenStore, store_url: str) -> None:
     log = (await open_store(store_url)).assessments
     tokens = await asyncio.gather(*(log.acquire_flight("c1", now=AT, ttl_s=30) for _ in range(5)))

@@ -1,9 +1,19 @@
-"""``foureyes serve``: run the HTTP service."""
+"""``foureyes serve``: run the HTTP service, in one process or ``--workers N``.
+
+With more than one worker, uvicorn's supervisor binds the port once and starts N worker
+processes on it. The start-up checks (config, secrets, plugins, the scorer file) and the
+store's migrations run once here, in the parent, before any worker starts; each worker
+then builds the app from the same effective config (handed over as JSON in
+``_FOUREYES_WORKER_CONFIG``), and its own store opening finds the schema at head (the
+upgrade is under a lock anyway). A worker that fails to start stops the supervisor and
+the command exits non-zero; SIGTERM or SIGINT is passed to every worker, each draining its
+requests before it exits.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import uvicorn
@@ -14,20 +24,33 @@ from foureyes.cli._common import (
     console,
     discover_plugins,
     fail,
-    load,
     run,
 )
-from foureyes.config import Config
+from foureyes.config import Config, load_config
 from foureyes.core.errors import ConfigError, StoreError
 from foureyes.core.roles import Role
 from foureyes.plugins import BUILTIN_DISTRIBUTION
 from foureyes.risk.screen_model import default_screen_model
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+_WORKER_CONFIG_ENV = "_FOUREYES_WORKER_CONFIG"
+# uvicorn's exit code for a worker that failed before it served.
+_STARTUP_FAILURE = 3
+# How long the supervisor waits for a worker to answer its health ping before killing it
+# as hung: a worker still importing foureyes on a busy machine takes longer than
+# uvicorn's 5 s default, and would be killed and replaced in a loop.
+_WORKER_HEALTHCHECK_S = 60
 
 
 def serve(
     config: ConfigOption = None,
     host: Annotated[str | None, typer.Option(help="Interface (default: server.host).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: server.port).")] = None,
+    workers: Annotated[
+        str | None, typer.Option(help="Worker processes on the port (default: server.workers).")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Run the support service; with no config: offline routes and a local SQLite store.
@@ -35,8 +58,11 @@ def serve(
     Route kinds and rules registered by installed plugins are loaded first (a broken one
     stops the start, named); each third-party one is printed on start.
     """
-    cfg = load(config, as_json=as_json)
+    # --workers is validated as server.workers is (a whole number, at least 1, and not
+    # with in-process rate limits), with the config's own error.
+    overrides = {} if workers is None else {"FOUREYES_SERVER__WORKERS": workers}
     try:
+        cfg = load_config(config, environ={**os.environ, **overrides})
         cfg.require_secrets(os.environ)
         cfg.require_review()
         plugins = discover_plugins(cfg)
@@ -50,8 +76,12 @@ def serve(
     bind_host = host or cfg.server.host
     bind_port = cfg.server.port if port is None else port
     in_use = ", ".join(sorted({cfg.roles.route_for(role) for role in Role}))
+    count = cfg.server.workers
     if not as_json:
-        console.print(f"foureyes serving on http://{bind_host}:{bind_port} (routes: {in_use})")
+        processes = f", {count} workers" if count > 1 else ""
+        console.print(
+            f"foureyes serving on http://{bind_host}:{bind_port} (routes: {in_use}{processes})"
+        )
         for group, entries in plugins.items():
             for entry in entries:
                 if entry["distribution"] != BUILTIN_DISTRIBUTION:
@@ -64,18 +94,52 @@ def serve(
     from foureyes.server._logging import logging_config
 
     bound = cfg.server.model_copy(update={"host": bind_host, "port": bind_port})
-    uvicorn.run(
-        create_app(cfg.model_copy(update={"server": bound}), dict(os.environ)),
-        log_config=logging_config(),
-        access_log=False,
-        host=bind_host,
-        port=bind_port,
-        log_level="info",
-        lifespan="on",
+    effective = cfg.model_copy(update={"server": bound})
+    options: dict[str, object] = {
+        "log_config": logging_config(),
+        "access_log": False,
+        "host": bind_host,
+        "port": bind_port,
+        "log_level": "info",
+        "lifespan": "on",
         # uvicorn refuses a request once open connections, its own included, reach the
-        # limit: one more than the configured number serves exactly that many.
-        limit_concurrency=cfg.server.max_connections + 1,
+        # limit: one more than the configured number serves exactly that many (per worker).
+        "limit_concurrency": cfg.server.max_connections + 1,
+    }
+    if count == 1:
+        uvicorn.run(create_app(effective, dict(os.environ)), **options)  # type: ignore[arg-type]
+        return
+    _supervise(effective, options)
+
+
+def _supervise(effective: Config, options: dict[str, object]) -> None:
+    """Run ``server.workers`` processes of :func:`worker_app` on one socket until stopped.
+
+    Raises:
+        typer.Exit: a worker failed to start (code 3, as uvicorn's own single process).
+    """
+    from uvicorn.supervisors import Multiprocess
+
+    os.environ[_WORKER_CONFIG_ENV] = effective.model_dump_json()
+    config = uvicorn.Config(
+        f"{__name__}:worker_app",
+        factory=True,
+        workers=effective.server.workers,
+        timeout_worker_healthcheck=_WORKER_HEALTHCHECK_S,
+        **options,  # type: ignore[arg-type]
     )
+    supervisor = Multiprocess(config, sockets=[config.bind_socket()])
+    supervisor.run()
+    if any(process.exitcode == _STARTUP_FAILURE for process in supervisor.processes):
+        raise typer.Exit(_STARTUP_FAILURE)
+
+
+def worker_app() -> FastAPI:
+    """The app of one ``serve`` worker process, from the config its parent checked."""
+    from foureyes.server.app import create_app
+
+    effective = Config.model_validate_json(os.environ[_WORKER_CONFIG_ENV])
+    return create_app(effective, dict(os.environ))
 
 
 async def _preflight(cfg: Config) -> None:
@@ -92,4 +156,9 @@ async def _preflight(cfg: Config) -> None:
     routes = Routes.build(cfg, os.environ)
     await routes.aclose()
     store = await Store.open(cfg.store, cfg.privacy, os.environ)
-    await store.close()
+    try:
+        problem = await store.shared_by_processes() if cfg.server.workers > 1 else None
+    finally:
+        await store.close()
+    if problem is not None:
+        raise ConfigError([f"server.workers = {cfg.server.workers}: {problem}"])

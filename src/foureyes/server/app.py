@@ -57,7 +57,7 @@ from foureyes.server.errors import error_responses, install_error_handlers
 from foureyes.server.evals_api import evals_router
 from foureyes.server.facts_api import facts_router
 from foureyes.server.gateway import GATEWAY_MODEL, gateway_router
-from foureyes.server.limits import BodyGuardMiddleware, RateLimiter, add_cors
+from foureyes.server.limits import BodyGuardMiddleware, KeyLimiter, add_cors, key_limiter
 from foureyes.server.metrics import METRICS_CONTENT_TYPE, Metrics, MetricsMiddleware
 from foureyes.server.purge import purge_on_schedule
 from foureyes.server.review_api import review_router
@@ -96,8 +96,8 @@ class Service:
     """The open store."""
     auth: KeyAuthenticator
     """Checks API keys (used through :func:`foureyes.server.auth.require_scope`)."""
-    limiter: RateLimiter
-    """Per-key token buckets of this instance."""
+    limiter: KeyLimiter
+    """Per-key token buckets: this process's, or the store's (``server.rate_limit_backend``)."""
     metrics: Metrics
     """This app's Prometheus metrics: report decisions, risk and model calls here."""
     pipeline: SupportPipeline
@@ -122,7 +122,6 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
         StoreError: the store cannot be opened, migrated, or record the env keys.
     """
     metrics = Metrics()
-    limiter = RateLimiter.from_config(config.server)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -147,7 +146,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             routes=runtime.routes,
             store=store,
             auth=auth,
-            limiter=limiter,
+            limiter=key_limiter(config.server, store.rate_buckets),
             metrics=metrics,
             pipeline=runtime.pipeline,
             l0=runtime.l0,

@@ -46,7 +46,7 @@ from foureyes.config import ServerConfig
 from foureyes.core.errors import ConfigError
 from foureyes.core.tenancy import LOCAL_TENANT, key_tenant
 from foureyes.server.errors import ApiError, ErrorCode, error_responses
-from foureyes.server.limits import RateLimiter
+from foureyes.server.limits import KeyLimiter
 from foureyes.server.text import Text
 from foureyes.store import Store
 from foureyes.store.api_keys import (
@@ -300,11 +300,12 @@ def require_scope(
     async def dependency(request: Request) -> Principal:
         service = request.app.state.service
         auth: KeyAuthenticator = service.auth
-        limiter: RateLimiter = service.limiter
+        limiter: KeyLimiter = service.limiter
         client = request.client.host if request.client else None
         principal = await auth.authenticate(request.headers.get("authorization"), client)
         request.state.principal = principal
-        decision = limiter.take(principal.bucket)
+        # A limit that cannot be checked refuses the request (StoreError: 503).
+        decision = await limiter.admit(principal.bucket)
         if not decision.allowed:
             raise ApiError(
                 ErrorCode.RATE_LIMITED,

@@ -1,8 +1,12 @@
 """Request limits: per-key rate limits, request body size and encoding, CORS.
 
-- :class:`RateLimiter` keeps one token bucket per key in this process. Several instances
-  behind a load balancer each enforce the configured rate on their own, so a key may get
-  up to N times ``server.rate_per_minute`` from N instances.
+- :class:`RateLimiter` keeps one token bucket per key in this process: several processes
+  each enforce the configured rate on their own, so a key may get up to N times
+  ``server.rate_per_minute`` from N of them. :class:`StoreRateLimiter` keeps the buckets
+  in the store (one statement per request), shared by every process on the database; a
+  store that cannot answer refuses the request (``StoreError``, answered 503), never
+  admits it unlimited. Both are a :class:`KeyLimiter`; :func:`key_limiter` picks the one
+  ``server.rate_limit_backend`` names.
 - :class:`BodyGuardMiddleware` answers 413 when the declared ``Content-Length`` is over
   ``server.max_body_bytes`` without reading the body at all, counts the bytes of bodies
   streamed without one and stops at the limit, refuses JSON bodies that are not UTF-8,
@@ -24,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from email.message import Message as _MediaType
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import FastAPI, Request
 from starlette.datastructures import Headers
@@ -34,8 +38,18 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from foureyes.config import ServerConfig
 from foureyes.core.errors import UsageError
 from foureyes.server.errors import ApiError, ErrorCode, error_response, locale_from_accept_language
+from foureyes.store.rate_limits import SqlRateBuckets
 
-__all__ = ["BodyGuardMiddleware", "RateDecision", "RateLimiter", "add_cors", "read_json"]
+__all__ = [
+    "BodyGuardMiddleware",
+    "KeyLimiter",
+    "RateDecision",
+    "RateLimiter",
+    "StoreRateLimiter",
+    "add_cors",
+    "key_limiter",
+    "read_json",
+]
 
 _MAX_BUCKETS = 100_000
 
@@ -57,8 +71,25 @@ class RateDecision:
         return str(max(1, math.ceil(self.retry_after_s)))
 
 
+class KeyLimiter(Protocol):
+    """A per-key rate limit the request path asks once per authenticated request."""
+
+    async def admit(self, key: str) -> RateDecision:
+        """Take one token from ``key``'s bucket if there is one.
+
+        Raises:
+            StoreError: the limit could not be checked; the request must be refused.
+        """
+        ...
+
+
+def _check_rate(rate_per_minute: float, burst: int) -> None:
+    if not (math.isfinite(rate_per_minute) and rate_per_minute > 0) or burst < 1:
+        raise UsageError("rate_per_minute must be positive and finite, burst at least 1")
+
+
 class RateLimiter:
-    """Token buckets per key: ``burst`` requests at once, then ``rate_per_minute``.
+    """Token buckets per key in this process: ``burst`` at once, then ``rate_per_minute``.
 
     A bucket starts full; each request takes one token; tokens come back continuously at
     the rate until the bucket is full again. Pure and synchronous: the time comes from
@@ -77,8 +108,7 @@ class RateLimiter:
         Raises:
             UsageError: the rate is not positive and finite, or ``burst`` is below 1.
         """
-        if not (math.isfinite(rate_per_minute) and rate_per_minute > 0) or burst < 1:
-            raise UsageError("rate_per_minute must be positive and finite, burst at least 1")
+        _check_rate(rate_per_minute, burst)
         self._rate_per_s = rate_per_minute / 60.0
         self._burst = float(burst)
         self._clock = clock
@@ -102,6 +132,10 @@ class RateLimiter:
             allowed=False, retry_after_s=(1.0 - tokens) / self._rate_per_s, remaining=0
         )
 
+    async def admit(self, key: str) -> RateDecision:
+        """:meth:`take`, as a :class:`KeyLimiter`."""
+        return self.take(key)
+
     def _level(self, key: str, now: float) -> float:
         held = self._buckets.get(key)
         if held is None:
@@ -116,6 +150,48 @@ class RateLimiter:
             self._buckets = {
                 k: v for k, v in self._buckets.items() if self._level(k, now) < self._burst
             }
+
+
+class StoreRateLimiter:
+    """Token buckets per key in the store, shared by every process on the database.
+
+    The same buckets as :class:`RateLimiter` (``burst`` at once, refilled continuously at
+    ``rate_per_minute``), each request one atomic statement on the key's row
+    (:class:`~foureyes.store.rate_limits.SqlRateBuckets`); the time is the store's clock.
+    """
+
+    def __init__(self, buckets: SqlRateBuckets, *, rate_per_minute: float, burst: int) -> None:
+        """Allow ``burst`` requests at once per key, refilled at ``rate_per_minute``.
+
+        Raises:
+            UsageError: the rate is not positive and finite, or ``burst`` is below 1.
+        """
+        _check_rate(rate_per_minute, burst)
+        self._buckets = buckets
+        self._rate_per_s = rate_per_minute / 60.0
+        self._burst = burst
+
+    async def admit(self, key: str) -> RateDecision:
+        """Take one token from ``key``'s bucket in the store if there is one.
+
+        Raises:
+            StoreError: the store could not be written; the request must be refused.
+        """
+        taken = await self._buckets.take(key, rate_per_s=self._rate_per_s, burst=self._burst)
+        if taken.granted:
+            return RateDecision(allowed=True, retry_after_s=0.0, remaining=int(taken.tokens))
+        return RateDecision(
+            allowed=False,
+            retry_after_s=(1.0 - taken.tokens) / self._rate_per_s,
+            remaining=0,
+        )
+
+
+def key_limiter(server: ServerConfig, buckets: SqlRateBuckets) -> KeyLimiter:
+    """The limiter ``server.rate_limit_backend`` (resolved with ``server.workers``) names."""
+    if server.shared_rate_limits:
+        return StoreRateLimiter(buckets, rate_per_minute=server.rate_per_minute, burst=server.burst)
+    return RateLimiter.from_config(server)
 
 
 def _declares_json(content_type: str | None) -> bool:

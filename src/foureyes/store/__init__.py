@@ -3,7 +3,7 @@
 Open one with :meth:`Store.open`; it upgrades the schema and hands out the trace writer
 (:attr:`Store.traces`), the spend ledger (:attr:`Store.ledger`) and one record keeper per
 capability (``unknowns``, ``assessments``, ``alerts``, ``observations``, ``api_keys``,
-``evals``).
+``evals``, ``rate_buckets``).
 Every database failure surfaces as :class:`~foureyes.core.errors.StoreError`.
 """
 
@@ -28,12 +28,14 @@ from foureyes.store.observations import (
     SqlObservationLog,
     StoredObservation,
 )
+from foureyes.store.rate_limits import BucketTake, SqlRateBuckets
 from foureyes.store.traces import PurgeCounts, SqlTraceWriter, new_trace_id
 from foureyes.store.unknowns import OpenUnknown, SqlOpenUnknowns
 
 __all__ = [
     "ApiKeyRecord",
     "AttemptState",
+    "BucketTake",
     "Contact",
     "EvalResultRow",
     "EvalRunRow",
@@ -54,6 +56,7 @@ __all__ = [
     "SqlEvalStore",
     "SqlObservationLog",
     "SqlOpenUnknowns",
+    "SqlRateBuckets",
     "SqlSpendLedger",
     "SqlTraceWriter",
     "Store",

@@ -6,7 +6,7 @@ import secrets
 from collections.abc import Mapping
 from types import TracebackType
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from foureyes.config import PrivacyConfig, StoreConfig
 from foureyes.core.errors import ConfigError
@@ -19,6 +19,7 @@ from foureyes.store.assessments import SqlAssessmentLog
 from foureyes.store.evals import SqlEvalStore
 from foureyes.store.ledger import SqlSpendLedger
 from foureyes.store.observations import SqlObservationLog
+from foureyes.store.rate_limits import SqlRateBuckets
 from foureyes.store.tables import store_secrets
 from foureyes.store.traces import SqlTraceWriter
 from foureyes.store.unknowns import SqlOpenUnknowns
@@ -54,6 +55,7 @@ class Store:
         self._observations = SqlObservationLog(db, clock=clock)
         self._api_keys = SqlApiKeys(db, clock=clock)
         self._evals = SqlEvalStore(db, clock=clock)
+        self._rate_buckets = SqlRateBuckets(db, clock=clock)
 
     @classmethod
     async def open(
@@ -139,6 +141,11 @@ class Store:
         return self._evals
 
     @property
+    def rate_buckets(self) -> SqlRateBuckets:
+        """Per-key request rate limits (token buckets shared by every process)."""
+        return self._rate_buckets
+
+    @property
     def dialect(self) -> str:
         """The database backend: ``sqlite`` or ``postgresql``."""
         return self._db.dialect
@@ -151,6 +158,28 @@ class Store:
         """
         async with self._db.read("ping") as conn:
             await conn.execute(select(1))
+
+    async def shared_by_processes(self) -> str | None:
+        """Why several processes cannot share this store, or ``None`` when they can.
+
+        PostgreSQL always can. An SQLite file can while it is in WAL mode (readers and the
+        one writer do not block each other, and every connection waits up to the busy
+        timeout for the write lock); :meth:`open` switches it to WAL, which some file
+        systems (network shares) cannot keep.
+
+        Raises:
+            StoreError: the database cannot be reached.
+        """
+        if self._db.dialect != "sqlite":
+            return None
+        async with self._db.read("journal_mode") as conn:
+            mode = str((await conn.execute(text("PRAGMA journal_mode"))).scalar_one())
+        if mode.lower() == "wal":
+            return None
+        return (
+            f"the SQLite file is in journal mode {mode!r}, not WAL, so worker processes "
+            f"would lock each other out; use one worker or PostgreSQL"
+        )
 
     async def close(self) -> None:
         """Close every connection; the store and its writer and ledger are unusable after."""

@@ -17,6 +17,7 @@ from sqlalchemy import (
     Date,
     DateTime,
     Dialect,
+    Double,
     ForeignKey,
     ForeignKeyConstraint,
     Index,
@@ -41,6 +42,7 @@ __all__ = [
     "guardian_contacts",
     "metadata",
     "observations",
+    "rate_buckets",
     "risk_assessments",
     "risk_flights",
     "spend_days",
@@ -376,6 +378,24 @@ api_keys = Table(
 
 # The trace list joins each run to its triage (``SqlTraceWriter.list_runs``).
 Index(None, risk_assessments.c.trace_id)
+
+
+# --- request rate limits ------------------------------------------------------------------
+
+rate_buckets = Table(
+    "rate_buckets",
+    metadata,
+    # The limiter's key: an API key's prefix, or a loopback client's address.
+    Column("key", String(256), primary_key=True),
+    # Tokens left after the last request, and when (seconds since the epoch, on the clock of
+    # the instance that took it; never moved backwards).
+    Column("tokens", Double, nullable=False),
+    Column("updated_at", Double, nullable=False),
+    # Whether the last request took a token: the one statement that updates the row
+    # returns it, so the caller learns its answer without a second read.
+    Column("granted", Boolean, nullable=False),
+)
+"""One token bucket per rate-limited key, shared by every process on the database."""
 
 
 # --- evaluation harness -------------------------------------------------------------------

@@ -1,0 +1,37 @@
+"""``foureyes serve --workers``: a bad count stops the start with the config's own error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from foureyes.cli import app
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(
+    ("workers", "problem"),
+    [
+        ("0", "greater than or equal to 1"),
+        ("-2", "greater than or equal to 1"),
+        ("two", "valid integer"),
+        ("1.5", "valid integer"),
+    ],
+)
+def test_a_bad_worker_count_stops_serve_before_it_listens(workers: str, problem: str) -> None:
+    result = runner.invoke(app, ["serve", "--port", "1", "--workers", workers, "--json"])
+    assert result.exit_code == 1
+    body = json.loads(result.output)
+    assert body["error"] == "ConfigError"
+    assert any(p.startswith("server.workers") and problem in p for p in body["problems"]), body
+
+
+def test_workers_with_in_process_rate_limits_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FOUREYES_SERVER__RATE_LIMIT_BACKEND", "memory")
+    result = runner.invoke(app, ["serve", "--port", "1", "--workers", "3", "--json"])
+    assert result.exit_code == 1
+    body = json.loads(result.output)
+    assert any("rate_limit_backend = 'memory'" in p for p in body["problems"]), body
