@@ -39,8 +39,10 @@ lint: install
 typecheck: install
 	$(BIN)/mypy src
 
+## Two workers (pytest-xdist): every fixture is per worker (its own PostgreSQL, simulator,
+## ports and tmp dirs), so the two halves share nothing.
 unit: install
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2
 
 ## Install everything, then run the whole suite: lint, types, tests.
 test: install system-deps lint typecheck unit

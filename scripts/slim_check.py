@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-# Tools of the `test` and `dev` extras: none may come with `pip install .`.
-DEV_TOOLS = ("pytest", "pytest-asyncio", "hypothesis", "mypy", "ruff", "playwright")
+# Tools of the `test`, `dev` and `eval` extras: none may come with `pip install .`.
+DEV_TOOLS = ("pytest", "pytest-asyncio", "hypothesis", "mypy", "ruff", "playwright", "matplotlib")
 READY_POLLS = 600  # 0.1 s apart
 REQUEST = {
     "model": "foureyes-support",

@@ -24,6 +24,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--live", action="store_true", help="allow calls to real model endpoints")
 
 
+# Modules whose tests take longest one by one (a child interpreter importing every module,
+# real browsers): run first, so that under `pytest -n 2` (the Makefile) they overlap the
+# many short tests instead of ending the run alone.
+_FIRST = ("tests/test_slim_install.py",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the tests of ``_FIRST`` first, keeping the collection order otherwise."""
+    root = Path(__file__).resolve().parents[1]
+
+    def rank(item: pytest.Item) -> int:
+        path = item.path.resolve().relative_to(root).as_posix()
+        return 0 if path in _FIRST else 1
+
+    items.sort(key=rank)  # stable: the same order on every xdist worker
+
+
 @pytest.fixture(autouse=True)
 def clean_environ(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No FOUREYES_* config variable leaks in; the default store lives in this test's tmp dir.

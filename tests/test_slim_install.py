@@ -84,9 +84,9 @@ def _name(requirement: str) -> str:
 
 
 def _extras_tools() -> set[str]:
-    """Every distribution the test and dev extras name (not foureyes itself)."""
+    """Every distribution the test, dev and eval extras name (not foureyes itself)."""
     extras = PYPROJECT["project"]["optional-dependencies"]
-    names = {_name(r) for extra in ("test", "dev") for r in extras.get(extra, [])}
+    names = {_name(r) for extra in ("test", "dev", "eval") for r in extras.get(extra, [])}
     return names - {"foureyes"}
 
 
@@ -112,13 +112,13 @@ def _modules_of(distributions: set[str]) -> list[str]:
 def test_no_dev_or_test_tool_is_a_core_dependency() -> None:
     core = {_name(r) for r in PYPROJECT["project"]["dependencies"]}
     assert core & _extras_tools() == set()
-    assert {"pytest", "ruff", "mypy", "hypothesis", "playwright"} <= _extras_tools()
+    assert {"pytest", "ruff", "mypy", "hypothesis", "playwright", "matplotlib"} <= _extras_tools()
     assert "foureyes[test]" in PYPROJECT["project"]["optional-dependencies"]["dev"]
 
 
 def test_every_module_and_the_app_need_only_the_core_dependencies(tmp_path: Path) -> None:
     blocked = _modules_of(_extras_tools())
-    assert {"pytest", "_pytest", "hypothesis", "opentelemetry.sdk"} <= set(blocked)
+    assert {"pytest", "_pytest", "hypothesis", "opentelemetry.sdk", "matplotlib"} <= set(blocked)
     child = subprocess.run(
         [sys.executable, "-c", _CHILD, json.dumps(blocked), f"sqlite+aiosqlite:///{tmp_path}/s.db"],
         capture_output=True,

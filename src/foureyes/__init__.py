@@ -1,12 +1,19 @@
 """foureyes: a model proposes; deterministic code decides; every decision is bound to its bytes."""
 
+from __future__ import annotations
+
+import importlib
+import typing
+
 # First: the server's modules read it while this package is still being imported.
 __version__ = "0.1.0"
 
 from foureyes.config import Config, load_config
 from foureyes.core.errors import FoureyesError
 from foureyes.core.reasons import ReasonCode
-from foureyes.guard import Guard, SyncGuard
+
+if typing.TYPE_CHECKING:
+    from foureyes.guard import Guard, SyncGuard
 
 __all__ = [
     "Config",
@@ -17,3 +24,20 @@ __all__ = [
     "__version__",
     "load_config",
 ]
+
+# Imported on first use: the guard opens the whole runtime (server, pipeline, store), which
+# `import foureyes.<anything>` (every CLI command, the simulator) need not pay for.
+_LAZY = {"Guard": "foureyes.guard", "SyncGuard": "foureyes.guard"}
+
+
+def __getattr__(name: str) -> typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'foureyes' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import html
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -185,3 +190,60 @@ async def test_no_plot_label_overlaps_another_or_leaves_the_figure(
     ]:
         with plot.figure(metrics, text, *args) as fig:
             assert _overlapping_texts(fig) == [], plot.draw.__name__
+
+
+# A child interpreter where matplotlib is not installed, as after `pip install .` (the
+# `eval` extra left out): a finder refuses it, then `foureyes ARGV...` runs.
+_WITHOUT_MATPLOTLIB = """
+import importlib.abc, sys
+
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Refuse())
+sys.argv = ["foureyes", *sys.argv[1:]]
+from foureyes.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+async def test_without_matplotlib_the_report_is_written_and_says_why_it_has_no_plots(
+    tmp_path: Path, store: Store, as_json: bool
+) -> None:
+    await _triage_run(tmp_path, store)
+    out = tmp_path / "out"
+    env = {**os.environ, "FOUREYES_STORE__URL": eval_config(tmp_path).store.url}
+    argv = ["eval", "report", "t", "--out", str(out), *(["--json"] if as_json else [])]
+    child = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_MATPLOTLIB, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr[-3000:]
+    note = report_strings().text("plots.missing", Locale.EN)
+    assert "pip install 'foureyes[eval]'" in note
+    if as_json:
+        assert json.loads(child.stdout)["plots_note"] == note
+    else:
+        assert note in " ".join(child.stderr.split())
+    page = (out / "t.html").read_text(encoding="utf-8")
+    assert "<img" not in page and html.escape(note) in page
+    assert "critical recall" in page  # the tables are all there
+    assert "critical recall" in (out / "t.md").read_text(encoding="utf-8")
+
+
+async def test_with_matplotlib_a_report_has_no_missing_plots_note(
+    tmp_path: Path, store: Store
+) -> None:
+    await _triage_run(tmp_path, store)
+    run, metrics = await load_metrics(store, "t")
+    view = report_view(run, metrics)
+    assert view.plots_note is None and view.plots
+    assert view.as_json()["plots"]["note"] is None

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +75,48 @@ async def test_reopening_an_upgraded_database_is_a_no_op(
     conn.close()
     assert schema_after == schema_before
     assert await second.traces.get(trace_id) is not None
+
+
+# In a child interpreter (this one has read the scripts already): count the opens of the
+# revision scripts (an audit hook sees every file opened) while a store is opened four
+# times on one SQLite file: the first migrates it, the others find it at head.
+_COUNT_SCRIPT_READS = """
+import asyncio, json, sys
+from foureyes.config import Config
+
+reads = []
+def hook(event, args):
+    if event == "open" and isinstance(args[0], str) and "/migrations/versions/" in args[0]:
+        reads.append(args[0])
+sys.addaudithook(hook)
+
+from foureyes.store import Store
+
+async def main():
+    cfg = Config.model_validate({"store": {"url": sys.argv[1]}})
+    counts = []
+    for _ in range(4):
+        before = len(reads)
+        store = await Store.open(cfg.store, cfg.privacy, {})
+        await store.close()
+        counts.append(len(reads) - before)
+    print(json.dumps(counts))
+
+asyncio.run(main())
+"""
+
+
+def test_opening_a_store_at_head_reads_no_migration_script(sqlite_url: str) -> None:
+    child = subprocess.run(
+        [sys.executable, "-c", _COUNT_SCRIPT_READS, sqlite_url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    first, *again = json.loads(child.stdout)
+    assert first > 0  # the hook sees them: the first open migrated an empty file
+    assert again == [0, 0, 0]
 
 
 async def test_stores_opening_a_fresh_database_together_migrate_it_once(

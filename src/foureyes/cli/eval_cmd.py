@@ -263,6 +263,15 @@ def report(
     except (UsageError, OSError) as exc:
         _loud(exc, as_json=as_json)
     if as_json:
-        emit_json({"ok": True, "html": str(files.html), "markdown": str(files.markdown)})
+        emit_json(
+            {
+                "ok": True,
+                "html": str(files.html),
+                "markdown": str(files.markdown),
+                "plots_note": files.plots_note,
+            }
+        )
         return
     console.print(f"wrote {files.html} and {files.markdown}")
+    if files.plots_note is not None:
+        err_console.print(files.plots_note, markup=False, highlight=False)

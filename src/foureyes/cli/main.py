@@ -1,44 +1,104 @@
-"""Entry point of the ``foureyes`` command: one import per command group."""
+"""Entry point of the ``foureyes`` command: each command's module imported when it runs.
+
+A command module imports what its command needs (the server, the store, the evals), so
+importing them all costs seconds of CPU for every invocation; :class:`_LazyGroup` imports
+only the one named on the command line (``--help`` lists all, so it imports all).
+"""
 
 from __future__ import annotations
 
-import typer
+import importlib
+from collections.abc import Callable
+from typing import Any
 
-from foureyes.cli import (
-    assess_cmd,
-    calibrate_cmd,
-    chat_cmd,
-    config_cmd,
-    eval_cmd,
-    facts_cmd,
-    keys_cmd,
-    review_cmd,
-    risk_cmd,
-    serve_cmd,
-    simulate_cmd,
-    store_cmd,
-    trace_cmd,
-)
+import typer
+from typer import _click as click  # typer's own click (0.29 vendors it): its Command types
+from typer.core import TyperGroup
+from typer.models import CommandInfo
+
+Loader = Callable[[], click.Command]
+
+
+def _command(module: str, function: str) -> Loader:
+    """A loader of ``module.function`` as a single command, as ``app.command()`` mounts it."""
+
+    def load() -> click.Command:
+        callback = getattr(importlib.import_module(module), function)
+        return typer.main.get_command_from_info(
+            CommandInfo(callback=callback),
+            pretty_exceptions_short=app.pretty_exceptions_short,
+            rich_markup_mode=app.rich_markup_mode,
+        )
+
+    return load
+
+
+def _group(module: str) -> Loader:
+    """A loader of the command group ``module.app``, as ``app.add_typer`` mounts it."""
+    return lambda: typer.main.get_group(importlib.import_module(module).app)
+
+
+def _risk() -> click.Command:
+    """The ``risk`` group with ``calibrate`` mounted on it (it lives in its own module)."""
+    from foureyes.cli import calibrate_cmd, risk_cmd
+
+    if not any(info.name == "calibrate" for info in risk_cmd.app.registered_commands):
+        risk_cmd.app.command("calibrate")(calibrate_cmd.calibrate)
+    return typer.main.get_group(risk_cmd.app)
+
+
+_PKG = "foureyes.cli."
+# Name -> loader, in the order `foureyes --help` lists them.
+_COMMANDS: dict[str, Loader] = {
+    "serve": _command(_PKG + "serve_cmd", "serve"),
+    "chat": _command(_PKG + "chat_cmd", "chat"),
+    "simulate": _command(_PKG + "simulate_cmd", "simulate"),
+    "assess": _command(_PKG + "assess_cmd", "assess"),
+    "review": _command(_PKG + "review_cmd", "review"),
+    "config": _group(_PKG + "config_cmd"),
+    "risk": _risk,
+    "facts": _group(_PKG + "facts_cmd"),
+    "keys": _group(_PKG + "keys_cmd"),
+    "trace": _group(_PKG + "trace_cmd"),
+    "store": _group(_PKG + "store_cmd"),
+    "eval": _group(_PKG + "eval_cmd"),
+}
+
+
+class _LazyGroup(TyperGroup):
+    """The top-level group: builds a command from its module on first use."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._loaded: dict[str, click.Command] = {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*_COMMANDS, *(n for n in super().list_commands(ctx) if n not in _COMMANDS)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        loader = _COMMANDS.get(cmd_name)
+        if loader is None:
+            return super().get_command(ctx, cmd_name)
+        if cmd_name not in self._loaded:
+            command = loader()
+            command.name = cmd_name
+            self._loaded[cmd_name] = command
+        return self._loaded[cmd_name]
+
 
 app = typer.Typer(
     name="foureyes",
+    cls=_LazyGroup,
     no_args_is_help=True,
     add_completion=False,
     help="foureyes: a model proposes; deterministic code decides.",
 )
-app.add_typer(config_cmd.app, name="config")
-app.command("serve")(serve_cmd.serve)
-app.command("chat")(chat_cmd.chat)
-app.command("simulate")(simulate_cmd.simulate)
-app.command("assess")(assess_cmd.assess)
-risk_cmd.app.command("calibrate")(calibrate_cmd.calibrate)
-app.add_typer(risk_cmd.app, name="risk")
-app.command("review")(review_cmd.review)
-app.add_typer(facts_cmd.app, name="facts")
-app.add_typer(keys_cmd.app, name="keys")
-app.add_typer(trace_cmd.app, name="trace")
-app.add_typer(store_cmd.app, name="store")
-app.add_typer(eval_cmd.app, name="eval")
+
+
+@app.callback()
+def _root() -> None:
+    # A group needs a callback or a registered command to be built; the commands are lazy.
+    pass
 
 
 def main() -> None:

@@ -91,6 +91,15 @@ def _matplotlib() -> tuple[ModuleType, ModuleType]:
     return plt, font_manager
 
 
+def available() -> bool:
+    """Whether matplotlib can be imported here (the ``eval`` extra: ``foureyes[eval]``)."""
+    try:
+        _matplotlib()
+    except ImportError:
+        return False
+    return True
+
+
 def cjk_font() -> str | None:
     """The family name of a font with Chinese ideographs on this machine, or ``None``."""
     with _DRAWING:

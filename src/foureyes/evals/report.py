@@ -52,6 +52,8 @@ class ReportFiles:
     """The self-contained page."""
     markdown: Path
     """The Markdown summary."""
+    plots_note: str | None = None
+    """Why the page has no plots (matplotlib is not installed), else ``None``."""
 
 
 def _records(rows: Sequence[EvalResultRow]) -> list[PairRecord]:
@@ -151,6 +153,8 @@ class ReportView:
     plots: tuple[ReportPlot, ...]
     confusion_heading: str
     confusions: tuple[ReportPlot, ...]
+    plots_note: str | None = None
+    """Why there are no plots (matplotlib, the ``eval`` extra, is missing), else ``None``."""
 
     def as_json(self) -> dict[str, Any]:
         """The view as JSON: tables as header and rows, plots as base64 PNG."""
@@ -175,8 +179,16 @@ class ReportView:
             "facts": table(self.facts),
             "arms": table(self.arms),
             "agreement": table(self.agreement),
-            "plots": {"heading": self.plots_heading, "items": plots(self.plots)},
-            "confusions": {"heading": self.confusion_heading, "items": plots(self.confusions)},
+            "plots": {
+                "heading": self.plots_heading,
+                "items": plots(self.plots),
+                "note": self.plots_note,
+            },
+            "confusions": {
+                "heading": self.confusion_heading,
+                "items": plots(self.confusions),
+                "note": None,  # said once, under the plots
+            },
         }
 
 
@@ -271,22 +283,28 @@ def report_view(run: EvalRunRow, metrics: RunMetrics, locale: Locale = Locale.EN
                 for arm, g in metrics.agreement.items()
             ),
         )
-    # A CJK font, when there is one, also draws the run's own names in any report.
-    labels = _plots.PlotText.of(strings, locale, _plots.cjk_font())
-    # The alternative texts are the page's, in its locale even where the plots' own
-    # words fall back to English for want of a font.
-    plots = (
-        ReportPlot(text("plot.pass_rate.title"), _plots.pass_rate_png(metrics, labels)),
-        ReportPlot(text("plot.corrections.title"), _plots.corrections_png(metrics, labels)),
-        ReportPlot(text("plot.cost.title"), _plots.cost_benefit_png(metrics, labels)),
-    )
-    confusions = tuple(
-        ReportPlot(
-            text("plot.confusion.title").format(arm=a.arm),
-            _plots.confusion_png(metrics, a.arm, labels),
+    plots: tuple[ReportPlot, ...] = ()
+    confusions: tuple[ReportPlot, ...] = ()
+    note = None
+    if not _plots.available():  # a slim install: the tables only, and why
+        note = text("plots.missing")
+    else:
+        # A CJK font, when there is one, also draws the run's own names in any report.
+        labels = _plots.PlotText.of(strings, locale, _plots.cjk_font())
+        # The alternative texts are the page's, in its locale even where the plots' own
+        # words fall back to English for want of a font.
+        plots = (
+            ReportPlot(text("plot.pass_rate.title"), _plots.pass_rate_png(metrics, labels)),
+            ReportPlot(text("plot.corrections.title"), _plots.corrections_png(metrics, labels)),
+            ReportPlot(text("plot.cost.title"), _plots.cost_benefit_png(metrics, labels)),
         )
-        for a in metrics.arms
-    )
+        confusions = tuple(
+            ReportPlot(
+                text("plot.confusion.title").format(arm=a.arm),
+                _plots.confusion_png(metrics, a.arm, labels),
+            )
+            for a in metrics.arms
+        )
     return ReportView(
         locale=locale,
         title=text("title").format(run=run.run_id),
@@ -297,6 +315,7 @@ def report_view(run: EvalRunRow, metrics: RunMetrics, locale: Locale = Locale.EN
         plots=plots,
         confusion_heading=text("heading.confusion"),
         confusions=confusions,
+        plots_note=note,
     )
 
 
@@ -363,9 +382,14 @@ def html_of(view: ReportView) -> str:
         _table(view.arms),
         f"<h2>{html.escape(view.plots_heading)}</h2>",
         *(_img(p) for p in view.plots),
-        f"<h2>{html.escape(view.confusion_heading)}</h2>",
-        *(_img(p) for p in view.confusions),
     ]
+    if view.plots_note is not None:
+        parts.append(f"<p class='note'>{html.escape(view.plots_note)}</p>")
+    else:
+        parts += [
+            f"<h2>{html.escape(view.confusion_heading)}</h2>",
+            *(_img(p) for p in view.confusions),
+        ]
     if view.agreement is not None:
         parts += [f"<h2>{html.escape(view.agreement.heading)}</h2>", _table(view.agreement)]
     parts.append("</body></html>")
@@ -386,8 +410,12 @@ async def write_report(
     check_run_id(run_id)
     run, metrics = await load_metrics(store, run_id)
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = ReportFiles(html=out_dir / f"{run_id}.html", markdown=out_dir / f"{run_id}.md")
     view = report_view(run, metrics, locale)
+    files = ReportFiles(
+        html=out_dir / f"{run_id}.html",
+        markdown=out_dir / f"{run_id}.md",
+        plots_note=view.plots_note,
+    )
     files.html.write_text(html_of(view), encoding="utf-8")
     files.markdown.write_text(markdown_of(view), encoding="utf-8")
     return files

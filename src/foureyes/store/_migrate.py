@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, text
 
@@ -26,8 +28,9 @@ def alembic_config(connection: Connection | None = None) -> Config:
     return config
 
 
+@cache
 def head_revision() -> str | None:
-    """The newest revision this version of foureyes knows."""
+    """The newest revision this version of foureyes knows (its scripts read once per process)."""
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
@@ -51,4 +54,8 @@ async def upgrade_to_head(db: Database) -> None:
 
 
 def _upgrade(connection: Connection) -> None:
+    # At head already (every open but the first of a new version): nothing to load or run.
+    # Reading the version row is all; `command.upgrade` would read every script again.
+    if MigrationContext.configure(connection).get_current_heads() == (head_revision(),):
+        return
     command.upgrade(alembic_config(connection), "head")

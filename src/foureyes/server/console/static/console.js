@@ -687,7 +687,8 @@
       .filter((p) => typeof p.png_base64 === "string" && BASE64.test(p.png_base64))
       .map((p) => h("img", { class: "plot", alt: String(p.alt ?? ""),
         src: `data:image/png;base64,${p.png_base64}` }));
-    return [h("h4", {}, group.heading), h("div", { class: "plots" }, images)];
+    const note = typeof group.note === "string" ? [h("p", { class: "note" }, group.note)] : [];
+    return [h("h4", {}, group.heading), ...note, h("div", { class: "plots" }, images)];
   }
 
   async function openReport(id) {
