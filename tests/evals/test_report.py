@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 import html
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -36,23 +39,50 @@ from tests.evals._support import eval_config, store
 __all__ = ["store"]
 
 
-async def _triage_run(tmp_path: Path, store: Store, run_id: str = "t") -> int:
-    """Run the shipped triage suite offline into ``store``; return its number of arms."""
+TRIAGE_ARMS = len(load_suite(suite_path("triage")).arms)
+
+
+@pytest.fixture(scope="module")
+def triage_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped triage suite run offline once per module (run id ``t``), as a file.
+
+    A run of the whole suite is most of these tests' cost; each test opens a copy of it.
+    """
+    folder = tmp_path_factory.mktemp("triage-run")
+
+    async def run() -> None:
+        cfg = eval_config(folder)
+        suite = load_suite(suite_path("triage"))
+        providers = eval_providers(cfg, ["offline", "strong"], {})
+        opened = await Store.open(cfg.store, cfg.privacy, {})
+        try:
+            await EvalRunner(
+                suite, suite.arms, config=cfg, providers=providers, store=opened, run_id="t"
+            ).run()
+        finally:
+            await opened.close()
+
+    asyncio.run(run())
+    return folder / "eval.db"
+
+
+@pytest.fixture
+async def triage_store(tmp_path: Path, triage_db: Path) -> AsyncIterator[Store]:
+    """A store of this test's own (at ``eval_config(tmp_path)``) holding the triage run ``t``."""
+    shutil.copyfile(triage_db, tmp_path / "eval.db")
     cfg = eval_config(tmp_path)
-    suite = load_suite(suite_path("triage"))
-    providers = eval_providers(cfg, ["offline", "strong"], {})
-    await EvalRunner(
-        suite, suite.arms, config=cfg, providers=providers, store=store, run_id=run_id
-    ).run()
-    return len(suite.arms)
+    opened = await Store.open(cfg.store, cfg.privacy, {})
+    try:
+        yield opened
+    finally:
+        await opened.close()
 
 
-async def test_report_of_a_triage_run(tmp_path: Path, store: Store) -> None:
-    arms = await _triage_run(tmp_path, store)
-    files = await write_report(store, "t", tmp_path / "out")
+async def test_report_of_a_triage_run(tmp_path: Path, triage_store: Store) -> None:
+    files = await write_report(triage_store, "t", tmp_path / "out")
     page = files.html.read_text(encoding="utf-8")
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == 3 + arms
+    assert len(images) == 3 + TRIAGE_ARMS
     assert all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
     assert "http://" not in page and "https://" not in page
     summary = files.markdown.read_text(encoding="utf-8")
@@ -84,10 +114,9 @@ async def test_report_of_an_unknown_run_is_refused(tmp_path: Path, store: Store)
     ],
 )
 async def test_a_report_in_chinese_says_everything_in_chinese(
-    tmp_path: Path, store: Store, locale: Locale, title: str, verdict: str, header: str
+    tmp_path: Path, triage_store: Store, locale: Locale, title: str, verdict: str, header: str
 ) -> None:
-    await _triage_run(tmp_path, store)
-    files = await write_report(store, "t", tmp_path / "out", locale=locale)
+    files = await write_report(triage_store, "t", tmp_path / "out", locale=locale)
     page = files.html.read_text(encoding="utf-8")
     summary = files.markdown.read_text(encoding="utf-8")
 
@@ -97,15 +126,14 @@ async def test_a_report_in_chinese_says_everything_in_chinese(
         # No word of the English report is left (the run's own names are not words).
         for english in ("no significant difference", "pass rate", "false diversion", "Arms"):
             assert english not in text
-    english_page = html_of(report_view(*await load_metrics(store, "t")))
+    english_page = html_of(report_view(*await load_metrics(triage_store, "t")))
     assert "no significant difference (McNemar exact p = " in english_page
 
 
 async def test_chinese_plots_are_drawn_with_chinese_words_when_a_cjk_font_exists(
-    tmp_path: Path, store: Store
+    tmp_path: Path, triage_store: Store
 ) -> None:
-    await _triage_run(tmp_path, store)
-    run, metrics = await load_metrics(store, "t")
+    run, metrics = await load_metrics(triage_store, "t")
     strings = report_strings()
     # The words follow the locale only when a font can draw them.
     drawn = _plots.PlotText.of(strings, Locale.ZH_HANS, "Some CJK Family")
@@ -126,9 +154,8 @@ async def test_chinese_plots_are_drawn_with_chinese_words_when_a_cjk_font_exists
     assert _plots.pass_rate_png(metrics, words) != _plots.pass_rate_png(metrics, latin_only)
 
 
-async def test_markdown_cells_cannot_break_the_table(tmp_path: Path, store: Store) -> None:
-    await _triage_run(tmp_path, store)
-    view = report_view(*await load_metrics(store, "t"))
+async def test_markdown_cells_cannot_break_the_table(tmp_path: Path, triage_store: Store) -> None:
+    view = report_view(*await load_metrics(triage_store, "t"))
     first = view.arms.rows[0]
     bent = dataclasses.replace(view.arms, rows=(("a|b", *first[1:]),))
     table = markdown_of(dataclasses.replace(view, arms=bent, agreement=None))
@@ -167,10 +194,9 @@ def _overlapping_texts(fig: Any) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("locale", [Locale.EN, Locale.ZH_HANS])
 async def test_no_plot_label_overlaps_another_or_leaves_the_figure(
-    tmp_path: Path, store: Store, locale: Locale
+    tmp_path: Path, triage_store: Store, locale: Locale
 ) -> None:
-    await _triage_run(tmp_path, store)
-    _, metrics = await load_metrics(store, "t")
+    _, metrics = await load_metrics(triage_store, "t")
     # Long arm names, all at the same (zero) cost: the case where labels used to collide.
     renamed = {a.arm: f"{a.arm}-with-a-rather-long-arm-name" for a in metrics.arms}
     metrics = dataclasses.replace(
@@ -212,9 +238,8 @@ main()
 
 @pytest.mark.parametrize("as_json", [True, False])
 async def test_without_matplotlib_the_report_is_written_and_says_why_it_has_no_plots(
-    tmp_path: Path, store: Store, as_json: bool
+    tmp_path: Path, triage_store: Store, as_json: bool
 ) -> None:
-    await _triage_run(tmp_path, store)
     out = tmp_path / "out"
     env = {**os.environ, "FOUREYES_STORE__URL": eval_config(tmp_path).store.url}
     argv = ["eval", "report", "t", "--out", str(out), *(["--json"] if as_json else [])]
@@ -240,10 +265,9 @@ async def test_without_matplotlib_the_report_is_written_and_says_why_it_has_no_p
 
 
 async def test_with_matplotlib_a_report_has_no_missing_plots_note(
-    tmp_path: Path, store: Store
+    tmp_path: Path, triage_store: Store
 ) -> None:
-    await _triage_run(tmp_path, store)
-    run, metrics = await load_metrics(store, "t")
+    run, metrics = await load_metrics(triage_store, "t")
     view = report_view(run, metrics)
     assert view.plots_note is None and view.plots
     assert view.as_json()["plots"]["note"] is None
