@@ -219,6 +219,43 @@ async def test_the_database_refuses_a_row_its_evidence_does_not_say(
     assert await held.raw.value("SELECT count(*) FROM observations WHERE subject = 'raw'") == 0
 
 
+async def test_the_database_refuses_a_record_from_a_source_the_kind_does_not_accept(
+    held: Held,
+) -> None:
+    # The record is held (the owner's path could not write it, but a raw writer can), of
+    # the right kind, rendered right: only its source, a chat, is wrong for the kind.
+    values = _row(held.catalog, held.kinds, "ex-2", "exercise_pattern")
+    values |= {"evidence_ref": "ex-chat", "catalog_sha256": "d" * 64}
+    raw = held.raw
+    await raw.execute(
+        "INSERT INTO evidence_snapshots VALUES (?, ?)", "d" * 64, values["snapshot_id"]
+    )
+    await raw.execute(
+        "INSERT INTO evidence_records VALUES (?, 'ex-chat', ?, 'lifestyle.exercise', 'chat', ?)",
+        "d" * 64,
+        values["evidence_sha256"],
+        True,
+    )
+    for slot, text in (("activity", "跑步"), ("frequency", "3")):
+        await raw.execute(
+            "INSERT INTO evidence_slots VALUES (?, 'ex-chat', ?, ?)", "d" * 64, slot, text
+        )
+    with pytest.raises(raw.refused(), match=REJECT_PREFIX + "source_incompatible"):
+        await _insert(raw, values)
+    await raw.execute(
+        "INSERT INTO evidence_records"
+        " VALUES (?, 'ex-wear', ?, 'lifestyle.exercise', 'wearable', ?)",
+        "d" * 64,
+        values["evidence_sha256"],
+        True,
+    )
+    for slot, text in (("activity", "跑步"), ("frequency", "3")):
+        await raw.execute(
+            "INSERT INTO evidence_slots VALUES (?, 'ex-wear', ?, ?)", "d" * 64, slot, text
+        )
+    await _insert(raw, values | {"evidence_ref": "ex-wear"})  # the same from a wearable
+
+
 @pytest.mark.parametrize(
     "template",
     [

@@ -284,6 +284,7 @@ def held_kinds(kinds: KindRegistry) -> KindTemplates:
                 label=kind.label[locale],
                 template=kind.template[locale],
                 record_kinds=kind.sources,
+                record_sources=kind.record_sources,
             )
             for kind in kinds
             for locale in Locale

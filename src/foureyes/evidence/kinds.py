@@ -7,6 +7,7 @@ text. Kinds come from TOML (pinned)::
 
     [kinds.exercise_pattern]
     sources = ["lifestyle.exercise"]
+    record_sources = ["questionnaire", "wearable"]
     label = {zh-Hans = "运动记录", zh-Hant = "運動記錄", en = "Exercise record"}
     template = {zh-Hans = "来源记录：{value}。", zh-Hant = "來源記錄：{value}。",
                 en = "Source record: {value}."}
@@ -144,14 +145,18 @@ class ObservationKind(BaseModel):
     sources: tuple[Annotated[str, Field(max_length=128, pattern=SOURCE_KIND_PATTERN)], ...] = Field(
         min_length=1
     )
-    """Source kinds of the records it may cite (kept sorted, without repeats)."""
+    """Source kinds of the records it may cite (kept sorted, without repeats); a record of
+    another kind is ``kind_incompatible``."""
+    record_sources: tuple[Annotated[str, Field(min_length=1, max_length=256)], ...] = ()
+    """The record sources (a record's ``source``: ``questionnaire``, ``wearable``) it
+    accepts, kept sorted; a record from another is ``source_incompatible``. Empty: any."""
     label: dict[Locale, _Label]
     """Its label in every locale."""
     template: dict[Locale, str]
     """Its rendering template in every locale."""
     _templates: dict[Locale, Template] = PrivateAttr()
 
-    @field_validator("sources")
+    @field_validator("sources", "record_sources")
     @classmethod
     def _sorted(cls, sources: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(sorted(set(sources)))
@@ -183,6 +188,10 @@ class ObservationKind(BaseModel):
     def may_cite(self, source_kind: str) -> bool:
         """Whether a record of ``source_kind`` may back this kind."""
         return source_kind in self.sources
+
+    def accepts_source(self, source: str) -> bool:
+        """Whether a record from ``source`` may back this kind."""
+        return not self.record_sources or source in self.record_sources
 
     def template_for(self, locale: Locale) -> Template:
         """The parsed template of ``locale``."""
