@@ -466,6 +466,11 @@ class EvidenceConfig(_Section):
     """Schema of ``catalog_table`` (PostgreSQL); unset: the default schema."""
     columns: ColumnMap = ColumnMap()
     """Which column of ``catalog_table`` holds each field of a record."""
+    owner_url: str | None = None
+    """SQLAlchemy async URL of the store's database as the durable owner's own role
+    (``postgresql+asyncpg://foureyes_owner@db/foureyes``, after ``foureyes store
+    init-roles``): the owner writes observations through it, and ``store.url``'s role may
+    only read them. Unset: the owner writes through the store's own connection."""
 
     @model_validator(mode="after")
     def _one_source(self) -> EvidenceConfig:
@@ -474,9 +479,11 @@ class EvidenceConfig(_Section):
             problems.append("evidence: set catalog_file or catalog_url, not both")
         if (self.catalog_url is None) != (self.catalog_table is None):
             problems.append("evidence.catalog_url and evidence.catalog_table go together")
-        if self.catalog_url is not None:
+        for key, url in (("catalog_url", self.catalog_url), ("owner_url", self.owner_url)):
+            if url is None:
+                continue
             try:
-                _check_driver("evidence.catalog_url", self.catalog_url)
+                _check_driver(f"evidence.{key}", url)
             except ValueError as exc:
                 problems.append(str(exc))
         has_source = self.catalog_file is not None or self.catalog_url is not None

@@ -114,7 +114,7 @@ def test_a_selector_adding_prose_is_rejected_and_its_text_never_stored(
         (0, "extra_fields"),
         (2, "extra_fields"),
         (4, "extra_fields"),
-        (5, "source_incompatible"),
+        (5, "kind_incompatible"),
     ]
     assert body["rejected"][0]["selection"] == HOSTILE["selections"][0]
     assert body["explanation"] == {
@@ -152,7 +152,7 @@ def test_the_human_output_shows_both_lists(simulator: RunningSimulator, tmp_path
     result = runner.invoke(root, [*EXAMPLE, "--config", _sim_config(tmp_path, simulator)])
     assert result.exit_code == 0, result.output
     assert "committed" in result.stdout and "accepted" in result.stdout
-    assert "extra_fields" in result.stdout and "source_incompatible" in result.stdout
+    assert "extra_fields" in result.stdout and "kind_incompatible" in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -112,3 +112,21 @@ def test_an_unreachable_store_fails_with_exit_1(monkeypatch: pytest.MonkeyPatch)
 
     assert code == 1 and body["ok"] is False and body["error"] == "StoreError"
     assert "pw@" not in json.dumps(body)
+
+
+def test_init_roles_on_sqlite_is_refused_naming_postgresql() -> None:
+    result = runner.invoke(app, ["store", "init-roles", "--json"])
+    assert result.exit_code == 1
+    assert "PostgreSQL" in json.loads(result.stdout)["problems"][0]
+
+
+@pytest.mark.postgres
+def test_init_roles_creates_both_roles_on_postgresql(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FOUREYES_STORE__URL", postgres_url)
+    args = ["store", "init-roles", "--json", "--gateway", "cli_gw", "--owner", "cli_own"]
+    for _ in range(2):  # and again, unchanged
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.stdout
+        assert json.loads(result.stdout) == {"ok": True, "gateway": "cli_gw", "owner": "cli_own"}

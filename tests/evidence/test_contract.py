@@ -6,6 +6,7 @@ import pytest
 
 from foureyes.core.locale import Locale
 from foureyes.evidence import (
+    REJECT_REASON_NAMES,
     Catalog,
     KindRegistry,
     RejectReason,
@@ -46,14 +47,33 @@ def sel(kind: str, ref: str, **extra: Any) -> dict[str, Any]:
         (sel("exercise_plan", "ex-1"), "unknown_kind"),
         (sel("exercise_pattern", "ex-404"), "unknown_ref"),
         (sel("report_indicator", "lab-2"), "inadmissible"),
-        (sel("exercise_pattern", "note-1"), "source_incompatible"),
-        (sel("posture_finding", "ex-1"), "source_incompatible"),
+        (sel("exercise_pattern", "note-1"), "kind_incompatible"),
+        (sel("posture_finding", "ex-1"), "kind_incompatible"),
     ],
 )
 def test_each_selection_gets_its_reason(
     selection: Any, reason: str, catalog: Catalog, kinds: KindRegistry
 ) -> None:
     assert _reasons([selection], catalog, kinds) == [reason]
+
+
+def test_a_record_of_the_right_kind_from_a_source_the_kind_refuses_is_source_incompatible(
+    kinds: KindRegistry,
+) -> None:
+    document = example_document()
+    chat = {**document["items"][0], "ref": "ex-chat", "source": "chat"}
+    catalog = catalog_from_mapping({**document, "items": [*document["items"], chat]})
+    assert _reasons(
+        [sel("exercise_pattern", "ex-chat"), sel("exercise_pattern", "ex-1")], catalog, kinds
+    ) == ["source_incompatible", "accepted"]
+
+
+def test_every_reject_reason_has_a_name_in_every_locale() -> None:
+    assert set(REJECT_REASON_NAMES) == set(RejectReason)
+    for reason in RejectReason:
+        names = REJECT_REASON_NAMES[reason]
+        assert set(names) == set(Locale) and all(text.strip() for text in names.values())
+    assert len({names[Locale.EN] for names in REJECT_REASON_NAMES.values()}) == len(RejectReason)
 
 
 def test_one_bad_selection_does_not_cost_the_good_ones(

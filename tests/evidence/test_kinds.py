@@ -75,6 +75,10 @@ def test_kinds_build_in_python_with_sorted_sources() -> None:
         " ",
         "Training volume is too low.",
         "{{value}} is literal text, no slot",
+        "{{x}} {value}",
+        "a } {value}",
+        "{value} {",
+        "{value}}",
     ],
 )
 def test_templates_allow_only_plain_named_slots(template: str) -> None:
@@ -82,10 +86,10 @@ def test_templates_allow_only_plain_named_slots(template: str) -> None:
         Template.parse(template)
 
 
-def test_literal_braces_are_text() -> None:
-    template = Template.parse("{{x}} {value}")
-    assert template.slots == ("value",)
-    assert "".join(literal for literal, _ in template.parts) == "{x} "
+def test_text_around_slots_is_literal() -> None:
+    template = Template.parse("[x] {value}: {a}.")
+    assert template.slots == ("value", "a")
+    assert "".join(literal for literal, _ in template.parts) == "[x] : ."
 
 
 @pytest.mark.parametrize(

@@ -97,9 +97,9 @@ def test_a_slot_that_cannot_be_filled_makes_the_record_unrenderable(value: Any, 
 
 
 def test_template_text_around_slots_is_kept_verbatim() -> None:
-    template = Template.parse("{{a}} {x}/{x} <{y}>")
-    assert render_template(template, _item({"x": "1", "y": "<b>"})) == "{a} 1/1 <<b>>"
+    template = Template.parse("[a] {x}/{x} <{y}>")
+    assert render_template(template, _item({"x": "1", "y": "<b>"})) == "[a] 1/1 <<b>>"
 
 
 def test_the_renderer_has_a_version() -> None:
-    assert RENDERER_VERSION == "1"
+    assert RENDERER_VERSION == "2"

@@ -31,6 +31,7 @@ from foureyes.evidence.render import (
     slot_text,
 )
 from foureyes.evidence.selection import (
+    REJECT_REASON_NAMES,
     SELECTION_KEYS,
     Rejection,
     RejectReason,
@@ -80,6 +81,7 @@ __all__ = [
     "ObservationKind",
     "PURPOSE_EXPLAIN",
     "PURPOSE_SELECT",
+    "REJECT_REASON_NAMES",
     "RENDERER_VERSION",
     "RejectReason",
     "Rejection",

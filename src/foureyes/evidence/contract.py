@@ -56,7 +56,8 @@ def check_selections(
 
     A selection is accepted only when it is an object with exactly the keys ``kind`` and
     ``evidence_ref``, both strings, naming a registered kind and a record of ``catalog``
-    not cited before, admissible, of a source kind that kind may cite, and renderable. The
+    not cited before, admissible, of a record kind that kind may cite, from a source it
+    accepts, and renderable. The
     first failing check, in :class:`~foureyes.evidence.selection.RejectReason` order, is
     the reason given.
 
@@ -100,6 +101,8 @@ def _judge(
     if not item.admissible:
         return RejectReason.INADMISSIBLE
     if not kind.may_cite(item.kind):
+        return RejectReason.KIND_INCOMPATIBLE
+    if not kind.accepts_source(item.source):
         return RejectReason.SOURCE_INCOMPATIBLE
     observation = render(item, kind, locale)
     if observation is None:

@@ -22,16 +22,27 @@ from foureyes.core.locale import Locale
 from foureyes.evidence.catalog import Catalog, CatalogError, CatalogSource
 from foureyes.evidence.contract import Validation, check_selections
 from foureyes.evidence.kinds import KindRegistry
-from foureyes.evidence.render import RENDERER_VERSION, Observation
+from foureyes.evidence.render import RENDERER_VERSION, Observation, slot_texts
 from foureyes.evidence.selection import Rejection, RejectReason
 from foureyes.store.observations import (
     LOCAL_TENANT,
+    EvidenceRecord,
+    EvidenceSnapshot,
+    KindTemplate,
+    KindTemplates,
     NewObservation,
     ObservationBatch,
     SqlObservationLog,
 )
 
-__all__ = ["Claim", "CommitResult", "CommitStatus", "DurableOwner"]
+__all__ = [
+    "Claim",
+    "CommitResult",
+    "CommitStatus",
+    "DurableOwner",
+    "held_kinds",
+    "held_snapshot",
+]
 
 
 class CommitStatus(StrEnum):
@@ -218,7 +229,9 @@ class DurableOwner:
                 )
                 for a in validation.acceptances
             ]
-            recorded = await self.log.record(batch, rows)
+            recorded = await self.log.record(
+                batch, rows, snapshot=held_snapshot(catalog), kinds=held_kinds(self.kinds)
+            )
             skipped = set(recorded.already_recorded)
             persisted = tuple(
                 a.observation for a in validation.acceptances if a.item.ref not in skipped
@@ -238,6 +251,45 @@ class DurableOwner:
             rejected=tuple(sorted((*validation.rejected, *repeats), key=lambda r: r.index)),
             commit_id=commit_id,
         )
+
+
+def held_snapshot(catalog: Catalog) -> EvidenceSnapshot:
+    """``catalog`` as the store holds it, for the database to render from."""
+    return EvidenceSnapshot(
+        catalog_sha256=catalog.sha256,
+        snapshot_id=catalog.snapshot_id,
+        records=[
+            EvidenceRecord(
+                ref=item.ref,
+                sha256=item.sha256,
+                kind=item.kind,
+                source=item.source,
+                admissible=item.admissible,
+                slots=slot_texts(item),
+            )
+            for item in catalog.items
+        ],
+    )
+
+
+def held_kinds(kinds: KindRegistry) -> KindTemplates:
+    """Every kind of ``kinds`` in every locale, as the store holds them."""
+    return KindTemplates(
+        kinds_sha256=kinds.sha256,
+        renderer_version=RENDERER_VERSION,
+        templates=[
+            KindTemplate(
+                kind=kind.name,
+                locale=locale.value,
+                label=kind.label[locale],
+                template=kind.template[locale],
+                record_kinds=kind.sources,
+                record_sources=kind.record_sources,
+            )
+            for kind in kinds
+            for locale in Locale
+        ],
+    )
 
 
 @dataclass(frozen=True, slots=True)

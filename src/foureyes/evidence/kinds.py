@@ -7,6 +7,7 @@ text. Kinds come from TOML (pinned)::
 
     [kinds.exercise_pattern]
     sources = ["lifestyle.exercise"]
+    record_sources = ["questionnaire", "wearable"]
     label = {zh-Hans = "运动记录", zh-Hant = "運動記錄", en = "Exercise record"}
     template = {zh-Hans = "来源记录：{value}。", zh-Hant = "來源記錄：{value}。",
                 en = "Source record: {value}."}
@@ -15,9 +16,11 @@ or from Python (:class:`ObservationKind`, :class:`KindRegistry`).
 
 Slots: ``{value}`` is the record's value when it is a string, ``{source}`` and
 ``{observed_at}`` are the record's own fields, and any other name is a field of the
-record's value when the value is an object. ``{{`` and ``}}`` are literal braces. Format
-specs, conversions, positional slots and attribute or index access are refused when the
-kind is loaded, so a template can only ever restate a named field. A template without a
+record's value when the value is an object. Braces only ever delimit slots (there is no
+escape for a literal brace), and format specs, conversions, positional slots and
+attribute or index access are refused when the kind is loaded, so a template can only
+ever restate a named field, and the database's renderer (:mod:`foureyes.store.rendering`)
+fills it by plain substitution to the same bytes. A template without a
 slot is refused too: it would store the same prose as a durable observation whatever
 the cited record says.
 """
@@ -25,7 +28,6 @@ the cited record says.
 from __future__ import annotations
 
 import re
-import string
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -53,13 +55,18 @@ __all__ = [
     "ITEM_SLOTS",
     "KindRegistry",
     "ObservationKind",
+    "SLOT_PATTERN",
     "Template",
 ]
 
 ITEM_SLOTS = frozenset({"value", "source", "observed_at"})
 """Slot names that always mean the record's own fields, never a field of its value."""
 
-_SLOT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+SLOT_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+"""What a slot name looks like (matched whole): the field names a template may cite."""
+_SLOT = SLOT_PATTERN
+_BRACED = re.compile(r"\{([^{}]*)\}")
+_BRACES = re.compile(r"[{}]")
 _MAX_TEMPLATE_CHARS = 2000
 _MAX_LABEL_CHARS = 200
 
@@ -80,8 +87,11 @@ class Template:
     def parse(cls, text: str) -> Template:
         """Parse ``text``, refusing anything but literal text and ``{name}`` slots.
 
+        The grammar is the one the database checks too (``literal ({name} literal)+``,
+        literal text without ``{`` or ``}``), so both renderers fill the same slots.
+
         Raises:
-            ValueError: naming what is wrong (unbalanced braces, a format spec, a
+            ValueError: naming what is wrong (a brace outside a slot, a format spec, a
                 conversion, a positional slot, attribute or index access, no slot).
         """
         if not text.strip():
@@ -89,22 +99,26 @@ class Template:
         if len(text) > _MAX_TEMPLATE_CHARS:
             raise ValueError(f"a template must have at most {_MAX_TEMPLATE_CHARS} characters")
         parts: list[tuple[str, str | None]] = []
-        try:
-            parsed = list(string.Formatter().parse(text))
-        except ValueError as exc:
-            raise ValueError(f"template {text!r} is malformed: {exc}") from None
-        for literal, name, spec, conversion in parsed:
-            if name is None:
-                parts.append((literal, None))
-                continue
+        end = 0
+        for match in _BRACED.finditer(text):
+            literal, name = text[end : match.start()], match.group(1)
+            if _BRACES.search(literal):
+                raise ValueError(f"template {text[:80]!r} has a brace outside a {{slot}}")
             if not _SLOT.fullmatch(name):
-                raise ValueError(f"template slot {{{name}}} must be a plain field name")
-            if spec or conversion:
-                raise ValueError(f"template slot {{{name}}} must not have a format or conversion")
+                raise ValueError(
+                    f"template slot {{{name}}} must be a plain field name (no format, "
+                    "conversion, position, attribute or index)"
+                )
             parts.append((literal, name))
-        if all(slot is None for _, slot in parts):
+            end = match.end()
+        tail = text[end:]
+        if _BRACES.search(tail):
+            raise ValueError(f"template {text[:80]!r} has a brace outside a {{slot}}")
+        if not parts:
             # Invariant 8: text that cites no field of the record is prose, not evidence.
             raise ValueError(f"template {text[:80]!r} has no {{slot}}: it must restate the record")
+        if tail:
+            parts.append((tail, None))
         return cls(text=text, parts=tuple(parts))
 
     @property
@@ -131,14 +145,18 @@ class ObservationKind(BaseModel):
     sources: tuple[Annotated[str, Field(max_length=128, pattern=SOURCE_KIND_PATTERN)], ...] = Field(
         min_length=1
     )
-    """Source kinds of the records it may cite (kept sorted, without repeats)."""
+    """Source kinds of the records it may cite (kept sorted, without repeats); a record of
+    another kind is ``kind_incompatible``."""
+    record_sources: tuple[Annotated[str, Field(min_length=1, max_length=256)], ...] = ()
+    """The record sources (a record's ``source``: ``questionnaire``, ``wearable``) it
+    accepts, kept sorted; a record from another is ``source_incompatible``. Empty: any."""
     label: dict[Locale, _Label]
     """Its label in every locale."""
     template: dict[Locale, str]
     """Its rendering template in every locale."""
     _templates: dict[Locale, Template] = PrivateAttr()
 
-    @field_validator("sources")
+    @field_validator("sources", "record_sources")
     @classmethod
     def _sorted(cls, sources: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(sorted(set(sources)))
@@ -170,6 +188,10 @@ class ObservationKind(BaseModel):
     def may_cite(self, source_kind: str) -> bool:
         """Whether a record of ``source_kind`` may back this kind."""
         return source_kind in self.sources
+
+    def accepts_source(self, source: str) -> bool:
+        """Whether a record from ``source`` may back this kind."""
+        return not self.record_sources or source in self.record_sources
 
     def template_for(self, locale: Locale) -> Template:
         """The parsed template of ``locale``."""

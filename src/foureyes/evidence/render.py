@@ -7,8 +7,10 @@ fill (a missing field, a blank string, a boolean, null, an object or a list) mak
 record unrenderable; nothing is ever guessed or left half-filled.
 
 Values are written as they are: strings verbatim, integers in decimal, floats in Python's
-shortest round-trip form. Bump :data:`RENDERER_VERSION` whenever any of that changes, so
-stored observations say which rules wrote them.
+shortest round-trip form. :func:`slot_texts` is every slot's text as the store keeps it
+beside the record, so the database's own renderer fills the same slots with the same
+bytes. Bump :data:`RENDERER_VERSION` whenever any of that changes, so stored observations
+say which rules wrote them (version 2: braces only delimit slots).
 """
 
 from __future__ import annotations
@@ -17,11 +19,18 @@ from pydantic import BaseModel, ConfigDict
 
 from foureyes.core.locale import Locale
 from foureyes.evidence.catalog import EvidenceItem
-from foureyes.evidence.kinds import ITEM_SLOTS, ObservationKind, Template
+from foureyes.evidence.kinds import ITEM_SLOTS, SLOT_PATTERN, ObservationKind, Template
 
-__all__ = ["Observation", "RENDERER_VERSION", "render", "render_template", "slot_text"]
+__all__ = [
+    "Observation",
+    "RENDERER_VERSION",
+    "render",
+    "render_template",
+    "slot_text",
+    "slot_texts",
+]
 
-RENDERER_VERSION = "1"
+RENDERER_VERSION = "2"
 """Version of the rendering rules; stored with every observation."""
 
 
@@ -63,6 +72,19 @@ def slot_text(item: EvidenceItem, slot: str) -> str | None:
     if isinstance(raw, float):
         return repr(raw)
     return None
+
+
+def slot_texts(item: EvidenceItem) -> dict[str, str]:
+    """Every slot ``item`` can fill, with its text: what a template may cite of it.
+
+    A slot absent from the result is one :func:`slot_text` cannot fill; a field of the
+    value whose name no template could write is left out.
+    """
+    names = set(ITEM_SLOTS)
+    if isinstance(item.value, dict):
+        names.update(name for name in item.value if SLOT_PATTERN.fullmatch(name))
+    texts = {name: slot_text(item, name) for name in sorted(names)}
+    return {name: text for name, text in texts.items() if text is not None}
 
 
 def render_template(template: Template, item: EvidenceItem) -> str | None:

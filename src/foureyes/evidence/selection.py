@@ -17,9 +17,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue, create_model
 
+from foureyes.core.locale import Locale
 from foureyes.evidence.kinds import KindRegistry
 
 __all__ = [
+    "REJECT_REASON_NAMES",
     "RejectReason",
     "Rejection",
     "SELECTION_KEYS",
@@ -51,13 +53,39 @@ class RejectReason(StrEnum):
     """An earlier selection already cited that record."""
     INADMISSIBLE = "inadmissible"
     """The record exists but may not be cited."""
+    KIND_INCOMPATIBLE = "kind_incompatible"
+    """The kind may not cite a record of that record kind (``sources``)."""
     SOURCE_INCOMPATIBLE = "source_incompatible"
-    """The kind may not cite a record of that source kind."""
+    """The kind does not accept a record from that source (``record_sources``: a
+    questionnaire, a wearable, not free text)."""
     UNRENDERABLE = "unrenderable"
     """The kind's template names a field the record does not have as a printable scalar."""
     ALREADY_RECORDED = "already_recorded"
     """The durable store already holds an observation of that record for the subject and
     snapshot; only the durable owner reports it."""
+
+
+def _names(en: str, zh_hans: str, zh_hant: str) -> dict[Locale, str]:
+    return {Locale.EN: en, Locale.ZH_HANS: zh_hans, Locale.ZH_HANT: zh_hant}
+
+
+REJECT_REASON_NAMES: dict[RejectReason, dict[Locale, str]] = {
+    RejectReason.MALFORMED: _names("Malformed selection", "选择格式错误", "選擇格式錯誤"),
+    RejectReason.EXTRA_FIELDS: _names("Extra fields", "含多余字段", "含多餘欄位"),
+    RejectReason.UNKNOWN_KIND: _names("Unknown kind", "未知类型", "未知類型"),
+    RejectReason.UNKNOWN_REF: _names("Unknown record", "未知记录", "未知記錄"),
+    RejectReason.DUPLICATE_REF: _names("Record cited twice", "记录重复引用", "記錄重複引用"),
+    RejectReason.INADMISSIBLE: _names("Record not citable", "记录不可引用", "記錄不可引用"),
+    RejectReason.KIND_INCOMPATIBLE: _names(
+        "Record kind not accepted", "记录类别不符", "記錄類別不符"
+    ),
+    RejectReason.SOURCE_INCOMPATIBLE: _names(
+        "Record source not accepted", "记录来源不符", "記錄來源不符"
+    ),
+    RejectReason.UNRENDERABLE: _names("Cannot be rendered", "无法生成文本", "無法生成文字"),
+    RejectReason.ALREADY_RECORDED: _names("Already recorded", "已经记录", "已經記錄"),
+}
+"""Each reject reason's name in every locale, for whoever shows a rejection to a person."""
 
 
 @dataclass(frozen=True, slots=True)

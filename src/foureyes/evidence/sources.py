@@ -28,6 +28,8 @@ from foureyes.evidence.catalog import (
     catalog_from_json,
 )
 from foureyes.evidence.kinds import KindRegistry
+from foureyes.store._database import Database
+from foureyes.store.observations import SqlObservationLog
 
 __all__ = ["ColumnMap", "ConfiguredEvidence", "JsonFileCatalogSource", "SqlCatalogSource"]
 
@@ -210,12 +212,17 @@ class ConfiguredEvidence:
     """Where the durable owner rebuilds every snapshot from."""
     kinds: KindRegistry
     """The observation kinds selections are judged and rendered with."""
+    owner_db: Database | None = None
+    """The owner's own connection to the store (``owner_url``), when configured."""
 
     @classmethod
-    def from_config(cls, evidence: EvidenceConfig) -> ConfiguredEvidence | None:
+    def from_config(
+        cls, evidence: EvidenceConfig, *, timeout_s: float = 10.0
+    ) -> ConfiguredEvidence | None:
         """The configured source and kinds; ``None`` when ``[evidence]`` names none.
 
-        The kinds file is read now; the catalog on every commit.
+        The kinds file is read now; the catalog on every commit. ``timeout_s`` bounds
+        the owner's connection (``owner_url``) as ``store.timeout_s`` bounds the store's.
 
         Raises:
             ConfigError: the kinds file is missing, unreadable or malformed (a template
@@ -236,8 +243,19 @@ class ConfiguredEvidence:
                 columns=evidence.columns,
                 schema=evidence.catalog_schema,
             )
-        return cls(source=source, kinds=kinds)
+        owner_db = None
+        if evidence.owner_url is not None:
+            owner_db = Database.create(evidence.owner_url, timeout_s=timeout_s)
+        return cls(source=source, kinds=kinds, owner_db=owner_db)
+
+    def observation_log(self, store_log: SqlObservationLog) -> SqlObservationLog:
+        """Where the owner writes: its own connection when configured, else ``store_log``."""
+        if self.owner_db is None:
+            return store_log
+        return SqlObservationLog(self.owner_db)
 
     async def aclose(self) -> None:
-        """Release the source's engine, if it built one."""
+        """Release the source's engine, if it built one, and the owner's connection."""
         await self.source.aclose()
+        if self.owner_db is not None:
+            await self.owner_db.dispose()

@@ -127,7 +127,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Read before anything opens: a bad kinds file (a template without a slot, say)
         # stops the start like any config error. Its engine, if any, connects on first use.
-        evidence = ConfiguredEvidence.from_config(config.evidence)
+        evidence = ConfiguredEvidence.from_config(config.evidence, timeout_s=config.store.timeout_s)
         env_keys = env_api_keys(config.server, environ)
         runtime = await Runtime.open(config, environ, observer=_model_call_metrics(metrics))
         try:

@@ -136,7 +136,11 @@ def facts_router(services: Callable[[Request], FactsServices]) -> APIRouter:
                 catalog,
                 run,
                 selector=EvidenceSelector(caller, evidence.kinds),
-                owner=DurableOwner(evidence.source, evidence.kinds, service.store.observations),
+                owner=DurableOwner(
+                    evidence.source,
+                    evidence.kinds,
+                    evidence.observation_log(service.store.observations),
+                ),
                 traces=service.store.traces,
             )
         except StoreError as exc:

@@ -7,25 +7,42 @@ API key that committed it, a local caller :data:`LOCAL_TENANT`) and reads name t
 they may see. One record is observed at most once per tenant, subject and snapshot: the
 table's unique key makes a retried commit a no-op, reported per record, even when two
 instances commit the same selection at once.
+
+The database checks every row itself (:mod:`foureyes.store.rendering`): :meth:`record`
+first writes the frozen evidence the row restates (the snapshot's records with their
+slot texts, and the kinds' templates), once per digest, and the table refuses a row whose
+text is not its template rendered from its record.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from foureyes.core.errors import UsageError
 from foureyes.core.tenancy import LOCAL_TENANT
 from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database
-from foureyes.store.tables import observations
+from foureyes.store.tables import (
+    evidence_records,
+    evidence_slots,
+    evidence_snapshots,
+    observation_kind_sources,
+    observation_templates,
+    observations,
+)
 from foureyes.store.traces import new_trace_id
 
 __all__ = [
+    "EvidenceRecord",
+    "EvidenceSnapshot",
+    "KindTemplate",
+    "KindTemplates",
     "LOCAL_TENANT",
     "NewObservation",
     "ObservationBatch",
@@ -58,6 +75,66 @@ class ObservationBatch:
     """Locale the text is in."""
     trace_id: str | None = None
     """The run that committed them, when one was traced."""
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceRecord:
+    """One record of a snapshot, as the database renders from it."""
+
+    ref: str
+    """The record's ref."""
+    sha256: str
+    """Digest of the record."""
+    kind: str
+    """Source kind of the record."""
+    source: str
+    """Where the record came from."""
+    admissible: bool
+    """Whether it may be cited."""
+    slots: Mapping[str, str]
+    """Each slot the record fills, with its text (``render.slot_texts``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceSnapshot:
+    """A catalog snapshot as the durable owner rebuilt it: what observations may cite."""
+
+    catalog_sha256: str
+    """Digest of the catalog; names the snapshot's rows."""
+    snapshot_id: str
+    """The snapshot id."""
+    records: Sequence[EvidenceRecord]
+    """Every record of the snapshot."""
+
+
+@dataclass(frozen=True, slots=True)
+class KindTemplate:
+    """One kind's label and template in one locale, and what records it may cite."""
+
+    kind: str
+    """The kind's name."""
+    locale: str
+    """The locale."""
+    label: str
+    """The label in that locale."""
+    template: str
+    """The template in that locale, as written."""
+    record_kinds: Sequence[str]
+    """Record kinds the kind may cite."""
+    record_sources: Sequence[str] = ()
+    """Record sources it accepts (empty: any)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KindTemplates:
+    """Every kind of a registry, by the registry's digest and the renderer version."""
+
+    kinds_sha256: str
+    """Digest of the kinds registry."""
+    renderer_version: str
+    """Version of the rendering rules."""
+    templates: Sequence[KindTemplate]
+    """Every kind in every locale."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,25 +224,44 @@ class SqlObservationLog:
         self._clock = clock
 
     async def record(
-        self, batch: ObservationBatch, rows: Sequence[NewObservation]
+        self,
+        batch: ObservationBatch,
+        rows: Sequence[NewObservation],
+        *,
+        snapshot: EvidenceSnapshot,
+        kinds: KindTemplates,
     ) -> RecordedBatch:
         """Write ``rows`` in one transaction: every new one, or none at all.
 
+        ``snapshot`` and ``kinds`` are written first, unless the store holds them already
+        (by digest): the database renders each row from them and refuses any other text.
         A row whose record the subject already has for the snapshot is skipped and
         reported; any other failure rolls the whole batch back.
 
         Raises:
-            StoreError: the write failed; nothing of the batch was written.
-            UsageError: ``rows`` cites one record twice.
+            StoreError: the write failed, or the database refused a row (its text is not
+                its evidence's rendering); nothing of the batch was written.
+            UsageError: ``rows`` cites one record twice, or ``snapshot`` or ``kinds`` is
+                not the one ``batch`` names.
         """
         refs = [row.evidence_ref for row in rows]
         if len(set(refs)) != len(refs):
             raise UsageError("an observation batch cites one record twice")
+        if (snapshot.catalog_sha256, snapshot.snapshot_id) != (
+            batch.catalog_sha256,
+            batch.snapshot_id,
+        ) or (kinds.kinds_sha256, kinds.renderer_version) != (
+            batch.kinds_sha256,
+            batch.renderer_version,
+        ):
+            raise UsageError("the evidence given is not the one the batch names")
         now = require_utc(self._clock(), "the store clock")
         commit_id = new_trace_id(now)
         inserted: list[str] = []
         skipped: list[str] = []
         async with self._db.write("record_observations") as conn:
+            await self._hold_snapshot(conn, snapshot)
+            await self._hold_kinds(conn, kinds)
             for seq, row in enumerate(rows):
                 values = {
                     # Sorts by commit, then by position within it.
@@ -193,6 +289,93 @@ class SqlObservationLog:
         return RecordedBatch(
             commit_id=commit_id, inserted=tuple(inserted), already_recorded=tuple(skipped)
         )
+
+    async def _hold_snapshot(self, conn: AsyncConnection, snapshot: EvidenceSnapshot) -> None:
+        held = await conn.execute(
+            select(evidence_snapshots.c.catalog_sha256).where(
+                evidence_snapshots.c.catalog_sha256 == snapshot.catalog_sha256
+            )
+        )
+        if held.first() is not None:
+            return
+        # Two commits of a new snapshot at once: each writes it, the second writes nothing.
+        await conn.execute(
+            self._db.insert_ignoring_conflict(
+                evidence_snapshots,
+                {"catalog_sha256": snapshot.catalog_sha256, "snapshot_id": snapshot.snapshot_id},
+                ("catalog_sha256",),
+            )
+        )
+        digest = snapshot.catalog_sha256
+        records = [
+            {
+                "catalog_sha256": digest,
+                "ref": r.ref,
+                "sha256": r.sha256,
+                "kind": r.kind,
+                "source": r.source,
+                "admissible": r.admissible,
+            }
+            for r in snapshot.records
+        ]
+        slots = [
+            {"catalog_sha256": digest, "ref": r.ref, "slot": slot, "slot_text": text}
+            for r in snapshot.records
+            for slot, text in r.slots.items()
+        ]
+        await self._insert_all(conn, evidence_records, records, ("catalog_sha256", "ref"))
+        await self._insert_all(conn, evidence_slots, slots, ("catalog_sha256", "ref", "slot"))
+
+    async def _hold_kinds(self, conn: AsyncConnection, kinds: KindTemplates) -> None:
+        held = await conn.execute(
+            select(observation_templates.c.kind)
+            .where(observation_templates.c.kinds_sha256 == kinds.kinds_sha256)
+            .where(observation_templates.c.renderer_version == kinds.renderer_version)
+            .limit(1)
+        )
+        if held.first() is not None:
+            return
+        digest, version = kinds.kinds_sha256, kinds.renderer_version
+        templates = [
+            {
+                "kinds_sha256": digest,
+                "kind": t.kind,
+                "locale": t.locale,
+                "renderer_version": version,
+                "label": t.label,
+                "template": t.template,
+            }
+            for t in kinds.templates
+        ]
+        axes = {
+            (t.kind, axis, name)
+            for t in kinds.templates
+            for axis, names in (("kind", t.record_kinds), ("source", t.record_sources))
+            for name in names
+        }
+        sources = [
+            {"kinds_sha256": digest, "kind": kind, "axis": axis, "name": name}
+            for kind, axis, name in sorted(axes)
+        ]
+        await self._insert_all(
+            conn,
+            observation_templates,
+            templates,
+            ("kinds_sha256", "kind", "locale", "renderer_version"),
+        )
+        await self._insert_all(
+            conn, observation_kind_sources, sources, ("kinds_sha256", "kind", "axis", "name")
+        )
+
+    async def _insert_all(
+        self,
+        conn: AsyncConnection,
+        table: Any,
+        rows: list[dict[str, Any]],
+        conflict: Sequence[str],
+    ) -> None:
+        if rows:
+            await conn.execute(self._db.insert_ignoring_conflict_of(table, conflict), rows)
 
     async def for_subject(
         self, subject: str, *, tenant: str | None, limit: int = 100

@@ -38,9 +38,14 @@ __all__ = [
     "alert_decisions",
     "alert_opt_ins",
     "api_keys",
+    "evidence_records",
+    "evidence_slots",
+    "evidence_snapshots",
     "gate_open_unknowns",
     "guardian_contacts",
     "metadata",
+    "observation_kind_sources",
+    "observation_templates",
     "observations",
     "rate_buckets",
     "risk_assessments",
@@ -326,6 +331,77 @@ observations = Table(
     Index(None, "subject", "created_at"),
 )
 """Durable facts: one row per accepted selection, its text rendered by code from evidence."""
+
+
+# The frozen evidence the database renders observations from (revision 0014): a snapshot
+# as the durable owner rebuilt it, named by its digest, and the kinds' templates, named by
+# the kinds digest. Append-only; the observations trigger reads nothing else.
+
+evidence_snapshots = Table(
+    "evidence_snapshots",
+    metadata,
+    Column("catalog_sha256", String(64), primary_key=True),
+    Column("snapshot_id", String(256), nullable=False),
+)
+"""A catalog snapshot the store holds, by digest."""
+
+evidence_records = Table(
+    "evidence_records",
+    metadata,
+    Column(
+        "catalog_sha256",
+        String(64),
+        ForeignKey("evidence_snapshots.catalog_sha256"),
+        primary_key=True,
+    ),
+    Column("ref", String(256), primary_key=True),
+    Column("sha256", String(64), nullable=False),
+    Column("kind", String(128), nullable=False),
+    Column("source", String(256), nullable=False),
+    Column("admissible", Boolean, nullable=False),
+)
+"""One record of a held snapshot: what an observation may cite."""
+
+evidence_slots = Table(
+    "evidence_slots",
+    metadata,
+    Column("catalog_sha256", String(64), primary_key=True),
+    Column("ref", String(256), primary_key=True),
+    Column("slot", String(64), primary_key=True),
+    # The slot's text as the renderer writes it (render.slot_texts); a slot the record
+    # cannot fill has no row.
+    Column("slot_text", Text, nullable=False),
+    ForeignKeyConstraint(
+        ["catalog_sha256", "ref"], ["evidence_records.catalog_sha256", "evidence_records.ref"]
+    ),
+)
+"""The text each slot takes from a held record."""
+
+observation_templates = Table(
+    "observation_templates",
+    metadata,
+    Column("kinds_sha256", String(64), primary_key=True),
+    Column("kind", String(64), primary_key=True),
+    Column("locale", String(16), primary_key=True),
+    Column("renderer_version", String(32), primary_key=True),
+    Column("label", Text, nullable=False),
+    # literal ({name} literal)+, checked by the database (CHECK on PostgreSQL, trigger on
+    # SQLite): no formatting logic, so rendering is substitution.
+    Column("template", Text, nullable=False),
+)
+"""A kind's label and template in one locale, under one kinds digest."""
+
+observation_kind_sources = Table(
+    "observation_kind_sources",
+    metadata,
+    Column("kinds_sha256", String(64), primary_key=True),
+    Column("kind", String(64), primary_key=True),
+    # ``kind``: a record kind the kind may cite; ``source``: a record source it accepts.
+    Column("axis", String(16), primary_key=True),
+    Column("name", String(256), primary_key=True),
+    CheckConstraint("axis IN ('kind', 'source')", name="axis"),
+)
+"""What records a kind may cite, under one kinds digest."""
 
 
 # --- release gate -------------------------------------------------------------------------
