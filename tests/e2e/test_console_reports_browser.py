@@ -26,6 +26,12 @@ ODD_ID = "评测_2.b-x"
 """A run id with ideographs and every punctuation a run id may hold (in the URL's hash)."""
 
 
+REPORT_WAIT_MS = 120_000
+"""How long the page may say "drawing the report": the server computes the metrics and
+draws every plot on the first request, which takes a loaded 2-core machine well over
+Playwright's default 5 s. A readiness wait, not a speed assertion."""
+
+
 def _eval_run(config: Path, suite: str, run_id: str) -> None:
     ran = subprocess.run(
         [sys.executable, "-m", "foureyes.cli", "eval", "run", suite, "-c", str(config)]
@@ -100,7 +106,7 @@ def test_the_reports_view_lists_runs_and_opens_one(
 
     page.get_by_role("link", name="Open the report of run gate-1").click()
     body = page.locator("#report-body")
-    expect(body.locator(".report-title")).to_have_text("Eval run gate-1")
+    expect(body.locator(".report-title")).to_have_text("Eval run gate-1", timeout=REPORT_WAIT_MS)
     arms = body.locator("table").nth(1).locator("tbody tr")
     expect(arms).to_have_count(len(gate.arms))
     expect(arms.nth(0).locator("td").nth(0)).to_have_text(gate.arms[0].name)
@@ -127,7 +133,7 @@ def test_a_report_in_chinese_with_an_odd_run_id(
     page.goto(f"{service.url}/console?lang=zh-Hans#reports/{quote(ODD_ID, safe='')}")
 
     body = page.locator("#report-body")
-    expect(body.locator(".report-title")).to_have_text(f"评测运行 {ODD_ID}")
+    expect(body.locator(".report-title")).to_have_text(f"评测运行 {ODD_ID}", timeout=REPORT_WAIT_MS)
     expect(page.locator("#report-id")).to_have_text(ODD_ID)
     expect(body.locator("th").filter(has_text="通过率 [95% 置信区间]")).to_have_count(1)
     expect(body).to_contain_text("无显著差异")
