@@ -47,7 +47,7 @@ def _eval_run(config: Path, suite: str, run_id: str) -> None:
 
 @pytest.fixture(scope="module")
 def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A store holding a gate run, then a triage run with an odd id."""
+    """A store holding two gate runs, the second with an odd id (a small suite: 30 pairs)."""
     folder = tmp_path_factory.mktemp("reports")
     url = f"sqlite+aiosqlite:///{folder / 'evals.db'}"
     config = folder / "foureyes.toml"
@@ -55,7 +55,7 @@ def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
         f'[store]\nurl = "{url}"\n[routes.strong]\nkind = "offline"\n', encoding="utf-8"
     )
     _eval_run(config, "gate", "gate-1")
-    _eval_run(config, "triage", ODD_ID)
+    _eval_run(config, "gate", ODD_ID)
     return url
 
 

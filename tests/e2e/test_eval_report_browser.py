@@ -21,10 +21,11 @@ def test_report_opens_and_shows_its_plots(chromium: Browser, tmp_path: Path) -> 
         '[routes.strong]\nkind = "offline"\n',
         encoding="utf-8",
     )
-    # Playwright's sync API holds this thread's event loop, so the CLI runs as a process.
+    # Playwright's sync API holds this thread's event loop, so the CLI runs as a process. The
+    # gate suite (30 pairs) draws the same six plots as the triage suite (1,750 pairs).
     cli = [sys.executable, "-m", "foureyes.cli", "eval"]
     ran = subprocess.run(
-        [*cli, "run", "triage", "-c", str(config), "--run-id", "b", "--json"],
+        [*cli, "run", "gate", "-c", str(config), "--run-id", "b", "--json"],
         capture_output=True,
         text=True,
         timeout=120,
