@@ -236,6 +236,18 @@ class DeliberateResult:
             head["detail"] = self.detail
         return head
 
+    def as_json(self) -> dict[str, Any]:
+        """The result as plain JSON data: the head's facts, the tool result, the review."""
+        return {
+            "status": self.status.value,
+            "reason": self.reason,
+            "error": self.error,
+            "content": self.text,
+            "role": self.call.role.value if self.call else None,
+            "window": str(self.call.window) if self.call else None,
+            "review": self.review.as_json() if self.review else None,
+        }
+
     @property
     def text(self) -> str:
         """The tool result: the JSON head line, then the packet for ``packet``."""
