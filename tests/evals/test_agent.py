@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from foureyes.config import Config, ReviewConfig, RolesConfig
+from foureyes.config import Config, RolesConfig
 from foureyes.evals.agent import AgentLoop, Checkpoint, StopReason, review_checkpoint
 from foureyes.evals.agent_tasks import agent_task, task_workspace
 from foureyes.evals.arms import arm_routes
@@ -29,8 +29,6 @@ from foureyes.review import (
     Mask,
     Projection,
     PublicationPolicy,
-    Reviewer,
-    ReviewRunner,
     Window,
     check_packet,
     project,
@@ -48,6 +46,7 @@ from foureyes.store import Store
 from tests.evals._support import eval_config, store
 from tests.helpers.simulator import RunningSimulator, simulator, simulator_process
 from tests.review._runner_support import REVIEWER_MODEL, packet
+from tests.review.test_reviewer import reviewer_for
 
 __all__ = ["simulator", "simulator_process", "store"]
 
@@ -101,10 +100,6 @@ async def reviewing(simulator: RunningSimulator, tmp_path: Path) -> AsyncIterato
         yield ModelCaller(routes)
     finally:
         await routes.aclose()
-
-
-def reviewer_on(caller: ModelCaller, **options: Any) -> Reviewer:
-    return Reviewer(ReviewRunner(caller, packet_max_chars=10_000), ReviewConfig(), **options)
 
 
 @pytest.fixture
@@ -474,7 +469,7 @@ async def test_the_primary_calls_deliberate_reads_the_packet_and_goes_on(
             }
         }
     )
-    reviewer = reviewer_on(reviewing)
+    reviewer = reviewer_for(reviewing)
     loop = AgentLoop(
         reviewing, Workspace(tmp_path), reviewer=reviewer, publish=review_checkpoint(reviewer)
     )
@@ -547,7 +542,7 @@ async def test_the_checkpoint_reviews_at_the_turn_stop_and_publishes_by_policy(
             }
         }
     )
-    hook = review_checkpoint(reviewer_on(reviewing, policy=policy))
+    hook = review_checkpoint(reviewer_for(reviewing, policy=policy))
     result = await AgentLoop(reviewing, Workspace(tmp_path), publish=hook).run("Go.")
     (review,) = sent_by(simulator, REVIEWER_MODEL)  # once, at the first stop only
     assert "HIDDEN-ONE" not in json.dumps(review["messages"])

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from foureyes.config import ReviewConfig
 from foureyes.core.trace import EventKind
 from foureyes.review import (
     DEFAULT_PERSONA,
@@ -22,8 +21,6 @@ from foureyes.review import (
     Mask,
     PublicationPolicy,
     RequestMode,
-    Reviewer,
-    ReviewRunner,
     Session,
     Window,
     deliberate_tool,
@@ -40,7 +37,7 @@ from foureyes.review.session import (
 )
 from tests.helpers.simulator import RunningSimulator
 from tests.review._runner_support import open_caller, opened_store, packet, scenario, sim_config
-from tests.review.test_reviewer import REASONING, tool_turn
+from tests.review.test_reviewer import REASONING, reviewer_for, tool_turn
 
 UPDATE = packet("the fixture was never read")
 LATER = "Now I am sure: the fixture is wrong, I will edit it."
@@ -61,11 +58,6 @@ def calling(arguments: str, *, earlier: bool = True) -> Session:
         ToolResult(call_id="r1", content="FIXTURE-BYTES"),
     ]
     return Session(events=tuple(events), system=("You are a coding agent.",))
-
-
-def reviewer_for(caller: object, **options: Any) -> Reviewer:
-    runner = ReviewRunner(caller, packet_max_chars=10_000)  # type: ignore[arg-type]
-    return Reviewer(runner, ReviewConfig(), **options)
 
 
 def head(result: DeliberateResult) -> dict[str, Any]:
