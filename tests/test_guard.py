@@ -393,3 +393,40 @@ def test_sync_guard_checks_tool_calls() -> None:
         assert not guard.check_tool_calls([named_call("delete_account")]).allowed
     with pytest.raises(UsageError):
         guard.check_tool_calls([named_call("book")])
+
+
+async def test_deliberate_runs_on_a_chat_session_ending_with_the_call(
+    simulator: RunningSimulator,
+) -> None:
+    simulator.load(SCENARIO)
+    call = {
+        "id": "d1",
+        "type": "function",
+        "function": {"name": "deliberate", "arguments": '{"role": "masked-review"}'},
+    }
+    asking = [
+        *SESSION,
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": "sure now",
+            "tool_calls": [call],
+        },
+    ]
+    tools = [Guard.deliberate_tool()]
+    async with Guard.open(sim_config(simulator), store="memory") as guard:
+        answered = await guard.deliberate(asking, call["function"]["arguments"], tools=tools)
+        refused = await guard.deliberate(asking, '{"role": "masked-review", "recentSteps": 0}')
+    assert answered.status.value == "packet" and answered.packet is not None
+    assert "the test itself may be wrong" in answered.text and not answered.error
+    assert (refused.status.value, refused.reason, refused.error) == ("refused", "bad_window", True)
+    (sent,) = sent_to(simulator, "reviewer")
+    assert REASONING not in sent and "sure now" not in sent and "1 failed: test_parse" in sent
+    assert SyncGuard.deliberate_tool() == tools[0]
+
+
+async def test_deliberate_on_the_offline_default_says_no_reviewer_looked() -> None:
+    async with Guard.open(store="memory") as guard:
+        result = await guard.deliberate(SESSION, '{"role": "trajectory-audit"}')
+    assert (result.status.value, result.reason) == ("no_packet", "reviewer_offline")
+    assert json.loads(result.text)["reason"] == "reviewer_offline"

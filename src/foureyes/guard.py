@@ -12,8 +12,10 @@ gateway's own request models: :meth:`Guard.check` is ``POST /v1/check``,
 :meth:`Guard.check_stream` is ``POST /v1/check/stream``, :meth:`Guard.reply` is
 ``POST /v1/chat/completions`` and :meth:`Guard.triage` is ``POST /v1/assess`` (under
 the ``local`` tenant, as a caller without an API key), so the same input gets the same
-decision and the same digests. :meth:`Guard.project` and
-:meth:`Guard.review` are the masked review of ``POST /v1/review``.
+decision and the same digests. :meth:`Guard.project` and :meth:`Guard.review` are the
+masked review of ``POST /v1/review``; :meth:`Guard.deliberate_tool` and
+:meth:`Guard.deliberate` are the ``deliberate`` tool an agent calls for a review of its
+own recent steps.
 :meth:`Guard.check_tool_calls` is the gate's rules alone on tool calls (no model, no
 record), for a host that runs tools before it has a final reply.
 
@@ -56,6 +58,7 @@ from foureyes.core.errors import ContractError, UsageError
 from foureyes.core.tenancy import LOCAL_TENANT, new_conversation_id
 from foureyes.gate import GivenDraft, ToolCallCheck, ToolCallRefused
 from foureyes.pipeline import Runtime, SupportOutcome
+from foureyes.review.deliberate import DeliberateResult, deliberate_tool, run_deliberate
 from foureyes.review.projection import Mask, Projection, ProjectionSkipped, Window
 from foureyes.review.request import RequestMode
 from foureyes.review.reviewer import SessionReview, project_session
@@ -463,11 +466,7 @@ class Guard:
             masked = Mask(mask)
         except ValueError as exc:
             raise ContractError(call, INVALID_INPUT, f"window or mask: {exc}") from None
-        if isinstance(session, Session):
-            return session, chosen, masked
-        body = {"messages": _dicts(call, "session", session), "tools": _dicts(call, "tools", tools)}
-        # The JSON endpoint's reading of a session: the same importer, the same errors.
-        return _validate(ReviewBody, call, body).session(), chosen, masked
+        return _parse_session(call, session, tools), chosen, masked
 
     def project(
         self,
@@ -523,6 +522,47 @@ class Guard:
             parsed, window=chosen, mask=masked, mode=mode, session_id=session_id
         )
 
+    @staticmethod
+    def deliberate_tool() -> dict[str, Any]:
+        """The OpenAI ``tools`` entry of the ``deliberate`` tool, to add to an agent's tools.
+
+        See :mod:`foureyes.review.deliberate` for its arguments and its result text.
+        """
+        return deliberate_tool()
+
+    async def deliberate(
+        self,
+        session: Session | Messages,
+        arguments: str,
+        *,
+        tools: Sequence[Mapping[str, Any]] = (),
+        session_id: str | None = None,
+    ) -> DeliberateResult:
+        """Carry out the agent's ``deliberate`` call on its session; one reviewer call at most.
+
+        Args:
+            session: the agent's session as it stands at the call (a
+                :class:`~foureyes.review.session.Session`, or OpenAI chat-format messages
+                ending with the assistant message that calls ``deliberate``).
+            arguments: the call's raw ``arguments`` string, as the model wrote it.
+            tools: the agent's tool definitions, with ``messages``.
+            session_id: the host's id of the session (trace, checkpoint latch).
+
+        Returns:
+            The result; its ``text`` is the tool result to give the agent. Bad arguments,
+            a skipped projection and a review without a packet are results with a reason
+            code, never exceptions.
+
+        Raises:
+            ContractError: ``session`` or ``tools`` is not valid input;
+                SessionFormatError: not a session.
+            StoreError: the review could not be recorded.
+            UsageError: the guard is closed.
+        """
+        reviewer = self._live().reviewer
+        parsed = _parse_session("deliberate", session, tools)
+        return await run_deliberate(reviewer, parsed, arguments, session_id=session_id)
+
     async def aclose(self) -> None:
         """Close the routes and the store (and delete a ``"memory"`` store); twice is harmless."""
         if self._closed:
@@ -533,6 +573,16 @@ class Guard:
         finally:
             if self._scratch is not None:
                 shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+def _parse_session(
+    call: str, session: Session | Messages, tools: Sequence[Mapping[str, Any]]
+) -> Session:
+    if isinstance(session, Session):
+        return session
+    body = {"messages": _dicts(call, "session", session), "tools": _dicts(call, "tools", tools)}
+    # The JSON endpoint's reading of a session: the same importer, the same errors.
+    return _validate(ReviewBody, call, body).session()
 
 
 def _blocking(
@@ -608,6 +658,8 @@ class SyncGuard:
     reply = _blocking(Guard.reply)
     triage = _blocking(Guard.triage)
     review = _blocking(Guard.review)
+    deliberate = _blocking(Guard.deliberate)
+    deliberate_tool = staticmethod(deliberate_tool)
 
     def project(
         self,

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from foureyes.config import Config, RolesConfig
-from foureyes.evals.agent import AgentLoop, Checkpoint, StopReason
+from foureyes.evals.agent import AgentLoop, Checkpoint, StopReason, review_checkpoint
 from foureyes.evals.agent_tasks import agent_task, task_workspace
 from foureyes.evals.arms import arm_routes
 from foureyes.evals.cassette import eval_providers
@@ -25,7 +25,14 @@ from foureyes.evals.verify import VerifierResult
 from foureyes.evals.workspace import ToolLimits, Workspace
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.routes import Routes
-from foureyes.review import Mask, Projection, Window, check_packet, project
+from foureyes.review import (
+    Mask,
+    Projection,
+    PublicationPolicy,
+    Window,
+    check_packet,
+    project,
+)
 from foureyes.review.importers import native
 from foureyes.review.session import (
     AssistantMessage,
@@ -38,6 +45,8 @@ from foureyes.review.session import (
 from foureyes.store import Store
 from tests.evals._support import eval_config, store
 from tests.helpers.simulator import RunningSimulator, simulator, simulator_process
+from tests.review._runner_support import REVIEWER_MODEL, packet
+from tests.review.test_reviewer import reviewer_for
 
 __all__ = ["simulator", "simulator_process", "store"]
 
@@ -64,6 +73,26 @@ async def caller(simulator: RunningSimulator, tmp_path: Path) -> AsyncIterator[M
             "store": {"url": f"sqlite+aiosqlite:///{tmp_path}/agent.db"},
             "routes": {"primary_sim": simulator.route(MODEL, timeout_s=5).model_dump()},
             "roles": RolesConfig(primary="primary_sim").model_dump(),
+        }
+    )
+    routes = Routes.build(cfg, {})
+    try:
+        yield ModelCaller(routes)
+    finally:
+        await routes.aclose()
+
+
+@pytest.fixture
+async def reviewing(simulator: RunningSimulator, tmp_path: Path) -> AsyncIterator[ModelCaller]:
+    """A caller with the Primary and the reviewer both on the simulator (two models)."""
+    cfg = Config.model_validate(
+        {
+            "store": {"url": f"sqlite+aiosqlite:///{tmp_path}/agent.db"},
+            "routes": {
+                "primary_sim": simulator.route(MODEL, timeout_s=5).model_dump(),
+                "reviewer_sim": simulator.route(REVIEWER_MODEL, timeout_s=5).model_dump(),
+            },
+            "roles": RolesConfig(primary="primary_sim", reviewer="reviewer_sim").model_dump(),
         }
     )
     routes = Routes.build(cfg, {})
@@ -413,3 +442,120 @@ async def test_an_answer_cut_at_the_token_limit_ends_the_turn_as_incomplete(
     result = await AgentLoop(caller, Workspace(tmp_path)).run("Go.")
     assert result.stop is StopReason.INCOMPLETE and result.steps == 1
     assert result.session.events[-1] == TurnEnd(turn_id="t1", reason=EndReason.MAX_TOKENS)
+
+
+FINDING = "Equal levels are dropped by the string comparison."
+
+
+def sent_by(simulator: RunningSimulator, model: str) -> list[dict[str, Any]]:
+    return [r for r in simulator.requests() if r["model"] == model]
+
+
+async def test_the_primary_calls_deliberate_reads_the_packet_and_goes_on(
+    simulator: RunningSimulator, reviewing: ModelCaller, tmp_path: Path
+) -> None:
+    simulator.load(
+        {
+            "models": {
+                MODEL: [
+                    step(call("run", command="echo checked"), reasoning_content="HIDDEN-ONE"),
+                    step(
+                        call("deliberate", role="masked-review", recentSteps=1),
+                        reasoning_content="HIDDEN-TWO",
+                    ),
+                    step(content="Compared the levels by rank.", match="string comparison"),
+                ],
+                REVIEWER_MODEL: [{"content": packet(FINDING, kind="possible_error")}],
+            }
+        }
+    )
+    reviewer = reviewer_for(reviewing)
+    loop = AgentLoop(
+        reviewing, Workspace(tmp_path), reviewer=reviewer, publish=review_checkpoint(reviewer)
+    )
+    result = await loop.run("Fix the filter.")
+    assert result.stop is StopReason.COMPLETED and result.steps == 3
+    primary = sent_by(simulator, MODEL)
+    assert [t["function"]["name"] for t in primary[0]["options"]["tools"]] == [
+        "read",
+        "search",
+        "edit",
+        "run",
+        "deliberate",
+    ]
+    # The recorded session shows the call and its result: the packet, as a tool result.
+    (_, asked, _) = [e for e in result.session.events if isinstance(e, AssistantMessage)]
+    (deliberation,) = [b for b in asked.blocks if getattr(b, "name", "") == "deliberate"]
+    answered = results(result.session)[-1]
+    assert answered.call_id == deliberation.call_id and not answered.error
+    head = json.loads(answered.content.split("\n", 1)[0])
+    assert head == {
+        "deliberate": "packet",
+        "reason": "accepted",
+        "role": "masked-review",
+        "window": "recent:1",
+        "masked_steps": 1,
+    }
+    assert FINDING in answered.content and len(result.published) == 1
+    assert result.published[0] in answered.content
+    assert primary[-1]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": deliberation.call_id,
+        "content": answered.content,
+    }
+    # The reviewer saw the step before the call, masked; not the call nor its reasoning.
+    (review,) = sent_by(simulator, REVIEWER_MODEL)  # the checkpoint skipped: deliberate ran
+    snapshot = json.dumps(review["messages"])
+    assert "exit status 0" in snapshot and "checked" in snapshot
+    assert "HIDDEN-ONE" not in snapshot and "HIDDEN-TWO" not in snapshot
+    assert deliberation.call_id not in snapshot
+    # Nothing was forged: one assistant message per Primary call, no plugin message.
+    assert len(primary) == 3
+    assert not [e for e in result.session.events if isinstance(e, UserMessage)][1:]
+
+
+@pytest.mark.parametrize(
+    ("policy", "answer", "shown"),
+    [
+        (PublicationPolicy.UPDATES_ONLY, packet(FINDING), True),
+        (PublicationPolicy.UPDATES_ONLY, packet(), False),
+        (PublicationPolicy.OBSERVE_ONLY, packet(FINDING), False),
+    ],
+)
+async def test_the_checkpoint_reviews_at_the_turn_stop_and_publishes_by_policy(
+    simulator: RunningSimulator,
+    reviewing: ModelCaller,
+    tmp_path: Path,
+    policy: PublicationPolicy,
+    answer: str,
+    shown: bool,
+) -> None:
+    simulator.load(
+        {
+            "models": {
+                MODEL: [
+                    step(call("run", command="echo hi"), reasoning_content="HIDDEN-ONE"),
+                    step(content="Done."),
+                    step(content="Checked the equal level too.", match="string comparison"),
+                ],
+                REVIEWER_MODEL: [{"content": answer}],
+            }
+        }
+    )
+    hook = review_checkpoint(reviewer_for(reviewing, policy=policy))
+    result = await AgentLoop(reviewing, Workspace(tmp_path), publish=hook).run("Go.")
+    (review,) = sent_by(simulator, REVIEWER_MODEL)  # once, at the first stop only
+    assert "HIDDEN-ONE" not in json.dumps(review["messages"])
+    assert "deliberate" not in json.dumps(sent_by(simulator, MODEL)[0]["options"]["tools"])
+    plugin = [
+        e
+        for e in result.session.events
+        if isinstance(e, UserMessage) and e.source is MessageSource.PLUGIN
+    ]
+    assistant = [e for e in result.session.events if isinstance(e, AssistantMessage)]
+    assert result.stop is StopReason.COMPLETED
+    assert len(assistant) == len(sent_by(simulator, MODEL)) == result.steps == (3 if shown else 2)
+    assert len(plugin) == len(result.published) == int(shown)
+    if shown:
+        assert FINDING in plugin[0].content and result.published[0] in plugin[0].content
+        assert result.answer == "Checked the equal level too."

@@ -147,25 +147,85 @@ async def test_a_skip_and_a_reviewer_fault_are_results(
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("path", "body"),
     [
-        {},
-        {"messages": MESSAGES, "events": []},
-        {"messages": MESSAGES, "window": "recent:0"},
-        {"messages": MESSAGES, "window": "all-turns:2"},
-        {"messages": MESSAGES, "window": "since_last_mutation"},
-        {"messages": MESSAGES, "mask": "everything"},
-        {"messages": MESSAGES, "system": ["x"]},
-        {"messages": MESSAGES, "surprise": 1},
-        {"messages": [{"role": "robot", "content": "hi"}]},
-        {"events": [{"type": "step_end", "step_id": "s9"}]},
-        {"events": [{"type": "no_such_event"}]},
+        *(
+            ("/v1/review", body)
+            for body in (
+                {},
+                {"messages": MESSAGES, "events": []},
+                {"messages": MESSAGES, "window": "recent:0"},
+                {"messages": MESSAGES, "window": "all-turns:2"},
+                {"messages": MESSAGES, "window": "since_last_mutation"},
+                {"messages": MESSAGES, "mask": "everything"},
+                {"messages": MESSAGES, "system": ["x"]},
+                {"messages": MESSAGES, "surprise": 1},
+                {"messages": [{"role": "robot", "content": "hi"}]},
+                {"events": [{"type": "step_end", "step_id": "s9"}]},
+                {"events": [{"type": "no_such_event"}]},
+            )
+        ),
+        # The deliberate sibling reads the session the same way and needs its arguments.
+        ("/v1/review/deliberate", {"messages": MESSAGES}),
+        ("/v1/review/deliberate", {"arguments": "{}"}),
+        ("/v1/review/deliberate", {"messages": MESSAGES, "arguments": "{}", "mask": "none"}),
+        ("/v1/review/deliberate", {"events": [{"type": "no_such_event"}], "arguments": "{}"}),
     ],
 )
 async def test_a_body_that_is_not_a_session_is_422(
-    simulator: RunningSimulator, make_client: MakeClient, body: dict[str, Any]
+    simulator: RunningSimulator, make_client: MakeClient, path: str, body: dict[str, Any]
 ) -> None:
     client = await make_client(sim_config(simulator))
-    response = await client.post("/v1/review", json=body)
+    response = await client.post(path, json=body)
     assert response.status_code == 422, response.text
     assert simulator.requests() == []
+
+
+# --- POST /v1/review/deliberate ---------------------------------------------------------
+
+CALL = {"id": "d1", "type": "function", "function": {"name": "deliberate", "arguments": "{}"}}
+ASKING = [
+    *MESSAGES,
+    {"role": "assistant", "content": None, "reasoning_content": "now sure", "tool_calls": [CALL]},
+]
+
+
+async def test_deliberate_answers_the_tool_result_for_the_agent_to_read(
+    simulator: RunningSimulator, make_client: MakeClient
+) -> None:
+    simulator.load(scenario({"content": packet("the test itself may be wrong")}))
+    # updates-only does not hold back the packet the agent asked for.
+    client = await make_client(sim_config(simulator), policy=PublicationPolicy.UPDATES_ONLY)
+    arguments = '{"role": "trajectory-audit", "recentSteps": 1}'
+    answered = (
+        await client.post(
+            "/v1/review/deliberate",
+            json={"messages": ASKING, "arguments": arguments, "session_id": "agent"},
+        )
+    ).json()
+    refused = await client.post(
+        "/v1/review/deliberate", json={"messages": ASKING, "arguments": '{"role": "oracle"}'}
+    )
+    assert answered["ok"] and (answered["status"], answered["reason"]) == ("packet", "accepted")
+    assert (answered["role"], answered["window"], answered["error"]) == (
+        "trajectory-audit",
+        "recent:1",
+        False,
+    )
+    head, shown = answered["content"].split("\n", 1)
+    assert json.loads(head)["masked_steps"] == 1 and "the test itself may be wrong" in shown
+    assert answered["review"]["projection"]["mask"] == "action-only"
+    assert refused.status_code == 200
+    assert refused.json() | {"content": None} == {
+        "ok": True,
+        "status": "refused",
+        "reason": "unknown_role",
+        "error": True,
+        "content": None,
+        "role": None,
+        "window": None,
+        "review": None,
+    }
+    (sent,) = simulator.requests()
+    wire = json.dumps(sent["messages"])
+    assert REASONING not in wire and "now sure" not in wire and "Running the tests." not in wire

@@ -16,6 +16,7 @@ from foureyes.evals.agent import (
     Checkpoint,
     PublicationHook,
     StopReason,
+    review_checkpoint,
 )
 from foureyes.evals.agent_arm import AGENT_MAX_STEPS, DONE, NOT_DONE, answer_agent_case
 from foureyes.evals.agent_tasks import AgentTask, TaskFix, agent_task, apply_fix, task_workspace
@@ -167,6 +168,7 @@ __all__ = [
     "render_markdown",
     "report_strings",
     "report_view",
+    "review_checkpoint",
     "run_facts",
     "run_verifier",
     "runnable_arms",

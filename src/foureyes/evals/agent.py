@@ -19,10 +19,20 @@ as an assistant tool call the Primary did not make, and the loop goes on, even w
 Primary had just answered without a tool call. The loop stops at its turn end (an answer
 with no tool call and no packet to show), at its step budget, at an answer that did not
 finish normally, or when the model call failed; the :class:`AgentResult` says which.
+
+Given a :class:`~foureyes.review.reviewer.Reviewer`, the Primary also has the
+``deliberate`` tool (:mod:`foureyes.review.deliberate`): its calls are dispatched with the
+workspace's, on the session as it stands (the calling step still in flight, so neither the
+pending call nor its step is reviewed), and the result text is the call's tool result.
+:func:`review_checkpoint` is the opt-in automatic path: a publication hook that, when the
+Primary answers without a tool call, runs the reviewer's turn-stopping checkpoint
+(:meth:`~foureyes.review.reviewer.Reviewer.checkpoint`: at most once per turn, skipped
+after a masked ``deliberate`` in the turn) and shows the packet its policy publishes.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -42,9 +52,12 @@ from foureyes.core.roles import Role
 from foureyes.evals.workspace import TOOL_SPECS, Workspace
 from foureyes.llm.calls import CallScope, ModelCaller
 from foureyes.llm.provider import ChatMessage, ChatRequest, ChatResult, Usage
+from foureyes.review.deliberate import DELIBERATE_TOOL, deliberate_tool, run_deliberate
 from foureyes.review.packet import ReviewPacket
-from foureyes.review.projection import native_messages
+from foureyes.review.projection import Mask, Window, native_messages
 from foureyes.review.publication import PublicationPolicy, publication_message
+from foureyes.review.request import RequestMode
+from foureyes.review.reviewer import Reviewer
 from foureyes.review.session import (
     AssistantBlock,
     AssistantMessage,
@@ -68,6 +81,7 @@ __all__ = [
     "Checkpoint",
     "PublicationHook",
     "StopReason",
+    "review_checkpoint",
 ]
 
 AGENT_SYSTEM = (
@@ -115,10 +129,43 @@ class Checkpoint:
     stopping: bool
     """Whether the Primary just answered without a tool call: without a packet now, the
     loop stops."""
+    session_id: str = ""
+    """The run's session id (fresh per run): the key of the reviewer's checkpoint latch."""
 
 
 PublicationHook = Callable[[Checkpoint], Awaitable[ReviewPacket | None]]
 """The arm's publication policy: a packet to show the Primary now, or ``None``."""
+
+
+def review_checkpoint(
+    reviewer: Reviewer,
+    *,
+    window: Window | None = None,
+    mask: Mask = Mask.REASONING_ONLY,
+    mode: RequestMode = RequestMode.CACHE_ALIGNED,
+) -> PublicationHook:
+    """The automatic turn-stopping checkpoint as a publication hook.
+
+    At a stopping point (the Primary answered without a tool call) it runs
+    :meth:`Reviewer.checkpoint <foureyes.review.reviewer.Reviewer.checkpoint>` on the
+    session (``window`` default ``current-turn``); the packet it returns is the one the
+    reviewer's policy publishes, so ``updates-only`` shows no ``no_update`` and
+    ``observe-only`` shows nothing (the run is still recorded). The loop shows it as a
+    plugin-origin message, never as an assistant tool call.
+    """
+
+    async def hook(point: Checkpoint) -> ReviewPacket | None:
+        if not point.stopping:
+            return None
+        result = await reviewer.checkpoint(
+            point.session, session_id=point.session_id, window=window, mask=mask, mode=mode
+        )
+        review = result.review
+        if review is None or review.publication is None or review.outcome is None:
+            return None
+        return review.outcome.packet
+
+    return hook
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +185,8 @@ class AgentResult:
     answer: str
     """The visible text of the Primary's last answer."""
     published: tuple[str, ...] = ()
-    """The sha256 of every packet shown to the Primary, in order."""
+    """The sha256 of every packet shown to the Primary, in order: published by the hook
+    or returned by a ``deliberate`` call."""
     failure: str | None = None
     """With :attr:`StopReason.MODEL_FAILED`: ``route_timeout``, ``route_failed``,
     ``deadline_exceeded`` or ``budget_exhausted``."""
@@ -156,6 +204,7 @@ class AgentLoop:
         deadline_s: float = 600.0,
         system: str = AGENT_SYSTEM,
         publish: PublicationHook | None = None,
+        reviewer: Reviewer | None = None,
         locale: Locale = Locale.EN,
         trace_id: str | None = None,
     ) -> None:
@@ -168,6 +217,8 @@ class AgentLoop:
             deadline_s: no model call starts after this many seconds.
             system: the Primary's system message.
             publish: the arm's publication hook; ``None`` never shows a packet.
+            reviewer: gives the Primary the ``deliberate`` tool, served by this reviewer;
+                ``None``: the workspace's four tools only.
             locale: the language of a published packet's header.
             trace_id: the trace run to record model calls in (``None``: none).
 
@@ -182,6 +233,7 @@ class AgentLoop:
         self._deadline_s = deadline_s
         self._system = system
         self._publish = publish
+        self._reviewer = reviewer
         self._locale = locale
         self._trace_id = trace_id
 
@@ -197,12 +249,14 @@ class AgentLoop:
             budget=CallBudget(self._max_steps),
             trace_id=self._trace_id,
         )
+        tools = TOOL_SPECS if self._reviewer is None else (*TOOL_SPECS, deliberate_tool())
         run = _Run(
             Session(
                 events=(TurnStart(turn_id=_TURN), UserMessage(content=task)),
                 system=(self._system,),
-                tools=TOOL_SPECS,
-            )
+                tools=tools,
+            ),
+            session_id=uuid.uuid4().hex,
         )
         while run.steps < self._max_steps:
             stop = await self._step(run, scope)
@@ -232,16 +286,15 @@ class AgentLoop:
         run.session = run.session.append(AssistantMessage(blocks=blocks))
         calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
         for call in calls:
-            outcome = await self._workspace.call(call.name, call.arguments)
-            run.session = run.session.append(
-                ToolResult(call_id=call.call_id, content=outcome.content, error=outcome.error)
-            )
+            result_event = await self._tool(run, call)
+            run.session = run.session.append(result_event)
         run.session = run.session.append(StepEnd(step_id=step_id))
         stopping = not calls
         if stopping and result.finish_reason != "stop":
             return StopReason.INCOMPLETE, None
         if self._publish is not None:
-            packet = await self._publish(Checkpoint(run.session, run.steps, stopping))
+            point = Checkpoint(run.session, run.steps, stopping, run.session_id)
+            packet = await self._publish(point)
             if packet is not None:
                 message = publication_message(packet, PublicationPolicy.ALL, locale=self._locale)
                 assert message is not None  # ALL publishes every packet
@@ -249,6 +302,19 @@ class AgentLoop:
                 run.published.append(packet.sha256)
                 return None
         return (StopReason.COMPLETED, None) if stopping else None
+
+    async def _tool(self, run: _Run, call: ToolCallBlock) -> ToolResult:
+        """One tool call: ``deliberate`` through the reviewer, the rest in the workspace."""
+        if call.name == DELIBERATE_TOOL and self._reviewer is not None:
+            # The calling step is in flight: the review sees the steps before it only.
+            answer = await run_deliberate(
+                self._reviewer, run.session, call.arguments, session_id=run.session_id
+            )
+            if answer.packet is not None:
+                run.published.append(answer.packet.sha256)
+            return ToolResult(call_id=call.call_id, content=answer.text, error=answer.error)
+        outcome = await self._workspace.call(call.name, call.arguments)
+        return ToolResult(call_id=call.call_id, content=outcome.content, error=outcome.error)
 
     def _end(self, run: _Run, stop: StopReason, failure: str | None = None) -> AgentResult:
         route, _ = self._caller.routes.for_role(Role.PRIMARY)
@@ -275,6 +341,7 @@ class _Run:
     """The state of one run while it goes."""
 
     session: Session
+    session_id: str
     steps: int = 0
     prompt: int = 0
     completion: int = 0

@@ -5,12 +5,25 @@ projected through a window and a mask (:mod:`~foureyes.review.projection`) into 
 request (:mod:`~foureyes.review.request`); a one-shot reviewer answers with a packet
 (:mod:`~foureyes.review.packet`), run by :mod:`~foureyes.review.runner` and published by
 policy (:mod:`~foureyes.review.publication`). :mod:`~foureyes.review.reviewer` composes the
-path for host agents; :mod:`~foureyes.review.ensemble` compares several views of one
-checkpoint.
+path for host agents, and :mod:`~foureyes.review.deliberate` is the ``deliberate`` tool a
+primary agent calls for a review itself; :mod:`~foureyes.review.ensemble` compares several
+views of one checkpoint.
 """
 
 from __future__ import annotations
 
+from foureyes.review.deliberate import (
+    DELIBERATE_DEFAULT_WINDOW,
+    DELIBERATE_TOOL,
+    DeliberateCall,
+    DeliberateRefusal,
+    DeliberateResult,
+    DeliberateRole,
+    DeliberateStatus,
+    deliberate_tool,
+    parse_deliberate_arguments,
+    run_deliberate,
+)
 from foureyes.review.ensemble import (
     Divergence,
     Ensemble,
@@ -57,6 +70,7 @@ from foureyes.review.publication import (
     CheckpointSkip,
     PublicationPolicy,
     decide_checkpoint,
+    packet_text,
     publication_message,
     turn_used_tools,
 )
@@ -119,6 +133,13 @@ __all__ = [
     "CheckpointResult",
     "CheckpointSkip",
     "DEFAULT_PERSONA",
+    "DELIBERATE_DEFAULT_WINDOW",
+    "DELIBERATE_TOOL",
+    "DeliberateCall",
+    "DeliberateRefusal",
+    "DeliberateResult",
+    "DeliberateRole",
+    "DeliberateStatus",
     "Divergence",
     "EndReason",
     "Ensemble",
@@ -175,9 +196,12 @@ __all__ = [
     "check_packet",
     "compress",
     "decide_checkpoint",
+    "deliberate_tool",
     "detect_format",
     "load_session",
     "native_messages",
+    "packet_text",
+    "parse_deliberate_arguments",
     "parse_session",
     "primary_messages",
     "project",
@@ -187,6 +211,7 @@ __all__ = [
     "reason_for_error",
     "request_units",
     "review_instruction",
+    "run_deliberate",
     "run_ensemble",
     "shared_prefix_bytes",
     "standard_views",

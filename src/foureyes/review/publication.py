@@ -43,6 +43,7 @@ __all__ = [
     "CheckpointSkip",
     "PublicationPolicy",
     "decide_checkpoint",
+    "packet_text",
     "publication_message",
     "turn_used_tools",
 ]
@@ -101,8 +102,18 @@ def publication_message(
     """
     if packet is None or not policy.publishes(packet):
         return None
+    return UserMessage(content=packet_text(packet, locale=locale), source=MessageSource.PLUGIN)
+
+
+def packet_text(packet: ReviewPacket, *, locale: Locale = Locale.EN) -> str:
+    """The text that shows ``packet`` to the primary agent, wherever it is shown.
+
+    The header (in ``locale``), then the packet's rendering in a ``review_packet`` data
+    block carrying its sha256: the content of a publication message, and the body of a
+    ``deliberate`` tool result (:mod:`foureyes.review.deliberate`).
+    """
     block = data_block("review_packet", packet.render(), sha256=packet.sha256)
-    return UserMessage(content=f"{_HEADERS[locale]}\n{block}", source=MessageSource.PLUGIN)
+    return f"{_HEADERS[locale]}\n{block}"
 
 
 def turn_used_tools(session: Session, turn: Turn) -> bool:

@@ -7,6 +7,14 @@ request's prefix share, the outcome (an accepted packet, or none and why) and th
 publication message, if the reviewer's policy publishes the packet. A skipped projection
 or a review without a packet is a ``200`` result; only a body that is not a session is
 an error (``422``).
+
+``POST /v1/review/deliberate`` is its sibling for an agent's ``deliberate`` tool call
+(:mod:`foureyes.review.deliberate`): the same session fields, plus the call's raw
+``arguments`` string instead of the window, mask and mode. The answer is the call's result:
+its status and reason code, whether it is a tool error, the tool result ``content`` to
+give the agent, and the review as data (``null`` when the arguments were refused).
+Arguments the model got wrong are a ``200`` result with status ``refused``; only a body
+that is not a session is a ``422``.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from foureyes.review.deliberate import run_deliberate
 from foureyes.review.importers import SessionFormat, parse_session
 from foureyes.review.projection import Mask, Window
 from foureyes.review.request import RequestMode
@@ -27,7 +36,7 @@ from foureyes.review.session import NATIVE_FORMAT, NATIVE_VERSION, Session, Sess
 from foureyes.server.errors import error_responses
 from foureyes.server.text import TEXT_CHECK, JsonObject, Text
 
-__all__ = ["ReviewBody", "review_router"]
+__all__ = ["DeliberateBody", "ReviewBody", "review_router"]
 
 
 # What Window.parse reads (it strips the spec first).
@@ -41,8 +50,8 @@ _Session = Annotated[list[JsonObject] | SkipJsonSchema[None], TEXT_CHECK]
 _WINDOW = r"^\s*(current-turn|since-last-mutation|all-turns|recent:0*[1-9][0-9]*)\s*$"
 
 
-class ReviewBody(BaseModel):
-    """The body of ``POST /v1/review``: one session and how to review it."""
+class _SessionBody(BaseModel):
+    """One session, as OpenAI chat-format messages or native events (either review body)."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -66,16 +75,8 @@ class ReviewBody(BaseModel):
     """The primary's system messages, with ``events`` (``messages`` carry their own)."""
     tools: list[JsonObject] = Field(default_factory=list)
     """The primary's tool definitions (OpenAI ``tools`` entries)."""
-    window: Text = Field(default="recent:3", pattern=_WINDOW)
-    """``recent:K`` (K >= 1), ``since-last-mutation``, ``current-turn`` or ``all-turns``."""
-    mask: Mask = Mask.REASONING_ONLY
-    """What the reviewer does not see."""
-    mode: RequestMode = RequestMode.CACHE_ALIGNED
-    """How the review request is built."""
     session_id: Text | None = Field(default=None, max_length=200)
     """The caller's id of the session, recorded in the trace."""
-    project_only: bool = False
-    """Return the projection and its metadata without calling a model."""
 
     @field_validator("messages", "events", mode="before")
     @classmethod
@@ -85,12 +86,11 @@ class ReviewBody(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _one_session(self) -> ReviewBody:
+    def _one_session(self) -> _SessionBody:
         if (self.messages is None) == (self.events is None):
             raise ValueError("give the session as either 'messages' or 'events'")
         if self.messages is not None and self.system:
             raise ValueError("'system' goes with 'events'; put system messages in 'messages'")
-        Window.parse(self.window)
         return self
 
     def session(self) -> Session:
@@ -112,8 +112,40 @@ class ReviewBody(BaseModel):
         return parse_session("\n".join(lines) + "\n", SessionFormat.NATIVE)
 
 
+class ReviewBody(_SessionBody):
+    """The body of ``POST /v1/review``: one session and how to review it."""
+
+    window: Text = Field(default="recent:3", pattern=_WINDOW)
+    """``recent:K`` (K >= 1), ``since-last-mutation``, ``current-turn`` or ``all-turns``."""
+    mask: Mask = Mask.REASONING_ONLY
+    """What the reviewer does not see."""
+    mode: RequestMode = RequestMode.CACHE_ALIGNED
+    """How the review request is built."""
+    project_only: bool = False
+    """Return the projection and its metadata without calling a model."""
+
+    @model_validator(mode="after")
+    def _window(self) -> ReviewBody:
+        Window.parse(self.window)
+        return self
+
+
+class DeliberateBody(_SessionBody):
+    """The body of ``POST /v1/review/deliberate``: a session and an agent's ``deliberate`` call.
+
+    The session is the agent's as it stands at the call: with ``messages``, ending with
+    the assistant message that calls ``deliberate`` (that step stays in flight and is not
+    reviewed).
+    """
+
+    arguments: Text = Field(max_length=10_000)
+    """The ``deliberate`` call's ``arguments`` string, exactly as the model wrote it
+    (``{"role": ..., "recentSteps": ...}``); arguments it got wrong are a ``refused``
+    result, not an error."""
+
+
 def review_router(reviewer: Callable[[Request], Reviewer]) -> APIRouter:
-    """The router serving ``POST /v1/review``.
+    """The router serving ``POST /v1/review`` and ``POST /v1/review/deliberate``.
 
     Args:
         reviewer: returns the :class:`~foureyes.review.reviewer.Reviewer` for a request
@@ -124,11 +156,7 @@ def review_router(reviewer: Callable[[Request], Reviewer]) -> APIRouter:
     @router.post("/v1/review", tags=["review"], responses=error_responses(400, 408, 413, 422))
     async def review(body: ReviewBody, request: Request) -> dict[str, Any]:
         """Review one session through a window and a mask; one reviewer call at most."""
-        try:
-            session = body.session()
-        except SessionFormatError as exc:
-            problem = {"format": exc.schema, "reason": exc.reason, "detail": exc.detail}
-            raise HTTPException(status_code=422, detail=problem) from None
+        session = _session(body)
         chosen = reviewer(request)
         window = Window.parse(body.window)
         if body.project_only:
@@ -141,4 +169,23 @@ def review_router(reviewer: Callable[[Request], Reviewer]) -> APIRouter:
         )
         return {"ok": True, **result.as_json()}
 
+    @router.post(
+        "/v1/review/deliberate", tags=["review"], responses=error_responses(400, 408, 413, 422)
+    )
+    async def deliberate(body: DeliberateBody, request: Request) -> dict[str, Any]:
+        """Carry out an agent's ``deliberate`` call on its session; one reviewer call at most."""
+        session = _session(body)
+        result = await run_deliberate(
+            reviewer(request), session, body.arguments, session_id=body.session_id
+        )
+        return {"ok": True, **result.as_json()}
+
     return router
+
+
+def _session(body: _SessionBody) -> Session:
+    try:
+        return body.session()
+    except SessionFormatError as exc:
+        problem = {"format": exc.schema, "reason": exc.reason, "detail": exc.detail}
+        raise HTTPException(status_code=422, detail=problem) from None
