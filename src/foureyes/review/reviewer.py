@@ -255,7 +255,7 @@ class Reviewer:
             session,
             projection,
             mode,
-            instruction=review_instruction(max_chars=self.runner.packet_max_chars),
+            instruction=review_instruction(max_chars=self.runner.packet_max_chars, mask=mask),
             primary_system=primary_system,
             primary_tools=primary_tools,
             persona_system=persona_system,
