@@ -50,7 +50,7 @@ from foureyes.core.errors import (
 from foureyes.core.roles import Role
 from foureyes.core.trace import EventKind, TraceEvent
 from foureyes.llm.calls import CallScope, ModelCaller
-from foureyes.llm.provider import ChatRequest, ChatResult
+from foureyes.llm.provider import ChatRequest, ChatResult, Usage
 from foureyes.llm.structured import finish_failure
 from foureyes.review import offline as _offline  # noqa: F401  (registers the offline reviewer)
 from foureyes.review.packet import PacketRejection, ReviewPacket, check_packet
@@ -154,6 +154,8 @@ class ReviewOutcome:
     """The route that answered, when a call returned."""
     offline: bool = field(default=False, compare=False)
     """Whether the built-in offline engine answered."""
+    usage: Usage | None = field(default=None, compare=False)
+    """The tokens the reviewer's call reported, when a call returned."""
 
     def __post_init__(self) -> None:
         accepted = self.reason is ReviewReason.ACCEPTED
@@ -166,7 +168,7 @@ class ReviewOutcome:
 
     @classmethod
     def accepted(cls, packet: ReviewPacket, *, published: bool, **facts: Any) -> ReviewOutcome:
-        """An accepted packet (``facts``: ``trace_id``, ``route``, ``offline``)."""
+        """An accepted packet (``facts``: ``trace_id``, ``route``, ``offline``, ``usage``)."""
         return cls(reason=ReviewReason.ACCEPTED, packet=packet, published=published, **facts)
 
     @classmethod
@@ -337,7 +339,7 @@ class ReviewRunner:
     def _judge(
         self, result: ChatResult, facts: dict[str, Any], policy: PublicationPolicy
     ) -> ReviewOutcome:
-        facts |= {"route": result.route, "offline": result.offline}
+        facts |= {"route": result.route, "offline": result.offline, "usage": result.usage}
         incomplete = finish_failure(result)
         if incomplete is not None:
             # Text of a call that did not complete normally is never read as a packet,
