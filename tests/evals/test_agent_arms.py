@@ -26,6 +26,7 @@ from foureyes.evals.metrics import ArmMetrics
 from foureyes.evals.report import load_metrics, render_markdown
 from foureyes.evals.runner import EvalRunner
 from foureyes.evals.suite import Suite, load_suite, suite_path
+from foureyes.evals.workspace import ReadOnlyTools, Workspace
 from foureyes.review import Mask
 from foureyes.store import Store
 from tests.evals._support import eval_config, store
@@ -68,18 +69,21 @@ def packet(*items: tuple[str, str]) -> str:
     )
 
 
+WRONG = "min(x, hi)"
 NO_UPDATE = json.dumps({"role": "masked-review", "status": "no_update"})
 
 
-def one_task_suite(folder: Path, case_id: str) -> Suite:
-    """The shipped suite cut to one task and the arms of :data:`ARMS`."""
+def one_task_suite(
+    folder: Path, case_id: str, *extra: dict[str, Any], names: tuple[str, ...] = ARMS
+) -> Suite:
+    """The shipped suite cut to one task and the arms ``names`` (and ``extra``)."""
     shutil.copytree(suite_path("agent-tasks"), folder)
     cases = json.loads((folder / "cases.json").read_text(encoding="utf-8"))
     (folder / "cases.json").write_text(
         json.dumps([c for c in cases if c["id"] == case_id]), encoding="utf-8"
     )
     head = json.loads((folder / "suite.json").read_text(encoding="utf-8"))
-    head["arms"] = [a for a in head["arms"] if a["name"] in ARMS]
+    head["arms"] = [a for a in head["arms"] if a["name"] in names] + list(extra)
     (folder / "suite.json").write_text(json.dumps(head), encoding="utf-8")
     return load_suite(folder)
 
@@ -95,10 +99,16 @@ def sim_config(simulator: RunningSimulator, tmp_path: Path) -> Config:
 
 
 async def run_arms(
-    simulator: RunningSimulator, tmp_path: Path, store: Store, case_id: str, run_id: str
+    simulator: RunningSimulator,
+    tmp_path: Path,
+    store: Store,
+    case_id: str,
+    run_id: str,
+    *extra: dict[str, Any],
+    names: tuple[str, ...] = ARMS,
 ) -> dict[str, ArmMetrics]:
     cfg = sim_config(simulator, tmp_path)
-    suite = one_task_suite(tmp_path / "suite", case_id)
+    suite = one_task_suite(tmp_path / "suite", case_id, *extra, names=names)
     providers = eval_providers(cfg, arm_routes(cfg, suite.arms), {})
     try:
         summary = await EvalRunner(
@@ -107,7 +117,7 @@ async def run_arms(
     finally:
         for provider in providers.values():
             await provider.aclose()
-    assert summary.ran == len(ARMS) and summary.failures == 0
+    assert summary.ran == len(names) + len(extra) and summary.failures == 0
     _, metrics = await load_metrics(store, run_id)
     return {a.arm: a for a in metrics.arms}
 
@@ -306,3 +316,72 @@ def test_masked_strong_is_left_out_with_a_note_without_a_strong_route(tmp_path: 
         "all-turns",
     ]
     assert set(missing) == {"masked-strong"} and "strong" in missing["masked-strong"]
+
+
+async def test_a_persona_reviewer_verifies_with_read_only_tools_in_the_pairs_workspace(
+    simulator: RunningSimulator, tmp_path: Path, store: Store
+) -> None:
+    simulator.load(
+        {
+            "models": {
+                PRIMARY: [
+                    {
+                        "match": "clamp\\(x, lo, hi\\) in clamp.py",
+                        "usage": PRIMARY_USAGE,
+                        "tool_calls": [
+                            call(
+                                "edit", path="clamp.py", old="max(lo, min(x, lo))", new="min(x, hi)"
+                            )
+                        ],
+                    },
+                    {"usage": PRIMARY_USAGE, "content": "Fixed."},
+                ],
+                REVIEWER: [
+                    # The persona reviewer reads the file the Primary edited...
+                    {
+                        "match": "Stop acting as the agent above",
+                        "times": 1,
+                        "usage": REVIEWER_USAGE,
+                        "tool_calls": [call("read", path="clamp.py")],
+                    },
+                    # ...and answers from what the read returned.
+                    {
+                        "match": "return min\\(x, hi\\)",
+                        "usage": REVIEWER_USAGE,
+                        "content": packet(("possible_error", "clamp.py never applies lo.")),
+                    },
+                ],
+            }
+        }
+    )
+    persona = {"name": "persona", "mask": "reasoning-only", "mode": "reviewer-persona"}
+    persona["window"] = "since-last-mutation"
+    await run_arms(simulator, tmp_path, store, "clamp", "persona", persona, names=("baseline",))
+    rows = details(await store.evals.results("persona"))
+    assert rows["persona"]["review_reason"] == "accepted"
+    assert rows["persona"]["packet_status"] == "update" and rows["persona"]["shown"]
+    first, second = [
+        r
+        for r in simulator.requests()
+        if r["model"] == REVIEWER
+        and r["messages"][0]["content"].startswith("You are an independent")
+    ]
+    # Only read and search are offered; the second call carries the read's result.
+    assert sorted(t["function"]["name"] for t in first["options"]["tools"]) == ["read", "search"]
+    tool = second["messages"][-1]
+    assert tool["role"] == "tool" and "return min(x, hi)" in tool["content"]
+    # Three Primary calls (the last after the packet) and both review calls, summed.
+    assert rows["persona"]["reasoning_tokens"] == 3 * 4 + 2 * 8
+
+
+async def test_a_reviewer_calling_a_tool_that_is_not_read_only_ends_its_review_unrun(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.txt").write_text("kept", encoding="utf-8")
+    tools = ReadOnlyTools(Workspace(tmp_path))
+    assert [s["function"]["name"] for s in tools.specs] == ["read", "search"]
+    assert await tools.call("read", json.dumps({"path": "a.txt"})) == "kept"
+    refused = await tools.call("edit", json.dumps({"path": "a.txt", "content": "gone"}))
+    assert refused.startswith("error: no tool 'edit'")
+    assert (await tools.call("read", json.dumps({"path": "../x"}))).startswith("error:")
+    assert (tmp_path / "a.txt").read_text(encoding="utf-8") == "kept"

@@ -44,13 +44,14 @@ from foureyes.evals.agent_tasks import agent_task, task_workspace
 from foureyes.evals.arms import CaseAnswer
 from foureyes.evals.suite import Arm, Case, Suite, tree_sha256
 from foureyes.evals.verify import VerifierResult
-from foureyes.evals.workspace import Workspace
+from foureyes.evals.workspace import ReadOnlyTools, Workspace
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.provider import Provider, Usage
 from foureyes.llm.routes import Routes
 from foureyes.review.packet import PacketStatus, ReviewPacket, review_instruction
 from foureyes.review.projection import Mask, Window
 from foureyes.review.publication import PublicationPolicy
+from foureyes.review.request import RequestMode
 from foureyes.review.reviewer import Reviewer, SessionReview
 from foureyes.review.runner import ReviewReason, ReviewRunner
 from foureyes.review.session import AssistantMessage, ReasoningBlock, Session, TextBlock
@@ -110,6 +111,7 @@ class _ArmReview:
     session_id: str
     folder: Path
     observe_only: bool
+    mode: RequestMode
     review: SessionReview | None = None
     reviewed: Session | None = None
     shown_sha256: str | None = None
@@ -118,7 +120,12 @@ class _ArmReview:
         if not point.stopping:
             return None
         done = await self.reviewer.checkpoint(
-            point.session, session_id=self.session_id, window=self.window, mask=self.mask
+            point.session,
+            session_id=self.session_id,
+            window=self.window,
+            mask=self.mask,
+            mode=self.mode,
+            tools=ReadOnlyTools(Workspace(self.folder)),
         )
         if done.review is None:
             return None  # this turn was reviewed already
@@ -190,6 +197,7 @@ async def answer_agent_case(
                 f"{case.id}/{arm.name}",
                 folder,
                 arm.observe_only,
+                arm.mode,
             )
         loop = AgentLoop(
             caller,

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from foureyes.core.digest import canonical_json, sha256_hex
 from foureyes.core.errors import ConfigError
 from foureyes.review.projection import Mask, Window
+from foureyes.review.request import RequestMode
 
 __all__ = [
     "Arm",
@@ -101,6 +102,9 @@ class Arm(_Frozen):
     all."""
     observe_only: bool = False
     """Review and agent suites: the review runs but is never shown to the primary."""
+    mode: RequestMode = RequestMode.CACHE_ALIGNED
+    """Agent suites: how the review request is built; ``reviewer-persona`` offers the
+    reviewer the pair's workspace ``read`` and ``search`` tools, run in its sandbox."""
     window: str = "current-turn"
     """Agent suites: the window the checkpoint review projects (``recent:K``,
     ``since-last-mutation``, ``current-turn``, ``all-turns``)."""
