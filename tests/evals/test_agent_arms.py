@@ -28,6 +28,7 @@ from foureyes.evals.runner import EvalRunner
 from foureyes.evals.suite import Suite, load_suite, suite_path
 from foureyes.evals.workspace import ReadOnlyTools, Workspace
 from foureyes.review import Mask
+from foureyes.review.request import DEFAULT_PERSONA_WITH_TOOLS
 from foureyes.store import Store
 from tests.evals._support import eval_config, store
 from tests.helpers.simulator import RunningSimulator, simulator, simulator_process
@@ -360,12 +361,9 @@ async def test_a_persona_reviewer_verifies_with_read_only_tools_in_the_pairs_wor
     rows = details(await store.evals.results("persona"))
     assert rows["persona"]["review_reason"] == "accepted"
     assert rows["persona"]["packet_status"] == "update" and rows["persona"]["shown"]
-    first, second = [
-        r
-        for r in simulator.requests()
-        if r["model"] == REVIEWER
-        and r["messages"][0]["content"].startswith("You are an independent")
-    ]
+    first, second = [r for r in simulator.requests() if r["model"] == REVIEWER]
+    # The persona is told it may read, not that it calls no tools.
+    assert first["messages"][0]["content"].startswith(DEFAULT_PERSONA_WITH_TOOLS)
     # Only read and search are offered; the second call carries the read's result.
     assert sorted(t["function"]["name"] for t in first["options"]["tools"]) == ["read", "search"]
     tool = second["messages"][-1]
