@@ -140,8 +140,12 @@ def test_default_arms_are_those_the_routes_can_run_and_a_named_one_must_exist(
 def test_run_agent_tasks_offline_records_each_pair_and_reports(tmp_path: Path) -> None:
     cfg = str(_config(tmp_path))
     code, doc = _json(["eval", "run", "agent-tasks", "-c", cfg, "--json", "--run-id", "agent"])
-    # The offline engine has no Primary: every pair is a recorded route failure.
-    assert code == 0 and (doc["ran"], doc["failures"]) == (12, 12)
+    # Every arm runs (masked-strong on the offline route called strong); the offline
+    # engine has no Primary, so every pair is a recorded route failure.
+    assert code == 0 and (doc["ran"], doc["failures"]) == (7 * 12, 7 * 12)
+    assert not doc["arms_left_out"]
     out = tmp_path / "r"
     code, doc = _json(["eval", "report", "agent", "-c", cfg, "--out", str(out), "--json"])
-    assert code == 0 and "baseline" in Path(doc["markdown"]).read_text(encoding="utf-8")
+    text = Path(doc["markdown"]).read_text(encoding="utf-8")
+    assert code == 0 and "baseline" in text and "all-turns" in text
+    assert "## Reviews and tokens" in text

@@ -19,6 +19,7 @@ from foureyes.evals.agent import AgentLoop, Checkpoint, StopReason, review_check
 from foureyes.evals.agent_tasks import agent_task, task_workspace
 from foureyes.evals.arms import arm_routes
 from foureyes.evals.cassette import eval_providers
+from foureyes.evals.report import load_metrics, render_markdown
 from foureyes.evals.runner import EvalRunner
 from foureyes.evals.suite import load_suite, suite_path
 from foureyes.evals.verify import VerifierResult
@@ -372,7 +373,7 @@ async def test_eval_run_of_an_agent_suite_lets_the_verifier_decide_each_pair(
     recording = eval_providers(cfg, used, {}, record=cassette)
     try:
         summary = await EvalRunner(
-            suite, suite.arms, config=cfg, providers=recording, store=store, run_id="agent"
+            suite, [suite.baseline], config=cfg, providers=recording, store=store, run_id="agent"
         ).run()
     finally:
         for provider in recording.values():
@@ -391,7 +392,7 @@ async def test_eval_run_of_an_agent_suite_lets_the_verifier_decide_each_pair(
     # Offline replay in fresh copies elsewhere: the same requests, the same verdicts.
     replaying = eval_providers(cfg, used, {}, replay=cassette)
     await EvalRunner(
-        suite, suite.arms, config=cfg, providers=replaying, store=store, run_id="again"
+        suite, [suite.baseline], config=cfg, providers=replaying, store=store, run_id="again"
     ).run()
     again = {r.case_id: r.record["prediction"] for r in await store.evals.results("again")}
     assert again == {"log-severity": "done", "clamp": "not_done"}
@@ -407,9 +408,16 @@ async def test_eval_run_of_the_agent_suite_offline_records_every_pair_as_a_route
     summary = await EvalRunner(
         suite, suite.arms, config=cfg, providers=providers, store=store, run_id="offline"
     ).run()
-    assert summary.ran == summary.failures == len(suite.cases)
-    failures = {r.record["failure"] for r in await store.evals.results("offline")}
-    assert failures == {"route_failed"}
+    # Every arm runs (the eval config has an offline route called strong); the offline
+    # engine has no Primary, so every pair is a recorded route failure.
+    assert summary.ran == summary.failures == len(suite.cases) * len(suite.arms) == 84
+    rows = await store.evals.results("offline")
+    assert {r.record["failure"] for r in rows} == {"route_failed"}
+    assert {r.arm for r in rows} == {a.name for a in suite.arms}
+    run, metrics = await load_metrics(store, "offline")
+    reviews = {a.arm: a.review for a in metrics.arms}
+    assert all(r is not None and r.reviewed == 0 and r.adoption is None for r in reviews.values())
+    assert "## Reviews and tokens" in render_markdown(run, metrics)
 
 
 _SEGMENTS = st.sampled_from(["..", ".", "a", "out", "link.txt", "", "x.txt", "/"])

@@ -35,7 +35,7 @@ from foureyes.llm.openai_compat import (
     sdk_error_table,
     translate_errors,
 )
-from foureyes.llm.provider import ChatMessage, ChatRequest, JsonSchemaFormat
+from foureyes.llm.provider import ChatMessage, ChatRequest, JsonSchemaFormat, Usage
 from foureyes.llm.routes import build_provider
 from tests.helpers.postgres import free_port
 from tests.helpers.simulator import SCENARIOS, RunningSimulator
@@ -119,6 +119,40 @@ async def test_reasoning_tool_calls_and_usage_come_through(
     assert result.finish_reason == "tool_calls"
     assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (120, 30)
     assert result.as_assistant_message().reasoning_content == "I should look it up."
+
+
+async def test_reasoning_and_cache_read_tokens_come_from_each_providers_usage_fields(
+    simulator: RunningSimulator, make_provider: MakeProvider
+) -> None:
+    base = {"prompt_tokens": 200, "completion_tokens": 50}
+    simulator.load(
+        {
+            "models": {
+                "openai": [
+                    {
+                        "content": "a",
+                        "usage": base | {"reasoning_tokens": 40, "cached_tokens": 128},
+                    }
+                ],
+                "deepseek": [
+                    {
+                        "content": "b",
+                        "usage": base | {"reasoning_tokens": 12, "prompt_cache_hit_tokens": 64},
+                    }
+                ],
+                "plain": [{"content": "c", "usage": base}],
+            }
+        }
+    )
+    usage = {}
+    for model in ("openai", "deepseek", "plain"):
+        result = await make_provider(simulator.route(model)).complete(_ask("hi"), timeout_s=2)
+        usage[model] = (result.usage.reasoning_tokens, result.usage.cached_tokens)
+    # A count the endpoint did not report is unknown, not zero.
+    assert usage == {"openai": (40, 128), "deepseek": (12, 64), "plain": (None, None)}
+    known = Usage(prompt_tokens=1, completion_tokens=2, reasoning_tokens=3, cached_tokens=4)
+    assert (known + known).reasoning_tokens == 6 and (known + known).cached_tokens == 8
+    assert (known + Usage()).reasoning_tokens is None and (known + Usage()).prompt_tokens == 1
 
 
 async def test_the_request_reaches_the_model_as_asked(

@@ -13,6 +13,7 @@ from foureyes.llm.calls import ModelCaller
 from foureyes.llm.provider import ChatMessage, ChatRequest
 from foureyes.llm.routes import Routes
 from foureyes.review.packet import PACKET_ROLE, review_instruction
+from foureyes.review.projection import Mask
 from foureyes.store import Store
 from tests.helpers.simulator import RunningSimulator, read_cassette
 from tests.review._session_support import CASSETTES as CASSETTE_NAMES
@@ -24,7 +25,7 @@ REQUEST = ChatRequest(
     messages=(
         ChatMessage.system("You are a coding agent."),
         ChatMessage.user("Fix the failing test in utils.py."),
-        ChatMessage.user(review_instruction(max_chars=10_000)),
+        ChatMessage.user(review_instruction(max_chars=10_000, mask=Mask.REASONING_ONLY)),
     )
 )
 

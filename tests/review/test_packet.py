@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from foureyes.core.errors import UsageError
 from foureyes.review.packet import (
+    EVIDENCE_BOUNDARY,
     PACKET_ROLE,
     Certainty,
     ItemKind,
@@ -20,6 +21,7 @@ from foureyes.review.packet import (
     check_packet,
     review_instruction,
 )
+from foureyes.review.projection import Mask
 
 MAX = 10_000
 
@@ -232,11 +234,27 @@ def test_a_packet_cannot_be_made_or_changed_outside_the_contract() -> None:
         check_packet("{}", max_chars=0)
 
 
-def test_instruction_states_the_contract_and_the_data_rule() -> None:
-    text = review_instruction(max_chars=1234)
+@pytest.mark.parametrize("mask", list(Mask))
+def test_instruction_states_the_contract_and_the_data_rule(mask: Mask) -> None:
+    text = review_instruction(max_chars=1234, mask=mask)
     assert "1234" in text and "<<<DATA" in text and PACKET_ROLE in text
     for value in [*ItemKind, *Certainty, *PacketStatus]:
         assert f'"{value.value}"' in text
+    assert EVIDENCE_BOUNDARY in text and "do not invent motivations" in text
+
+
+def test_each_masks_instruction_says_only_what_is_true_of_it() -> None:
+    control = review_instruction(max_chars=500, mask=Mask.NONE)
+    masked = review_instruction(max_chars=500, mask=Mask.REASONING_ONLY)
+    actions = review_instruction(max_chars=500, mask=Mask.ACTION_ONLY)
+    # The unmasked control is not told that reasoning may be hidden from it.
+    assert "not shown" not in control and "may not be shown" not in control
+    assert "its reasoning," in control
+    assert "reasoning in the steps under review is not shown" in masked
+    assert "its visible messages" in masked
+    assert "its reasoning and its messages in the steps under review are not shown" in actions
+    assert "visible messages" not in actions
+    assert len({control, masked, actions}) == 3
 
 
 # --- property: a packet is accepted exactly when it satisfies every rule -----------------

@@ -398,3 +398,54 @@ def test_any_answer_gives_a_fully_valid_packet_or_none(
     shown = message.content.split(">>>\n", 1)[1].rsplit("\n<<<END DATA>>>", 1)[0]
     assert shown == neutralise(outcome.packet.render())  # the whole packet, as data
     assert satisfies_contract(json.loads(outcome.packet.render()), max_chars)
+
+
+class _Tools:
+    """Read-only tools that note what they were asked to do."""
+
+    specs = ({"type": "function", "function": {"name": "read", "parameters": {}}},)
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def call(self, name: str, arguments: str) -> str:
+        self.calls.append(name)
+        return "file text"
+
+
+async def test_read_only_tool_calls_are_answered_and_the_reviewer_asked_again(
+    simulator: RunningSimulator, tmp_path: Path
+) -> None:
+    simulator.load(
+        scenario(
+            {"times": 1, "tool_calls": [{"name": "read", "arguments": "{}"}]},
+            {"match": "^file text$", "content": VALID},
+        )
+    )
+    tools = _Tools()
+    async with opened_store(tmp_path) as store, open_caller(sim_config(simulator), store) as c:
+        outcome = await ReviewRunner(c, packet_max_chars=MAX).run(
+            REQUEST, deadline=Deadline.after(5), tools=tools
+        )
+    assert outcome.ok and tools.calls == ["read"]
+    _, second = simulator.requests()
+    asked, answered = second["messages"][-2:]
+    assert asked["role"] == "assistant" and asked["tool_calls"][0]["function"]["name"] == "read"
+    assert answered == {
+        "role": "tool",
+        "content": "file text",
+        "tool_call_id": asked["tool_calls"][0]["id"],
+    }
+
+
+async def test_a_tool_that_is_not_offered_still_ends_the_review_unrun(
+    simulator: RunningSimulator, tmp_path: Path
+) -> None:
+    simulator.load(scenario({"tool_calls": [{"name": "edit", "arguments": "{}"}]}))
+    tools = _Tools()
+    async with opened_store(tmp_path) as store, open_caller(sim_config(simulator), store) as c:
+        outcome = await ReviewRunner(c, packet_max_chars=MAX).run(
+            REQUEST, deadline=Deadline.after(5), tools=tools
+        )
+    assert outcome.reason is ReviewReason.REVIEW_INCOMPLETE and tools.calls == []
+    assert len(simulator.requests()) == 1

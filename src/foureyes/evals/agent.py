@@ -177,7 +177,8 @@ class AgentResult:
     steps: int
     """Steps taken (model calls started)."""
     usage: Usage
-    """Tokens of every completed model call, summed."""
+    """Tokens of every completed model call, summed (a detail some call did not report,
+    reasoning or cache-read tokens, is unknown)."""
     cost_usd: float
     """Their cost at the route's prices."""
     session: Session
@@ -279,8 +280,7 @@ class AgentLoop:
         except (RouteError, LimitExceeded) as exc:
             run.session = run.session.append(StepEnd(step_id=step_id))
             return StopReason.MODEL_FAILED, next(c for k, c in _FAILURES if isinstance(exc, k))
-        run.prompt += result.usage.prompt_tokens
-        run.completion += result.usage.completion_tokens
+        run.usage = result.usage if run.usage is None else run.usage + result.usage
         run.answer = result.text
         blocks = _blocks(result, run.steps)
         run.session = run.session.append(AssistantMessage(blocks=blocks))
@@ -319,13 +319,14 @@ class AgentLoop:
     def _end(self, run: _Run, stop: StopReason, failure: str | None = None) -> AgentResult:
         route, _ = self._caller.routes.for_role(Role.PRIMARY)
         session = run.session.append(TurnEnd(turn_id=_TURN, reason=_END_REASONS[stop]))
+        usage = run.usage or Usage()
         return AgentResult(
             stop=stop,
             steps=run.steps,
-            usage=Usage(prompt_tokens=run.prompt, completion_tokens=run.completion),
+            usage=usage,
             cost_usd=cost_usd(
-                run.prompt,
-                run.completion,
+                usage.prompt_tokens,
+                usage.completion_tokens,
                 price_in=route.price_in or 0.0,
                 price_out=route.price_out or 0.0,
             ),
@@ -343,8 +344,8 @@ class _Run:
     session: Session
     session_id: str
     steps: int = 0
-    prompt: int = 0
-    completion: int = 0
+    usage: Usage | None = None
+    """Summed over the completed calls; ``None`` before the first."""
     answer: str = ""
     published: list[str] = field(default_factory=list)
 

@@ -23,6 +23,7 @@ from foureyes.evals.suite import SuiteKind
 __all__ = [
     "ArmMetrics",
     "PairRecord",
+    "ReviewMetrics",
     "RunMetrics",
     "TriageAgreement",
     "compute_metrics",
@@ -54,6 +55,47 @@ class PairRecord:
     """Wall time."""
     detail: Mapping[str, Any]
     """Kind-specific facts."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewMetrics:
+    """An agent suite's arm: what its reviews did, and the tokens of its pairs.
+
+    Each rate has a percentile bootstrap interval over its own units (pairs, or packet
+    items for the unique-delta rate); ``None`` when it has no unit (no packet shown, no
+    review ran, ...). Token means are per pair; a reasoning or cache-read count some
+    pair's endpoint did not report is left out of the mean, ``None`` when no pair has it.
+    """
+
+    reviewed: int
+    """Pairs in which a review ran (or was skipped by its projection)."""
+    shown: int
+    """Pairs in which a packet was shown to the Primary."""
+    adoption: Interval | None
+    """Of the pairs shown a packet, the share whose workspace changed after it was shown
+    (the Primary acted on it)."""
+    adoption_precision: Interval | None
+    """Of the adopted pairs, the share the verifier passed (acting on it was right)."""
+    unique_delta: Interval | None
+    """Of the accepted packets' items, the share that restate nothing the Primary had said
+    (:func:`foureyes.core.overlap.matches` against each of its sentences)."""
+    would_show: Interval | None
+    """Observe-only: of the reviewed pairs, the share whose update would have been shown."""
+    timeouts: Interval | None
+    """Of all pairs, the share in which the Primary's or the reviewer's call timed out."""
+    format_failures: Interval | None
+    """Of the reviewed pairs, the share whose answer broke the packet contract."""
+    prompt_tokens: float
+    """Input tokens per pair (the Primary's and the reviewer's calls)."""
+    completion_tokens: float
+    """Output tokens per pair."""
+    reasoning_tokens: float | None
+    """Reasoning tokens per pair, of the pairs that report them."""
+    cached_tokens: float | None
+    """Cache-read input tokens per pair, of the pairs that report them."""
+    instruction_sha256: str | None
+    """The sha256 of the arm's review instruction (``None`` for an arm that reviews
+    nothing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +132,14 @@ class ArmMetrics:
     """Triage: share of critical cases labelled critical."""
     alert_precision: float | None
     """Triage: of cases labelled high or critical, the share that are."""
+    correction_ci: Interval | None = None
+    """:attr:`correction_rate` with a bootstrap interval over the paired cases."""
+    false_diversion_ci: Interval | None = None
+    """:attr:`false_diversion_rate` with its interval."""
+    no_update_ci: Interval | None = None
+    """:attr:`no_update_rate` with its interval."""
+    review: ReviewMetrics | None = None
+    """Agent suites: what the arm's reviews did and its tokens."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +186,46 @@ def _share(hits: int, n: int) -> float | None:
     return hits / n if n else None
 
 
+def _rate(flags: Sequence[bool], seed: int) -> Interval | None:
+    return bootstrap_ci([float(f) for f in flags], seed=seed) if flags else None
+
+
+def _mean_known(values: Sequence[Any]) -> float | None:
+    known = [float(v) for v in values if isinstance(v, int | float)]
+    return sum(known) / len(known) if known else None
+
+
+def _review(rows: Sequence[PairRecord], seed: int) -> ReviewMetrics:
+    detail = [r.detail for r in rows]
+    reviewed = [d for d in detail if d.get("reviewed")]
+    shown = [r for r in rows if r.detail.get("shown")]
+    adopted = [r for r in shown if r.detail.get("adopted")]
+    items = [
+        i > int(d.get("restated", 0))
+        for d in reviewed
+        for i in range(1, int(d.get("items", 0)) + 1)
+    ]
+    would = [bool(d.get("would_show")) for d in reviewed if d.get("observe_only")]
+    digests = {d.get("instruction_sha256") for d in detail} - {None}
+    return ReviewMetrics(
+        reviewed=len(reviewed),
+        shown=len(shown),
+        adoption=_rate([bool(r.detail.get("adopted")) for r in shown], seed),
+        adoption_precision=_rate([r.passed for r in adopted], seed),
+        unique_delta=_rate(items, seed),
+        would_show=_rate(would, seed),
+        timeouts=_rate(
+            [bool(d.get("primary_timeout") or d.get("review_timeout")) for d in detail], seed
+        ),
+        format_failures=_rate([bool(d.get("format_failure")) for d in reviewed], seed),
+        prompt_tokens=sum(int(d.get("prompt_tokens", 0)) for d in detail) / len(detail),
+        completion_tokens=sum(int(d.get("completion_tokens", 0)) for d in detail) / len(detail),
+        reasoning_tokens=_mean_known([d.get("reasoning_tokens") for d in detail]),
+        cached_tokens=_mean_known([d.get("cached_tokens") for d in detail]),
+        instruction_sha256=next(iter(digests)) if len(digests) == 1 else None,
+    )
+
+
 def _arm(
     arm: str,
     mine: Mapping[str, PairRecord],
@@ -143,6 +233,7 @@ def _arm(
     *,
     is_baseline: bool,
     seed: int,
+    kind: SuiteKind,
 ) -> ArmMetrics:
     rows = list(mine.values())
     shared = sorted(set(mine) & set(base))
@@ -176,6 +267,16 @@ def _arm(
         false_block_rate=_share(sum(r.prediction == "block" for r in passes), len(passes)),
         critical_recall=_share(sum(r.prediction == "critical" for r in critical), len(critical)),
         alert_precision=_share(sum(r.expected in _ELEVATED for r in alerts), len(alerts)),
+        correction_ci=None
+        if is_baseline
+        else _rate([mine[c].passed and not base[c].passed for c in shared], seed),
+        false_diversion_ci=None
+        if is_baseline
+        else _rate([base[c].passed and not mine[c].passed for c in shared], seed),
+        no_update_ci=None
+        if is_baseline
+        else _rate([mine[c].prediction == base[c].prediction for c in shared], seed),
+        review=_review(rows, seed) if kind is SuiteKind.AGENT else None,
     )
 
 
@@ -209,7 +310,10 @@ def compute_metrics(
     return RunMetrics(
         kind=kind,
         baseline=baseline,
-        arms=tuple(_arm(a, by_arm[a], base, is_baseline=a == baseline, seed=seed) for a in present),
+        arms=tuple(
+            _arm(a, by_arm[a], base, is_baseline=a == baseline, seed=seed, kind=kind)
+            for a in present
+        ),
         labels=tuple(labels),
         confusions={a: confusion(list(by_arm[a].values()), labels) for a in present},
         agreement=(

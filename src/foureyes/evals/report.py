@@ -22,6 +22,7 @@ from foureyes.core.locale import Locale
 from foureyes.evals import _plots
 from foureyes.evals.metrics import ArmMetrics, PairRecord, RunMetrics, compute_metrics
 from foureyes.evals.runner import check_run_id
+from foureyes.evals.stats import Interval
 from foureyes.evals.suite import SuiteKind
 from foureyes.store import Store
 from foureyes.store.evals import EvalResultRow, EvalRunRow
@@ -110,6 +111,16 @@ def _num(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
+def _ci(value: Interval | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value.estimate:.1%} [{value.low:.1%}, {value.high:.1%}]"
+
+
+def _tokens(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0f}"
+
+
 def report_strings() -> Catalogue:
     """The reports' strings in every locale (read once per process).
 
@@ -155,6 +166,8 @@ class ReportView:
     confusions: tuple[ReportPlot, ...]
     plots_note: str | None = None
     """Why there are no plots (matplotlib, the ``eval`` extra, is missing), else ``None``."""
+    review: ReportTable | None = None
+    """Agent suites: each arm's review metrics, tokens and instruction digest."""
 
     def as_json(self) -> dict[str, Any]:
         """The view as JSON: tables as header and rows, plots as base64 PNG."""
@@ -179,6 +192,7 @@ class ReportView:
             "facts": table(self.facts),
             "arms": table(self.arms),
             "agreement": table(self.agreement),
+            "review": table(self.review),
             "plots": {
                 "heading": self.plots_heading,
                 "items": plots(self.plots),
@@ -228,21 +242,67 @@ def _arm_row(a: ArmMetrics, kind: SuiteKind, text: Callable[[str], str]) -> tupl
         SuiteKind.GATE: [_pct(a.block_rate), _pct(a.false_block_rate)],
         SuiteKind.TRIAGE: [_pct(a.critical_recall), _pct(a.alert_precision)],
     }.get(kind, [])
-    rate = a.pass_rate
     return (
         a.arm,
         str(a.n),
         str(a.failures),
-        f"{rate.estimate:.1%} [{rate.low:.1%}, {rate.high:.1%}]",
-        _pct(a.correction_rate),
-        _pct(a.false_diversion_rate),
-        _pct(a.no_update_rate),
+        _ci(a.pass_rate),
+        _ci(a.correction_ci) if a.correction_ci else _pct(a.correction_rate),
+        _ci(a.false_diversion_ci) if a.false_diversion_ci else _pct(a.false_diversion_rate),
+        _ci(a.no_update_ci) if a.no_update_ci else _pct(a.no_update_rate),
         _usd(a.mean_cost_usd),
         f"{a.mean_latency_ms:.0f} ms",
         _usd(a.cost_per_correction_usd),
         *extra,
         _comparison(a, text),
     )
+
+
+_REVIEW_COLUMNS = (
+    "col.arm",
+    "col.instruction",
+    "col.reviewed",
+    "col.shown",
+    "col.adoption",
+    "col.adoption_precision",
+    "col.unique_delta",
+    "col.would_show",
+    "col.timeouts",
+    "col.format_failures",
+    "col.tokens_in",
+    "col.tokens_out",
+    "col.tokens_reasoning",
+    "col.tokens_cached",
+)
+
+
+def _review_table(metrics: RunMetrics, text: Callable[[str], str]) -> ReportTable | None:
+    rows = []
+    for a in metrics.arms:
+        r = a.review
+        if r is None:
+            continue
+        rows.append(
+            (
+                a.arm,
+                r.instruction_sha256[:16] if r.instruction_sha256 else "–",
+                str(r.reviewed),
+                str(r.shown),
+                _ci(r.adoption),
+                _ci(r.adoption_precision),
+                _ci(r.unique_delta),
+                _ci(r.would_show),
+                _ci(r.timeouts),
+                _ci(r.format_failures),
+                _tokens(r.prompt_tokens),
+                _tokens(r.completion_tokens),
+                _tokens(r.reasoning_tokens),
+                _tokens(r.cached_tokens),
+            )
+        )
+    if not rows:
+        return None
+    return ReportTable(text("heading.review"), tuple(text(c) for c in _REVIEW_COLUMNS), tuple(rows))
 
 
 def _facts(run: EvalRunRow, text: Callable[[str], str]) -> ReportTable:
@@ -316,6 +376,7 @@ def report_view(run: EvalRunRow, metrics: RunMetrics, locale: Locale = Locale.EN
         confusion_heading=text("heading.confusion"),
         confusions=confusions,
         plots_note=note,
+        review=_review_table(metrics, text),
     )
 
 
@@ -339,6 +400,8 @@ def markdown_of(view: ReportView) -> str:
     lines = [f"# {view.title}", ""]
     lines += [f"- **{k}**: {v}" for k, v in view.facts.rows]
     lines += ["", *_md_table(view.arms)]
+    if view.review is not None:
+        lines += ["", f"## {view.review.heading}", "", *_md_table(view.review)]
     if view.agreement is not None:
         lines += ["", f"## {view.agreement.heading}", "", *_md_table(view.agreement)]
     lines.append("")
@@ -380,6 +443,11 @@ def html_of(view: ReportView) -> str:
         _table(view.facts),
         f"<h2>{html.escape(view.arms.heading)}</h2>",
         _table(view.arms),
+        *(
+            (f"<h2>{html.escape(view.review.heading)}</h2>", _table(view.review))
+            if view.review is not None
+            else ()
+        ),
         f"<h2>{html.escape(view.plots_heading)}</h2>",
         *(_img(p) for p in view.plots),
     ]

@@ -18,11 +18,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from foureyes.core.digest import canonical_json, sha256_hex
 from foureyes.core.errors import ConfigError
-from foureyes.review.projection import Mask
+from foureyes.review.projection import Mask, Window
+from foureyes.review.request import RequestMode
 
 __all__ = [
     "Arm",
@@ -33,6 +34,7 @@ __all__ = [
     "load_suite",
     "shipped_suites",
     "suite_path",
+    "tree_sha256",
 ]
 
 _ID = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
@@ -96,9 +98,23 @@ class Arm(_Frozen):
     l2: bool = True
     """Triage suites: whether L2's level counts (off: L1's level is the prediction)."""
     mask: Mask | None = None
-    """Review suites: what the reviewer does not see; ``None`` for no review at all."""
+    """Review and agent suites: what the reviewer does not see; ``None`` for no review at
+    all."""
     observe_only: bool = False
-    """Review suites: the review runs but is never shown to the primary."""
+    """Review and agent suites: the review runs but is never shown to the primary."""
+    mode: RequestMode = RequestMode.CACHE_ALIGNED
+    """Agent suites: how the review request is built; ``reviewer-persona`` offers the
+    reviewer the pair's workspace ``read`` and ``search`` tools, run in its sandbox."""
+    window: str = "current-turn"
+    """Agent suites: the window the checkpoint review projects (``recent:K``,
+    ``since-last-mutation``, ``current-turn``, ``all-turns``)."""
+
+    @field_validator("window")
+    @classmethod
+    def _window(cls, value: str) -> str:
+        Window.parse(value)  # raises ValueError naming the accepted forms
+        return value
+
     budget_usd: float | None = Field(default=None, ge=0)
     """Spend after which this arm's remaining pairs are recorded as failures, unrun."""
 
@@ -252,15 +268,28 @@ def _ours(path: Path) -> bool:
     return "__pycache__" not in path.parts and path.suffix != ".pyc"
 
 
+def _file_digests(tree: Path, base: Path) -> dict[str, str]:
+    # Bytecode caches are the interpreter's, not the task's.
+    return {
+        path.relative_to(base).as_posix(): sha256_hex(path.read_bytes())
+        for path in sorted(p for p in tree.rglob("*") if p.is_file() and _ours(p))
+    }
+
+
 def _files_digest(folder: Path, cases: tuple[Case, ...]) -> str:
     """SHA-256 over the path and bytes of every file of the cases' task folders."""
     files: dict[str, str] = {}
     for case in cases:
-        task = folder / case.state["task"]
-        # Bytecode caches are the interpreter's, not the task's.
-        for path in sorted(p for p in task.rglob("*") if p.is_file() and _ours(p)):
-            files[path.relative_to(folder).as_posix()] = sha256_hex(path.read_bytes())
+        files |= _file_digests(folder / case.state["task"], folder)
     return sha256_hex(canonical_json(files))
+
+
+def tree_sha256(folder: Path) -> str:
+    """SHA-256 over the path and bytes of every file under ``folder``, caches aside.
+
+    Two digests of a workspace differ exactly when an agent changed its files in between.
+    """
+    return sha256_hex(canonical_json(_file_digests(folder, folder)))
 
 
 def shipped_suites() -> dict[str, Path]:

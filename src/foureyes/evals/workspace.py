@@ -31,7 +31,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["TOOL_SPECS", "ToolLimits", "ToolOutcome", "Workspace", "minimal_env"]
+__all__ = [
+    "READ_ONLY_TOOLS",
+    "TOOL_SPECS",
+    "ReadOnlyTools",
+    "ToolLimits",
+    "ToolOutcome",
+    "Workspace",
+    "minimal_env",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,3 +330,30 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+READ_ONLY_TOOLS = ("read", "search")
+"""The workspace tools a reviewer may call: they read, they change nothing."""
+
+
+class ReadOnlyTools:
+    """A workspace's ``read`` and ``search`` for a ``reviewer-persona`` review.
+
+    Any other name (``edit``, ``run``) is refused as a result text, never carried out, so
+    a reviewer cannot change the workspace it verifies.
+    """
+
+    def __init__(self, workspace: Workspace) -> None:
+        """Offer ``workspace``'s read-only tools."""
+        self._workspace = workspace
+        self.specs: tuple[Mapping[str, Any], ...] = tuple(
+            s for s in TOOL_SPECS if s["function"]["name"] in READ_ONLY_TOOLS
+        )
+        """Their OpenAI specs."""
+
+    async def call(self, name: str, arguments: str) -> str:
+        """The result text of ``name(arguments)`` (a refusal for a tool that is not read-only)."""
+        if name not in READ_ONLY_TOOLS:
+            return f"error: no tool {name!r} (a reviewer may only {' or '.join(READ_ONLY_TOOLS)})"
+        outcome = await self._workspace.call(name, arguments)
+        return f"error: {outcome.content}" if outcome.error else outcome.content

@@ -114,6 +114,13 @@ class UsageSpec(_Spec):
     """Prompt tokens reported."""
     completion_tokens: int = Field(ge=0)
     """Completion tokens reported."""
+    reasoning_tokens: int | None = Field(default=None, ge=0)
+    """Reported as ``completion_tokens_details.reasoning_tokens``; left out when unset."""
+    cached_tokens: int | None = Field(default=None, ge=0)
+    """Reported as ``prompt_tokens_details.cached_tokens`` (OpenAI's field); left out when
+    unset."""
+    prompt_cache_hit_tokens: int | None = Field(default=None, ge=0)
+    """Reported as ``prompt_cache_hit_tokens`` (DeepSeek's field); left out when unset."""
 
 
 class Rule(_Spec):
@@ -291,6 +298,8 @@ class Reply:
     finish_reason: str
     prompt_tokens: int
     completion_tokens: int
+    details: tuple[tuple[str, Any], ...] = ()
+    """Extra usage fields reported as given (token details of a rule's ``usage``)."""
 
 
 def _text_of(content: Any) -> str:
@@ -363,8 +372,10 @@ def render_reply(rule: Rule, *, model: str, messages: Sequence[Any], seq: int) -
     finish = rule.finish_reason or ("tool_calls" if calls else "stop")
     if rule.fault is Fault.TRUNCATED and content is not None:
         content, calls, finish = content[: max(1, len(content) // 2)], (), "length"
+    details: tuple[tuple[str, Any], ...] = ()
     if rule.usage is not None:
         prompt, completion = rule.usage.prompt_tokens, rule.usage.completion_tokens
+        details = _usage_details(rule.usage)
     else:
         prompt = _estimate_tokens(sum(len(_text_of(m.get("content"))) for m in messages))
         written = (content or "") + (reasoning or "") + "".join(c.arguments for c in calls)
@@ -376,14 +387,27 @@ def render_reply(rule: Rule, *, model: str, messages: Sequence[Any], seq: int) -
         finish_reason=finish,
         prompt_tokens=prompt,
         completion_tokens=completion,
+        details=details,
     )
 
 
-def _usage(reply: Reply) -> dict[str, int]:
+def _usage_details(spec: UsageSpec) -> tuple[tuple[str, Any], ...]:
+    details: list[tuple[str, Any]] = []
+    if spec.reasoning_tokens is not None:
+        details.append(("completion_tokens_details", {"reasoning_tokens": spec.reasoning_tokens}))
+    if spec.cached_tokens is not None:
+        details.append(("prompt_tokens_details", {"cached_tokens": spec.cached_tokens}))
+    if spec.prompt_cache_hit_tokens is not None:
+        details.append(("prompt_cache_hit_tokens", spec.prompt_cache_hit_tokens))
+    return tuple(details)
+
+
+def _usage(reply: Reply) -> dict[str, Any]:
     return {
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
         "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        **dict(reply.details),
     }
 
 

@@ -266,9 +266,35 @@ class _Choice(_Wire):
     finish_reason: str | None = None
 
 
+class _CompletionDetails(_Wire):
+    reasoning_tokens: int | None = pydantic.Field(default=None, ge=0)
+
+
+class _PromptDetails(_Wire):
+    cached_tokens: int | None = pydantic.Field(default=None, ge=0)
+
+
 class _Usage(_Wire):
     prompt_tokens: int = pydantic.Field(default=0, ge=0)
     completion_tokens: int = pydantic.Field(default=0, ge=0)
+    completion_tokens_details: _CompletionDetails | None = None
+    prompt_tokens_details: _PromptDetails | None = None
+    prompt_cache_hit_tokens: int | None = pydantic.Field(default=None, ge=0)
+    """DeepSeek's count of prompt tokens served from its context cache."""
+
+    def value(self) -> Usage:
+        """The usage as foureyes keeps it; a detail the endpoint left out is unknown."""
+        details = self.prompt_tokens_details
+        cached = details.cached_tokens if details is not None else None
+        if cached is None:
+            cached = self.prompt_cache_hit_tokens
+        reasoning = self.completion_tokens_details
+        return Usage(
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            reasoning_tokens=reasoning.reasoning_tokens if reasoning is not None else None,
+            cached_tokens=cached,
+        )
 
 
 class _Completion(_Wire):
@@ -445,9 +471,7 @@ class OpenAIProvider:
                 for call in choice.message.tool_calls or ()
             ),
             finish_reason=choice.finish_reason,
-            usage=Usage(
-                prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens
-            ),
+            usage=usage.value(),
             latency_s=latency_s,
             route=self.route,
             model=completion.model or self.config.model,

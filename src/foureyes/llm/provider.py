@@ -158,11 +158,31 @@ class Usage(_Frozen):
 
     prompt_tokens: int = Field(default=0, ge=0)
     completion_tokens: int = Field(default=0, ge=0)
+    reasoning_tokens: int | None = Field(default=None, ge=0)
+    """Completion tokens spent on reasoning (``completion_tokens_details.reasoning_tokens``);
+    ``None`` when the endpoint did not report them (unknown, not zero)."""
+    cached_tokens: int | None = Field(default=None, ge=0)
+    """Prompt tokens served from the provider's prompt cache
+    (``prompt_tokens_details.cached_tokens``, DeepSeek's ``prompt_cache_hit_tokens``);
+    ``None`` when not reported."""
 
     @property
     def total_tokens(self) -> int:
         """Prompt plus completion tokens."""
         return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        """The usage of two calls together; a count either call did not report is unknown."""
+
+        def known(a: int | None, b: int | None) -> int | None:
+            return None if a is None or b is None else a + b
+
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            reasoning_tokens=known(self.reasoning_tokens, other.reasoning_tokens),
+            cached_tokens=known(self.cached_tokens, other.cached_tokens),
+        )
 
 
 class ChatResult(_Frozen):

@@ -59,6 +59,7 @@ from foureyes.review.runner import (
     ReviewOutcome,
     ReviewReason,
     ReviewRunner,
+    ReviewTools,
     ReviewTrigger,
 )
 from foureyes.review.session import Session, UserMessage
@@ -223,6 +224,7 @@ class Reviewer:
         primary_system: str | None = None,
         primary_tools: Sequence[Mapping[str, Any]] = (),
         persona_system: str | None = None,
+        tools: ReviewTools | None = None,
     ) -> SessionReview:
         """Review ``session`` through ``window`` and ``mask``, one reviewer call at most.
 
@@ -241,8 +243,14 @@ class Reviewer:
             primary_system: the primary's system prompt (default: the session's).
             primary_tools: the primary's tools (default: the session's).
             persona_system: the reviewer's own system prompt (``reviewer-persona``).
+            tools: read-only verification tools (``reviewer-persona`` only): offered to the
+                reviewer and run by the runner when it calls them. A ``cache-aligned``
+                request carries the primary's tools, which the reviewer must never call,
+                so none are run there.
         """
         policy = policy or self.policy
+        if mode is not RequestMode.REVIEWER_PERSONA:
+            tools = None
         projection = project_session(
             session, window, mask, self.config, images=self.runner.accepts_images
         )
@@ -255,10 +263,11 @@ class Reviewer:
             session,
             projection,
             mode,
-            instruction=review_instruction(max_chars=self.runner.packet_max_chars),
+            instruction=review_instruction(max_chars=self.runner.packet_max_chars, mask=mask),
             primary_system=primary_system,
             primary_tools=primary_tools,
             persona_system=persona_system,
+            persona_tools=tools.specs if tools is not None else (),
         )
         budget_tokens, bytes_per_token = self.runner.token_budget
         tokens = estimate_tokens(request, bytes_per_token)
@@ -278,6 +287,7 @@ class Reviewer:
             policy=policy,
             conversation_id=session_id,
             meta=_run_meta(projection.meta, request),
+            tools=tools,
         )
         # The runner recorded the same policy's decision (``outcome.published``) first.
         message = publication_message(outcome.packet, policy, locale=self.locale)
@@ -294,6 +304,7 @@ class Reviewer:
         budget: CallBudget | None = None,
         deadline: Deadline | None = None,
         abort: asyncio.Event | None = None,
+        tools: ReviewTools | None = None,
     ) -> CheckpointResult:
         """The automatic checkpoint at a stop of the session's last turn.
 
@@ -311,6 +322,7 @@ class Reviewer:
             budget: the calls left for automatic reviews; none left is a ``no_budget`` skip.
             deadline: the run's deadline.
             abort: set by the host to abort the run.
+            tools: read-only verification tools (``reviewer-persona``; see :meth:`review`).
         """
         if not session.events:
             return CheckpointResult(None, CheckpointDecision(CheckpointSkip.NO_TOOLS), None)
@@ -336,6 +348,7 @@ class Reviewer:
             budget=budget,
             abort=abort,
             trigger=ReviewTrigger.CHECKPOINT,
+            tools=tools,
         )
         if review.outcome is not None and review.outcome.reason is ReviewReason.BUDGET_EXHAUSTED:
             self.latch.release(session_id, turn.turn_id)

@@ -18,6 +18,12 @@ Then, in this order, and the first that applies decides:
   none at all, or tool calls) means *no packet*, whatever text the reviewer returned;
 - **contract**: the answer text goes through :func:`~foureyes.review.packet.check_packet`.
 
+A ``reviewer-persona`` run may be given read-only verification tools
+(:class:`ReviewTools`): an answer that calls only those tools is not the end of the run;
+their results go back to the reviewer, which is called again (at most
+:data:`MAX_TOOL_ROUNDS` rounds, each a call of the run's budget). A call of any other
+tool is still an incomplete answer, never carried out.
+
 The outcome is a frozen :class:`ReviewOutcome` with one :class:`ReviewReason`; expected
 failures are data, never exceptions (docs/design.md 4, invariant 4). Whether an accepted packet
 is published is decided here too, by the run's
@@ -31,10 +37,10 @@ or publishes nothing.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from foureyes.core.budget import CallBudget
 from foureyes.core.deadline import Deadline
@@ -50,17 +56,19 @@ from foureyes.core.errors import (
 from foureyes.core.roles import Role
 from foureyes.core.trace import EventKind, TraceEvent
 from foureyes.llm.calls import CallScope, ModelCaller
-from foureyes.llm.provider import ChatRequest, ChatResult
+from foureyes.llm.provider import ChatMessage, ChatRequest, ChatResult, Usage
 from foureyes.llm.structured import finish_failure
 from foureyes.review import offline as _offline  # noqa: F401  (registers the offline reviewer)
 from foureyes.review.packet import PacketRejection, ReviewPacket, check_packet
 from foureyes.review.publication import PublicationPolicy
 
 __all__ = [
+    "MAX_TOOL_ROUNDS",
     "REVIEW_RUN_KIND",
     "ReviewOutcome",
     "ReviewReason",
     "ReviewRunner",
+    "ReviewTools",
     "ReviewTrigger",
     "reason_for_error",
 ]
@@ -70,6 +78,27 @@ REVIEW_RUN_KIND = "review"
 _STAGE = "review"
 _DISPOSE_GRACE_S = 1.0
 """Extra wait past the deadline, so a route reports its own timeout before we cancel it."""
+
+
+MAX_TOOL_ROUNDS = 4
+"""The most rounds of read-only tool calls a ``reviewer-persona`` review may make."""
+
+
+class ReviewTools(Protocol):
+    """Read-only verification tools for a ``reviewer-persona`` review (read, search).
+
+    The host runs them where the reviewed agent works (the eval's workspace sandbox);
+    nothing they do may change it.
+    """
+
+    @property
+    def specs(self) -> Sequence[Mapping[str, Any]]:
+        """The OpenAI tool specs offered to the reviewer."""
+        ...
+
+    async def call(self, name: str, arguments: str) -> str:
+        """The result text of ``name(arguments)``; a failure is a result text too."""
+        ...
 
 
 class ReviewTrigger(StrEnum):
@@ -154,6 +183,8 @@ class ReviewOutcome:
     """The route that answered, when a call returned."""
     offline: bool = field(default=False, compare=False)
     """Whether the built-in offline engine answered."""
+    usage: Usage | None = field(default=None, compare=False)
+    """The tokens the reviewer's call reported, when a call returned."""
 
     def __post_init__(self) -> None:
         accepted = self.reason is ReviewReason.ACCEPTED
@@ -166,7 +197,7 @@ class ReviewOutcome:
 
     @classmethod
     def accepted(cls, packet: ReviewPacket, *, published: bool, **facts: Any) -> ReviewOutcome:
-        """An accepted packet (``facts``: ``trace_id``, ``route``, ``offline``)."""
+        """An accepted packet (``facts``: ``trace_id``, ``route``, ``offline``, ``usage``)."""
         return cls(reason=ReviewReason.ACCEPTED, packet=packet, published=published, **facts)
 
     @classmethod
@@ -253,6 +284,7 @@ class ReviewRunner:
         policy: PublicationPolicy = PublicationPolicy.UPDATES_ONLY,
         conversation_id: str | None = None,
         meta: Mapping[str, Any] | None = None,
+        tools: ReviewTools | None = None,
     ) -> ReviewOutcome:
         """Run the reviewer on ``request`` and return its outcome (see the module doc).
 
@@ -268,6 +300,10 @@ class ReviewRunner:
                 the run, before the outcome is returned (invariant 10).
             conversation_id: the reviewed session's id, for the trace.
             meta: extra JSON facts for the trace run (window, mask, mode, sizes).
+            tools: read-only verification tools (``reviewer-persona``): an answer that
+                calls only these is answered with their results and the reviewer is
+                called again, at most :data:`MAX_TOOL_ROUNDS` times (the default budget
+                grows to match); without them any tool call ends the run as incomplete.
 
         Raises:
             asyncio.CancelledError: the task running this was cancelled; the call is
@@ -285,9 +321,10 @@ class ReviewRunner:
             except StoreError as exc:
                 # Unrecorded runs are never published (invariant 10): no record, no call.
                 return ReviewOutcome.no_packet(ReviewReason.REVIEW_FAILED, detail=str(exc))
-        scope = CallScope(deadline=deadline, budget=budget or CallBudget(1), trace_id=trace_id)
+        calls = 1 + (MAX_TOOL_ROUNDS if tools is not None else 0)
+        scope = CallScope(deadline=deadline, budget=budget or CallBudget(calls), trace_id=trace_id)
         try:
-            outcome = await self._attempt(request, scope, abort, policy)
+            outcome = await self._attempt(request, scope, abort, policy, tools)
         except asyncio.CancelledError:
             aborted = ReviewOutcome.no_packet(
                 ReviewReason.REVIEW_ABORTED, detail="cancelled", trace_id=trace_id
@@ -302,8 +339,37 @@ class ReviewRunner:
         scope: CallScope,
         abort: asyncio.Event | None,
         policy: PublicationPolicy,
+        tools: ReviewTools | None,
     ) -> ReviewOutcome:
         facts: dict[str, Any] = {"trace_id": scope.trace_id}
+        usage: Usage | None = None
+        for round_ in range(MAX_TOOL_ROUNDS + 1):
+            answer = await self._call_once(request, scope, abort, facts)
+            if isinstance(answer, ReviewOutcome):
+                return answer
+            usage = answer.usage if usage is None else usage + answer.usage
+            facts["usage"] = usage
+            if tools is None or round_ == MAX_TOOL_ROUNDS or not _only_tool_calls(answer, tools):
+                return self._judge(answer, facts, policy)
+            # Read-only verification: the results go back and the reviewer is asked again.
+            results = [
+                ChatMessage(
+                    role="tool", tool_call_id=c.id, content=await tools.call(c.name, c.arguments)
+                )
+                for c in answer.tool_calls
+            ]
+            messages = (*request.messages, answer.as_assistant_message(), *results)
+            request = request.model_copy(update={"messages": messages})
+        raise AssertionError("unreachable: the last round always judges")  # pragma: no cover
+
+    async def _call_once(
+        self,
+        request: ChatRequest,
+        scope: CallScope,
+        abort: asyncio.Event | None,
+        facts: dict[str, Any],
+    ) -> ReviewOutcome | ChatResult:
+        """One reviewer call: its result, or the outcome of a run that ended without one."""
         if abort is not None and abort.is_set():
             return ReviewOutcome.no_packet(ReviewReason.REVIEW_ABORTED, detail="aborted", **facts)
         route_cfg, _ = self.caller.routes.for_role(Role.REVIEWER)
@@ -332,12 +398,13 @@ class ReviewRunner:
             )
         if error is not None:
             raise error
-        return self._judge(call.result(), facts, policy)
+        return call.result()
 
     def _judge(
         self, result: ChatResult, facts: dict[str, Any], policy: PublicationPolicy
     ) -> ReviewOutcome:
         facts |= {"route": result.route, "offline": result.offline}
+        facts.setdefault("usage", result.usage)
         incomplete = finish_failure(result)
         if incomplete is not None:
             # Text of a call that did not complete normally is never read as a packet,
@@ -402,6 +469,15 @@ class ReviewRunner:
                 ReviewReason.REVIEW_FAILED, detail=str(exc), trace_id=outcome.trace_id
             )
         return outcome
+
+
+def _only_tool_calls(result: ChatResult, tools: ReviewTools) -> bool:
+    names = {spec["function"]["name"] for spec in tools.specs}
+    return (
+        result.finish_reason == "tool_calls"
+        and bool(result.tool_calls)
+        and all(c.name in names for c in result.tool_calls)
+    )
 
 
 async def _dispose(call: asyncio.Future[ChatResult], aborted: asyncio.Future[Any] | None) -> None:

@@ -712,6 +712,7 @@
       h("p", { class: "report-title" }, h("strong", {}, view.title)),
       ...reportTable(view.facts),
       ...reportTable(view.arms),
+      ...reportTable(view.review),
       ...reportPlots(view.plots),
       ...reportPlots(view.confusions),
       ...reportTable(view.agreement),
