@@ -18,6 +18,9 @@ from typing import Any
 import openai
 from loadgen import http_get, start_process, stop_process
 
+from foureyes import Guard
+from foureyes.core.reasons import ReasonCode
+from foureyes.pipeline import SupportOutcome
 from foureyes.risk.assess import ContextFlags, Dimensions
 from gate import APPROVE, DRAFT
 
@@ -107,7 +110,11 @@ class BareSdk:
 
 
 class NemoServer:
-    """``nemoguardrails server`` through the SDK, its config chosen per request."""
+    """NeMo over HTTP through the SDK, its config chosen per request.
+
+    ``nemoguardrails server``, or IORails behind benchmarks/nemo/iorails_asgi.py (which
+    serves its one config and ignores the choice).
+    """
 
     def __init__(self, url: str, pid: int) -> None:
         self.client = sdk_client(url + "/v1")
@@ -154,6 +161,56 @@ class FoureyesGateway:
         await self.client.close()
 
 
+def released(outcome: SupportOutcome) -> Outcome:
+    """A foureyes reply as expected: approved and released as the simulator drafted it."""
+    ok = outcome.reason is ReasonCode.APPROVED and outcome.text.startswith(DRAFT)
+    return Outcome(ok, outcome.trace_id)
+
+
+class InProcess:
+    """foureyes in this process (the library API, ``Guard``) on the simulator's routes.
+
+    ``mode`` ``reply``: :meth:`Guard.reply`, support mode (triage, draft, review, gate,
+    durable record). ``mode`` ``check``: the host drafts with the ``openai`` SDK (one call
+    to the Counselor's model), then :meth:`Guard.check` judges that draft (triage, review,
+    gate, durable record): two upstream calls per reply either way. Every reply is a new
+    conversation, as for the gateway. Its CPU is this process's (``in_process``).
+    """
+
+    in_process = True
+
+    def __init__(self, name: str, guard: Guard, sim_url: str, mode: str) -> None:
+        self.name = name
+        self.guard = guard
+        self.mode = mode
+        self.host = sdk_client(sim_url) if mode == "check" else None
+        self.sent = 0
+
+    @classmethod
+    async def start(cls, name: str, sim_url: str, mode: str, workdir: Path) -> InProcess:
+        """Open a guard with the gateway's config (its own SQLite store) and wrap it."""
+        store_url = f"sqlite+aiosqlite:///{workdir / f'guard-{name}.db'}"
+        config = workdir / f"guard-{name}.toml"
+        config.write_text(gateway_toml(sim_url, store_url, False, True), encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FOUREYES_")}
+        return cls(name, await Guard.start(config, environ=env), sim_url, mode)
+
+    async def reply(self, n: int) -> Outcome:
+        self.sent += 1
+        messages = [{"role": "user", "content": MESSAGE}]
+        user = f"bench-{self.name}-{self.sent}"
+        if self.host is None:
+            return released(await self.guard.reply(messages, user=user))
+        draft = await self.host.chat.completions.create(model="counselor-sim", messages=messages)
+        text = draft.choices[0].message.content or ""
+        return released(await self.guard.check(messages, text, user=user))
+
+    async def aclose(self) -> None:
+        if self.host is not None:
+            await self.host.close()
+        await self.guard.aclose()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -181,6 +238,17 @@ class Servers:
         args += ["--config", str(configs), "--port", str(port), "--disable-chat-ui"]
         url = f"http://127.0.0.1:{port}"
         log = self.workdir / "nemo-server.log"
+        self.processes.append(start_process(args, ready_url=url + "/healthz", log=log, env=env))
+        return url
+
+    def iorails_asgi(self, nemo_python: Path, config_dir: Path) -> str:
+        """IORails behind benchmarks/nemo/iorails_asgi.py (NeMo's server runs LLMRails only)."""
+        port = free_port()
+        env = dict(os.environ) | {"NEMO_GUARDRAILS_NO_USAGE_STATS": "1"}
+        args = [str(nemo_python), str(HERE / "nemo" / "iorails_asgi.py")]
+        args += ["--config", str(config_dir), "--port", str(port)]
+        url = f"http://127.0.0.1:{port}"
+        log = self.workdir / "iorails-asgi.log"
         self.processes.append(start_process(args, ready_url=url + "/healthz", log=log, env=env))
         return url
 
@@ -256,17 +324,22 @@ def nemo_config(template: Path, configs: Path, sim_url: str) -> Path:
 
 
 def run_library_bench(
-    nemo_python: Path, config_dir: Path, plan: Sequence[tuple[int, int]], warmup: int
+    nemo_python: Path,
+    config_dir: Path,
+    plan: Sequence[tuple[int, int]],
+    warmup: int,
+    engine: str = "llmrails",
 ) -> dict[str, Any]:
+    """benchmarks/nemo/library_bench.py with ``engine`` (``llmrails`` or ``iorails``)."""
     args = [str(nemo_python), str(HERE / "nemo" / "library_bench.py"), "--config", str(config_dir)]
-    args += ["--message", MESSAGE, "--expect", DRAFT, "--warmup", str(warmup)]
+    args += ["--message", MESSAGE, "--expect", DRAFT, "--warmup", str(warmup), "--engine", engine]
     args += ["--cells", ",".join(f"{c}:{r}" for c, r in plan)]
     env = dict(os.environ) | {"NEMO_GUARDRAILS_NO_USAGE_STATS": "1"}
     done = subprocess.run(
         args, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=3600
     )
     if done.returncode != 0:
-        raise RuntimeError(f"LLMRails benchmark failed:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"NeMo {engine} benchmark failed:\n{done.stderr[-3000:]}")
     report: dict[str, Any] = json.loads(done.stdout)
     return report
 

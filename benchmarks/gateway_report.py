@@ -17,10 +17,19 @@ from foureyes.store import Store
 
 NEMO_SERVER = "NeMo server"
 LLMRAILS = "NeMo LLMRails (library)"
+IORAILS = "NeMo IORails (library)"
+IORAILS_SERVER = "NeMo IORails, bare ASGI server"
+GUARD_REPLY = "foureyes Guard.reply (library)"
+GUARD_CHECK = "foureyes Guard.check of the host's draft (library)"
 FOUREYES = "foureyes gateway"
 FOUREYES_LEAN = "foureyes gateway, lean transport"
 GATEWAYS = (FOUREYES, FOUREYES_LEAN)
 SDK = "openai SDK (2 calls, no rail)"
+KINDS = (
+    ("library", IORAILS, (IORAILS, LLMRAILS, GUARD_REPLY, GUARD_CHECK, SDK)),
+    ("server", IORAILS_SERVER, (IORAILS_SERVER, NEMO_SERVER, FOUREYES, FOUREYES_LEAN)),
+)
+"""Each kind of row, the row its ratios are to, and its rows in order."""
 
 
 def progress(cell: Cell) -> str:
@@ -154,15 +163,36 @@ async def speculation(servers: Any, cells: Sequence[Cell]) -> list[dict[str, Any
     return out
 
 
-def _find(cells: Sequence[Cell], system: str, latency: int, clients: int) -> Cell | None:
+Key = tuple[str, int, int]
+"""A cell's system, model latency (ms) and clients."""
+
+
+def medians(cells: Sequence[Cell]) -> dict[Key, dict[str, Any]]:
+    """Per system, latency and clients: the median replies/s and CPU ms/reply over runs.
+
+    ``cpu_ms`` is the median of the runs that have one (``None`` when none does: the bare
+    SDK has no server); ``runs`` is how many runs the medians are over and ``failures``
+    the failed replies of all of them.
+    """
+    grouped: dict[Key, list[Cell]] = {}
     for cell in cells:
-        if (cell.system, cell.latency_ms, cell.concurrency) == (system, latency, clients):
-            return cell
-    return None
+        grouped.setdefault((cell.system, cell.latency_ms, cell.concurrency), []).append(cell)
+    out = {}
+    for key, runs in grouped.items():
+        cpu = [c.extra["server_cpu_ms"] for c in runs if c.extra.get("server_cpu_ms") is not None]
+        out[key] = {
+            "replies_per_s": statistics.median(c.throughput for c in runs),
+            "cpu_ms": statistics.median(cpu) if cpu else None,
+            "runs": len(runs),
+            "failures": sum(c.failures for c in runs),
+        }
+    return out
 
 
-def _ratio(a: Cell | None, b: Cell | None) -> str:
-    return f"{a.throughput / b.throughput:.2f}×" if a and b else "n/a"
+def _ratio(mine: Mapping[str, Any] | None, other: Mapping[str, Any] | None) -> str:
+    if not mine or not other:
+        return "n/a"
+    return f"{mine['replies_per_s'] / other['replies_per_s']:.2f}×"
 
 
 def _cpu(value: Any) -> str:
@@ -176,13 +206,14 @@ def _throughput_tables(cells: Sequence[Cell]) -> list[str]:
             "",
             f"Model latency {latency} ms per call:",
             "",
-            "| system | clients | replies/s | p50 ms | p99 ms | upstream calls/reply | failed "
-            "| server CPU ms/reply | simulator CPU ms/reply | load avg before → after |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+            "| system | run | clients | replies/s | p50 ms | p99 ms | upstream calls/reply "
+            "| failed | server CPU ms/reply | simulator CPU ms/reply | load avg before → after |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
         ]
         for c in (c for c in cells if c.latency_ms == latency):
             out.append(
-                f"| {c.system} | {c.concurrency} | {c.throughput:.1f} | {c.p50:.1f} | {c.p99:.1f} "
+                f"| {c.system} | {c.extra.get('run', 1)} | {c.concurrency} | {c.throughput:.1f} "
+                f"| {c.p50:.1f} | {c.p99:.1f} "
                 f"| {c.extra.get('calls_per_reply', 'n/a')} | {c.failures} "
                 f"| {_cpu(c.extra.get('server_cpu_ms'))} | {_cpu(c.extra.get('simulator_cpu_ms'))} "
                 f"| {c.load_before:.1f} → {c.load_after:.1f} |"
@@ -190,10 +221,40 @@ def _throughput_tables(cells: Sequence[Cell]) -> list[str]:
     return out
 
 
-def _ratio_table(cells: Sequence[Cell]) -> list[str]:
+def _peer_table(cells: Sequence[Cell]) -> list[str]:
+    """Library with library, server with server: medians over runs, ratios to IORails."""
+    table = medians(cells)
+    runs = max((m["runs"] for m in table.values()), default=0)
     out = [
         "",
-        "Throughput ratios of each foureyes gateway over the others:",
+        f"Library with library, server with server (medians of {runs} runs; ratios of "
+        "replies/s to NeMo IORails of the same kind, within the run):",
+        "",
+        "| kind | system | model latency | clients | replies/s | CPU ms/reply | × IORails "
+        "| failed |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for kind, reference, systems in KINDS:
+        for latency in sorted({c.latency_ms for c in cells}):
+            for system in systems:
+                for n in sorted({c.concurrency for c in cells}):
+                    row = table.get((system, latency, n))
+                    if row is None:
+                        continue
+                    out.append(
+                        f"| {kind} | {system} | {latency} ms | {n} | {row['replies_per_s']:.1f} "
+                        f"| {_cpu(row['cpu_ms'])} "
+                        f"| {_ratio(row, table.get((reference, latency, n)))} "
+                        f"| {row['failures']} |"
+                    )
+    return out
+
+
+def _ratio_table(cells: Sequence[Cell]) -> list[str]:
+    table = medians(cells)
+    out = [
+        "",
+        "Throughput ratios of each foureyes gateway over the others (medians over runs):",
         "",
         "| gateway | model latency | clients | NeMo server (goal ≥ 5×) "
         "| NeMo LLMRails (goal > 1×) | bare SDK |",
@@ -202,12 +263,12 @@ def _ratio_table(cells: Sequence[Cell]) -> list[str]:
     for gateway in (g for g in GATEWAYS if any(c.system == g for c in cells)):
         for latency in sorted({c.latency_ms for c in cells}):
             for n in sorted({c.concurrency for c in cells}):
-                mine = _find(cells, gateway, latency, n)
+                mine = table.get((gateway, latency, n))
                 out.append(
                     f"| {gateway} | {latency} ms | {n} "
-                    f"| {_ratio(mine, _find(cells, NEMO_SERVER, latency, n))} "
-                    f"| {_ratio(mine, _find(cells, LLMRAILS, latency, n))} "
-                    f"| {_ratio(mine, _find(cells, SDK, latency, n))} |"
+                    f"| {_ratio(mine, table.get((NEMO_SERVER, latency, n)))} "
+                    f"| {_ratio(mine, table.get((LLMRAILS, latency, n)))} "
+                    f"| {_ratio(mine, table.get((SDK, latency, n)))} |"
                 )
     return out
 
@@ -215,8 +276,8 @@ def _ratio_table(cells: Sequence[Cell]) -> list[str]:
 def _overhead_table(overheads: Sequence[Mapping[str, Any]]) -> list[str]:
     out = [
         "",
-        "Gateway's own overhead per reply (time minus the time inside model calls); goal: "
-        "p50 < 3 ms at 1 client, < 10 ms at 16:",
+        "Gateway's own overhead per reply, first run (time minus the time inside model "
+        "calls); goal: p50 < 3 ms at 1 client, < 10 ms at 16:",
         "",
         "| gateway | model latency | clients | server-side p50 ms | server-side p99 ms "
         "| seen by the client, p50 ms | in the pipeline run, p50 ms | model time p50 ms "
@@ -272,6 +333,7 @@ def report(env: Mapping[str, Any], argv: Sequence[str], results: Mapping[str, An
         "openai {openai} (client), nemoguardrails {nemoguardrails}; load average "
         "{load_avg_start} at start, {load_avg_end} at end".format(**env),
     ]
+    out += _peer_table(cells)
     out += _throughput_tables(cells)
     out += _ratio_table(cells)
     if results["overheads"]:
@@ -289,6 +351,10 @@ def as_json(
         "argv": sys.argv[1:],
         "options": {k: str(v) for k, v in args.items()},
         "cells": [c.summary() for c in results["cells"]],
+        "medians": [
+            {"system": k[0], "model_latency_ms": k[1], "clients": k[2]} | v
+            for k, v in medians(results["cells"]).items()
+        ],
         "overheads": results["overheads"],
         "speculation": results["speculation"],
     }

@@ -1,11 +1,15 @@
-"""NeMo Guardrails as a library: ``LLMRails.generate_async`` under concurrent callers.
+"""NeMo Guardrails as a library: ``generate_async`` under concurrent callers.
+
+``--engine llmrails`` builds ``LLMRails(config)``; ``--engine iorails`` builds
+``Guardrails(config, use_iorails=True, require_iorails=True)``, NeMo 0.24's IORails engine,
+which raises instead of falling back to LLMRails when it cannot run the config.
 
 Runs inside NeMo's own virtual environment (benchmarks/.venv-nemo), started by
 benchmarks/gateway.py, which owns the simulator and reads the one JSON object this prints
 on stdout: per concurrency level, the wall time and every reply's latency in ms.
 
     .venv-nemo/bin/python benchmarks/nemo/library_bench.py --config DIR --message TEXT \
-        --cells 1:200,16:400,64:400 [--warmup 20] [--expect TEXT]
+        --cells 1:200,16:400,64:400 [--engine llmrails|iorails] [--warmup 20] [--expect TEXT]
 
 ``--expect`` is the draft the simulator returns: a reply that differs (e.g. NeMo's refusal)
 is counted as a failure, so a misconfigured rail cannot pass for a fast one.
@@ -22,11 +26,13 @@ import time
 
 os.environ.setdefault("NEMO_GUARDRAILS_NO_USAGE_STATS", "1")
 
-from nemoguardrails import LLMRails, RailsConfig  # noqa: E402  (after the env default)
+from typing import Any  # noqa: E402
+
+from nemoguardrails import Guardrails, LLMRails, RailsConfig  # noqa: E402  (after the env default)
 
 
 async def drive(
-    rails: LLMRails, message: str, replies: int, concurrency: int, expect: str | None
+    rails: Any, message: str, replies: int, concurrency: int, expect: str | None
 ) -> dict[str, object]:
     remaining = iter(range(replies))
     latencies: list[float] = []
@@ -68,14 +74,22 @@ async def main() -> None:
     parser.add_argument("--cells", required=True, help="concurrency:replies,...")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--expect")
+    parser.add_argument("--engine", choices=("llmrails", "iorails"), default="llmrails")
     args = parser.parse_args()
     cells = [tuple(int(x) for x in cell.split(":")) for cell in args.cells.split(",")]
 
-    rails = LLMRails(RailsConfig.from_path(args.config))
+    config = RailsConfig.from_path(args.config)
+    if args.engine == "iorails":
+        rails: Any = Guardrails(config, use_iorails=True, require_iorails=True)
+        await rails.startup()
+    else:
+        rails = LLMRails(config)
     results = []
     for concurrency, replies in cells:
         await drive(rails, args.message, max(args.warmup, concurrency), concurrency, args.expect)
         results.append(await drive(rails, args.message, replies, concurrency, args.expect))
+    if args.engine == "iorails":
+        await rails.shutdown()
     json.dump({"cells": results}, sys.stdout)
 
 
