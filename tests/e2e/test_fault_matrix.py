@@ -18,11 +18,13 @@ transport is a failing case until this table says what it must become.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import typing
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,6 +45,8 @@ from foureyes.core.policy import GenerationPolicy
 from foureyes.core.roles import Role
 from foureyes.core.tenancy import LOCAL_TENANT
 from foureyes.core.trace import EventKind
+from foureyes.evals.agent import AgentLoop, StopReason
+from foureyes.evals.workspace import Workspace
 from foureyes.evidence import (
     DurableOwner,
     EvidenceSelector,
@@ -95,6 +99,7 @@ NORMAL_ANSWERS: Mapping[Role, str] = {
     Role.RISK_L2: answer("critical", 0.93),
     Role.REVIEWER: packet("the agent never ran the tests"),
     Role.SELECTOR: SELECTION,
+    Role.PRIMARY: "Done: nothing was left to change.",
 }
 """What each role answers when it is not the one under test: a complete, valid answer
 that, left alone, releases, alerts, publishes or commits."""
@@ -213,6 +218,8 @@ class Site:
     """The reason each failure becomes; ``NOT_APPLICABLE`` (said why below) excludes it."""
     records_error_class: bool
     """Whether the site's own record names the route error's class (else only the trace)."""
+    finish_failures: Mapping[str, ParseFailure] = dataclasses.field(default_factory=dict)
+    """Finish reasons this site reads differently from :data:`FINISH_FAILURES`."""
 
 
 _GATE_DRAFT = {
@@ -290,6 +297,21 @@ SITES: Mapping[Role, Site] = {
         },
         records_error_class=True,
     ),
+    Role.PRIMARY: Site(
+        "completed",
+        {
+            Failure.TIMEOUT: "route_timeout",
+            Failure.HTTP_ERROR: "route_failed",
+            Failure.RATE_LIMITED: "route_failed",
+            Failure.BAD_RESPONSE: "route_failed",
+            Failure.INCOMPLETE: "incomplete",
+            # An agent's answer binds no digest: it is the Primary's own next step.
+            Failure.DIGEST_MISMATCH: NOT_APPLICABLE,
+        },
+        records_error_class=False,
+        # The Primary is asked for tool calls: a tool_calls finish without any is unfinished.
+        finish_failures={"tool_calls": ParseFailure.UNFINISHED},
+    ),
 }
 """Every model call site, by the role that calls it."""
 
@@ -332,6 +354,8 @@ class World:
     reviewers: dict[str, ReviewRunner]
     selectors: dict[str, EvidenceSelector]
     owner: DurableOwner
+    callers: dict[str, ModelCaller]
+    folder: Path
 
 
 def _config(simulator: RunningSimulator, transport: str) -> Config:
@@ -369,6 +393,8 @@ async def world(
         reviewers={},
         selectors={},
         owner=DurableOwner(JsonFileCatalogSource(CATALOG_FILE), kinds, store.observations),
+        callers={},
+        folder=folder,
     )
     l0 = L0Gate.default()
     for transport in TRANSPORTS:
@@ -379,6 +405,7 @@ async def world(
         world.pipelines[transport] = SupportPipeline(config, routes, store, alerts=alerts, l0=l0)
         world.reviewers[transport] = ReviewRunner(caller, packet_max_chars=10_000)
         world.selectors[transport] = EvidenceSelector(caller, kinds)
+        world.callers[transport] = caller
     try:
         yield world
     finally:
@@ -454,6 +481,19 @@ async def _selector(world: World, transport: str, case: str) -> Seen:
     return Seen(bool(committed), outcome.status.value, detail, outcome.trace_id)
 
 
+async def _primary(world: World, transport: str, case: str) -> Seen:
+    # One step: a complete answer ends the turn (it acted); any other stops the loop.
+    workspace = world.folder / case
+    workspace.mkdir()
+    trace_id = await world.store.traces.start_run("agent_run", conversation_id=case)
+    result = await AgentLoop(
+        world.callers[transport], Workspace(workspace), max_steps=1, trace_id=trace_id
+    ).run("Check the workspace and say when you are done.")
+    failed = result.stop is StopReason.MODEL_FAILED
+    reason = result.failure if failed and result.failure else result.stop.value
+    return Seen(result.stop is StopReason.COMPLETED, reason, result.failure or "", trace_id)
+
+
 ENTRY_POINTS: Mapping[Role, Callable[[World, str, str], Awaitable[Seen]]] = {
     Role.COUNSELOR: _gate,
     Role.SUPERVISOR: _gate,
@@ -461,6 +501,7 @@ ENTRY_POINTS: Mapping[Role, Callable[[World, str, str], Awaitable[Seen]]] = {
     Role.RISK_L2: _risk,
     Role.REVIEWER: _reviewer,
     Role.SELECTOR: _selector,
+    Role.PRIMARY: _primary,
 }
 
 
@@ -496,8 +537,11 @@ async def test_no_call_site_acts_on_a_failed_call(
     else:
         assert not seen.acted, f"{role} acted on a call that failed with {injection.name}"
         assert seen.reason == site.reasons[injection.failure]
-        if injection.parse_failure is not None:
-            assert injection.parse_failure.value in seen.detail
+        parse_failure = site.finish_failures.get(
+            injection.finish_reason or "", injection.parse_failure
+        )
+        if parse_failure is not None:
+            assert parse_failure.value in seen.detail
         elif site.records_error_class and injection.call_outcome != "ok":
             assert injection.call_outcome in seen.detail
     assert seen.trace_id is not None

@@ -269,6 +269,26 @@ async def test_a_failed_model_call_ends_the_loop_with_its_reason(
     assert result.session.events[-1] == TurnEnd(turn_id="t1", reason=EndReason.ERROR)
 
 
+@pytest.mark.parametrize(
+    ("finish", "failure"),
+    [("length", "truncated"), ("content_filter", "content_filtered")],
+)
+async def test_a_tool_call_in_an_answer_that_did_not_finish_normally_never_runs(
+    simulator: RunningSimulator,
+    caller: ModelCaller,
+    tmp_path: Path,
+    finish: str,
+    failure: str,
+) -> None:
+    cut = step(call("edit", path="acted.txt", content="x"), finish_reason=finish)
+    script(simulator, cut, step(content="Done."))
+    result = await AgentLoop(caller, Workspace(tmp_path)).run("Write it.")
+    assert (result.stop, result.failure) == (StopReason.INCOMPLETE, failure)
+    assert not (tmp_path / "acted.txt").exists()
+    assert results(result.session) == [] and result.steps == 1
+    assert result.session.events[-1] == TurnEnd(turn_id="t1", reason=EndReason.MAX_TOKENS)
+
+
 async def test_the_publication_hook_shows_a_packet_as_a_plugin_message_and_the_loop_goes_on(
     simulator: RunningSimulator, caller: ModelCaller, tmp_path: Path
 ) -> None:

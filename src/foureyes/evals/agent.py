@@ -52,6 +52,7 @@ from foureyes.core.roles import Role
 from foureyes.evals.workspace import TOOL_SPECS, Workspace
 from foureyes.llm.calls import CallScope, ModelCaller
 from foureyes.llm.provider import ChatMessage, ChatRequest, ChatResult, Usage
+from foureyes.llm.structured import finish_failure
 from foureyes.review.deliberate import DELIBERATE_TOOL, deliberate_tool, run_deliberate
 from foureyes.review.packet import ReviewPacket
 from foureyes.review.projection import Mask, Window, native_messages
@@ -104,8 +105,8 @@ class StopReason(StrEnum):
     STEP_BUDGET = "step_budget"
     """It took its budget of steps (model calls) without ending its turn."""
     INCOMPLETE = "incomplete"
-    """An answer without tool calls did not finish normally (cut at the token limit,
-    filtered): the turn ends there."""
+    """An answer did not finish normally (cut at the token limit, filtered, no finish
+    reason): the turn ends there, and none of its tool calls runs."""
     MODEL_FAILED = "model_failed"
     """The model call failed; :attr:`AgentResult.failure` says how."""
 
@@ -190,7 +191,9 @@ class AgentResult:
     or returned by a ``deliberate`` call."""
     failure: str | None = None
     """With :attr:`StopReason.MODEL_FAILED`: ``route_timeout``, ``route_failed``,
-    ``deadline_exceeded`` or ``budget_exhausted``."""
+    ``deadline_exceeded`` or ``budget_exhausted``; with :attr:`StopReason.INCOMPLETE`: the
+    :class:`~foureyes.llm.structured.ParseFailure` of the one finish rule (``truncated``,
+    ``content_filtered``, ``unfinished``)."""
 
 
 class AgentLoop:
@@ -282,7 +285,16 @@ class AgentLoop:
             return StopReason.MODEL_FAILED, next(c for k, c in _FAILURES if isinstance(exc, k))
         run.usage = result.usage if run.usage is None else run.usage + result.usage
         run.answer = result.text
+        unfinished = finish_failure(result, tools_asked=True)
         blocks = _blocks(result, run.steps)
+        if unfinished is not None:
+            # The one finish rule: an answer that did not finish normally is not acted on.
+            # Its tool calls (their arguments may be cut) never run; what it said is kept.
+            kept = tuple(b for b in blocks if not isinstance(b, ToolCallBlock))
+            if kept:
+                run.session = run.session.append(AssistantMessage(blocks=kept))
+            run.session = run.session.append(StepEnd(step_id=step_id))
+            return StopReason.INCOMPLETE, unfinished.value
         run.session = run.session.append(AssistantMessage(blocks=blocks))
         calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
         for call in calls:
@@ -290,8 +302,6 @@ class AgentLoop:
             run.session = run.session.append(result_event)
         run.session = run.session.append(StepEnd(step_id=step_id))
         stopping = not calls
-        if stopping and result.finish_reason != "stop":
-            return StopReason.INCOMPLETE, None
         if self._publish is not None:
             point = Checkpoint(run.session, run.steps, stopping, run.session_id)
             packet = await self._publish(point)
