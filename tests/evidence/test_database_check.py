@@ -333,7 +333,8 @@ async def test_every_shipped_kind_renders_the_same_bytes_in_python_and_sql(held:
 # --- property: the two renderers agree on generated records and templates ----------------
 
 _TEXT = st.text(
-    alphabet=st.sampled_from(list("ab {}_:.é中文\U0001f600 \t\n\\'%$")) | st.characters(exclude_categories=("Cs",)),
+    alphabet=st.sampled_from(list("ab {}_:.é中文\U0001f600 \t\n\\'%$"))
+    | st.characters(exclude_categories=("Cs",)),
     max_size=12,
 ).filter(lambda s: "\x00" not in s)
 _NAME = st.sampled_from(["value", "source", "observed_at", "a", "b_1", "Z"])
