@@ -18,8 +18,8 @@ from foureyes.gate.segments import (
     SegmentCutter,
     SegmentGate,
     cut_segments,
-    fallback_continuation,
     segment_sha256,
+    with_continuation,
 )
 from tests.gate.test_gate import verdict
 
@@ -136,9 +136,5 @@ def test_an_approval_of_another_segment_releases_nothing_and_stops_the_gate() ->
 
 def test_the_fallback_continuation_follows_released_text_after_a_blank_line() -> None:
     text = fallback_text(ReasonCode.REJECTED, Locale.ZH_HANS)
-    assert fallback_continuation(ReasonCode.REJECTED, Locale.ZH_HANS, after_text=True) == (
-        "\n\n" + text
-    )
-    assert fallback_continuation(ReasonCode.REJECTED, Locale.ZH_HANS, after_text=False) == text
-    with pytest.raises(UsageError):
-        fallback_continuation(ReasonCode.APPROVED, Locale.EN, after_text=False)
+    assert with_continuation("我在这里。", text) == "我在这里。\n\n" + text
+    assert with_continuation("", text) == text

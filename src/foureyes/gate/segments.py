@@ -19,9 +19,10 @@ the pure part of it (no model, no clock, no store):
   the digest (``released_chars``). A segment is released only on a :class:`Decision` from
   :func:`~foureyes.gate.gate.decide` whose approved digest is that cumulative digest;
   any other decision stops the gate for good, and nothing after it is released.
-- :func:`fallback_continuation` is what ends a stopped stream: the fallback text for
-  the reason, in the user's locale, after a blank line when some text was
-  already released (alone when none was).
+- :func:`with_continuation` is what a stopped stream delivers: the released text, then
+  the fallback continuation, which is the code-rendered fallback reply for the reason,
+  in the user's locale (as whole release would deliver it), after a blank line; with
+  nothing released, the fallback alone.
 """
 
 from __future__ import annotations
@@ -30,9 +31,7 @@ from dataclasses import dataclass
 
 from foureyes.core.digest import Proposal, sha256_hex
 from foureyes.core.errors import UsageError
-from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
-from foureyes.gate.fallback import fallback_text
 from foureyes.gate.gate import Decision
 from foureyes.gate.release import PART_SEPARATOR
 
@@ -43,8 +42,8 @@ __all__ = [
     "SegmentGate",
     "SegmentStep",
     "cut_segments",
-    "fallback_continuation",
     "segment_sha256",
+    "with_continuation",
 ]
 
 SENTENCE_ENDS = frozenset(".!?。！？\n")
@@ -176,11 +175,9 @@ class SegmentGate:
         """The proposal to judge for ``segment``: the released text plus it, by digest.
 
         Raises:
-            UsageError: the gate has stopped, or ``segment`` is empty.
+            UsageError: the gate has stopped.
         """
         self._check_open()
-        if not segment:
-            raise UsageError("an empty segment is not reviewed")
         return Proposal.of_text(self.released + segment, role=role, route=route)
 
     def release(self, segment: str, decision: Decision) -> SegmentStep | None:
@@ -225,13 +222,10 @@ class SegmentGate:
             raise UsageError(f"the segment gate has stopped ({self._stopped.value})")
 
 
-def fallback_continuation(reason: ReasonCode, locale: Locale, *, after_text: bool) -> str:
-    """The text that ends a stopped stream: the fallback for ``reason`` in ``locale``.
+def with_continuation(released: str, fallback: str) -> str:
+    """What a stopped stream delivers in all: ``released``, then the fallback continuation.
 
-    After released text (``after_text``) it follows :data:`CONTINUATION_SEPARATOR`.
-
-    Raises:
-        UsageError: ``reason`` is ``approved``.
+    The continuation is ``fallback`` (the code-rendered fallback reply) after
+    :data:`CONTINUATION_SEPARATOR`, or ``fallback`` alone when nothing was released.
     """
-    text = fallback_text(reason, locale)
-    return CONTINUATION_SEPARATOR + text if after_text else text
+    return released + CONTINUATION_SEPARATOR + fallback if released else fallback
