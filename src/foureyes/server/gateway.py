@@ -47,6 +47,11 @@ headers carry only ``X-Foureyes-Trace-Id`` (and ``X-Foureyes-Ignored``; read the
 from the final chunk's ``foureyes`` object). A store that cannot record the run answers 503 and
 delivers nothing (invariant 10).
 
+With ``[gate] release = "segments"`` a support-mode stream whose policy is ``normal`` is the
+exception: each segment is sent once it is approved and its record committed
+(:class:`_SegmentStream`, :func:`segment_event`), then the fallback continuation if the
+gate stopped, then the final chunk with the decision (docs/gateway.md, "Segment release").
+
 ``foureyes.sources`` (at most :data:`MAX_SOURCES`, each ``{"id", "text", "origin"?}``
 with at most :data:`MAX_SOURCE_CHARS` characters of text) is the material a reply may
 rely on (retrieved documents, records): the Supervisor sees it as data.
