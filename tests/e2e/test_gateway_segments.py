@@ -10,6 +10,8 @@ recorded; a reject, timeout or cut-off ends the stream with the fallback continu
 from __future__ import annotations
 
 import json
+import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -203,3 +205,49 @@ def test_whole_release_stays_the_default(
     assert len(reviews) == 1
     # Every chunk of a whole release carries the decision.
     assert all(c.model_extra["foureyes"].get("decision") == "released" for c in chunks)
+
+
+def test_a_client_leaving_after_the_first_segment_leaves_a_finished_record(
+    simulator: RunningSimulator, start_server: Start, tmp_path: Path
+) -> None:
+    # Later reviews are slower, so the client is gone before the run ends.
+    supervisor = [
+        {"times": 1, "content": APPROVE},
+        {"fault": "delay", "delay_s": 0.2, "content": APPROVE},
+    ]
+    server = serve(simulator, start_server, tmp_path, [{"content": DRAFT}], supervisor)
+    body = json.dumps(
+        {
+            "model": "foureyes-support",
+            "messages": [{"role": "user", "content": CALM}],
+            "stream": True,
+        }
+    ).encode()
+
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        received = b""
+        while SEGMENTS[0].encode() not in received:
+            piece = sock.recv(4096)
+            assert piece, "the stream ended before its first segment"
+            received += piece
+    trace_id = next(
+        line.split(b":", 1)[1].strip().decode()
+        for line in received.split(b"\r\n")
+        if line.lower().startswith(b"x-foureyes-trace-id")
+    )
+
+    # The run goes on without the client and is recorded whole (polled, at most 100 reads).
+    for _ in range(100):
+        trace = trace_of(server, trace_id)
+        if trace["run"]["finished_at"] is not None:
+            break
+        time.sleep(0.1)
+    assert trace["run"]["finished_at"] is not None
+    released = decision_of(trace)["segments"]["released"]
+    assert released[0]["sha256"] == sha256_hex(SEGMENTS[0])

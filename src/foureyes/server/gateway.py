@@ -736,15 +736,30 @@ class _SegmentStream:
         """The segments as they are approved, then the rest of the outcome's stream."""
         sent: list[str] = []
         segment: str | None = first
-        while segment is not None:
-            yield segment_event(self.trace_id, created=created, segment=segment, index=len(sent))
-            sent.append(segment)
-            segment = await self.next()
-        outcome = self.task.result()
-        for event in sse_chunks(
-            outcome, created=created, include_usage=include_usage, sent="".join(sent)
-        ):
-            yield event
+        ended = False
+        try:
+            while segment is not None:
+                yield segment_event(
+                    self.trace_id, created=created, segment=segment, index=len(sent)
+                )
+                sent.append(segment)
+                segment = await self.next()
+            outcome = self.task.result()
+            for event in sse_chunks(
+                outcome, created=created, include_usage=include_usage, sent="".join(sent)
+            ):
+                yield event
+            ended = True
+        finally:
+            if not ended:
+                # The client left (or the run failed) mid-stream; the run goes on and is
+                # recorded, and what was sent was recorded before it was sent.
+                log_event(
+                    server_logger,
+                    "stream_interrupted",
+                    trace_id=self.trace_id,
+                    segments_sent=len(sent),
+                )
 
 
 _running: set[asyncio.Future[SupportOutcome]] = set()
@@ -799,9 +814,8 @@ def gateway_router() -> APIRouter:
         guard_mode = service.config.server.mode == "guard"
         message = support_message(body, tenant=principal.tenant, tool_turns=guard_mode)
         pipeline: SupportPipeline = service.pipeline
-        ignored: dict[str, str] = {}
-        if dropped := body.ignored():
-            ignored = {"x-foureyes-ignored": ",".join(dropped)}
+        dropped = [] if guard_mode else body.ignored()
+        ignored = {"x-foureyes-ignored": ",".join(dropped)} if dropped else {}
         segmented = body.stream and service.config.gate.release == "segments"
         if segmented and not guard_mode:
             # Segment release: segments are sent as they are approved and recorded.
@@ -814,8 +828,6 @@ def gateway_router() -> APIRouter:
             outcome = await pipeline.guard(message, guard_request(body, message))
         else:
             outcome = await pipeline.handle(message)
-        if guard_mode:
-            ignored = {}
         _recorded(request, outcome)
         created = int(time.time())
         if not body.stream:
