@@ -507,8 +507,8 @@ class Run:
         """Draft with the text streamed; review and release each segment as it closes.
 
         Each closed segment is judged (rules in code, then the Supervisor) as the
-        candidate "released so far + segment", by its digest; an approved one is recorded
-        (a ``verdict`` event, stage ``segment``) and then handed to ``release``. The first
+        candidate "released so far + segment", by its digest; an approved one is handed to
+        ``release`` (which records it, then sends it on) before the next is judged. The first
         segment not approved, or a draft that fails or is cut off, stops the gate; the
         draft is cancelled and nothing more is released. When only one review is left in
         the call budget, it waits for the draft to end and judges all the rest as one
