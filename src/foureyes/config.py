@@ -232,6 +232,15 @@ class GateConfig(_Section):
     ``serve`` refuse that config, naming the unmapped role. The offline Supervisor still
     approves only the offline Counselor's own templates, so every draft of the model
     falls back (``insufficient``)."""
+    release: Literal["whole", "segments"] = "whole"
+    """``whole``: a reply goes out once all of it is reviewed. ``segments``: the Counselor's
+    reply is cut into segments (sentence ends ``. ! ? 。！？`` and newlines, or
+    ``segment_max_chars``), each reviewed, bound to the digest of the text released so far
+    plus the segment, and streamed as it is approved; a reject or failure mid-way ends the
+    stream with the fallback continuation (:mod:`foureyes.gate.segments`). A restricted or
+    prohibited policy, a given draft and the team's own model are released whole."""
+    segment_max_chars: int = Field(default=400, ge=20, le=20_000)
+    """Longest segment in ``segments`` release, in characters, when no sentence end comes first."""
 
     @model_validator(mode="after")
     def _rules_complete(self) -> GateConfig:

@@ -187,3 +187,64 @@ async def test_delivered_text_is_an_approved_release_or_a_fallback(
         assert outcome.text in fallbacks and outcome.candidate_sha256 is None
     if policy is GenerationPolicy.PROHIBITED:
         assert outcome.reason is ReasonCode.GENERATION_PROHIBITED and provider.requests == []
+
+
+SENTENCES = st.sampled_from(
+    [
+        "Thank you for telling me. ",
+        "That sounds heavy! ",
+        "我在这里。",
+        "你愿意说说吗？",
+        "What feels hardest right now?\n",
+        "It costs 3.5 hours of sleep, see example.com. ",
+    ]
+)
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    sentences=st.lists(SENTENCES, min_size=1, max_size=5),
+    reviews=st.lists(st.sampled_from(REVIEW_KINDS + ["approve"] * 6), min_size=6, max_size=6),
+    max_calls=st.integers(2, 7),
+    cut_off=st.booleans(),
+)
+async def test_segment_release_sends_only_the_approved_prefix_then_the_fallback(
+    store: Store, sentences: list[str], reviews: list[str], max_calls: int, cut_off: bool
+) -> None:
+    draft = "".join(sentences)
+    served = Served()
+    provider = ScriptedProvider()
+    provider.enqueue(Role.COUNSELOR, Reply(draft, finish_reason="length" if cut_off else "stop"))
+    provider.enqueue(Role.SUPERVISOR, *(review_script(k, served, "") for k in reviews))
+    config = scripted_config(release="segments", max_calls=max_calls, verdict_retries=0)
+    caller = ModelCaller(Routes(config, {"scripted": provider}), trace=store.traces)
+    runner = GateRunner(caller, traces=store.traces)
+    trace_id = await store.traces.start_run("gate_reply", input_text=MESSAGE)
+    sent: list[str] = []
+
+    async def sink(segment: str) -> None:
+        sent.append(segment)
+
+    pending = runner.begin(ReplyRequest(message=MESSAGE), trace_id=trace_id, speculate=False)
+    outcome = await pending.finish(GenerationPolicy.NORMAL, on_segment=sink)
+
+    released = "".join(sent)
+    event(f"reason: {outcome.reason}, segments sent: {len(sent)}")
+    # Every segment went out only after a well-formed approval of released-so-far + it.
+    approved = served.approved()
+    for n in range(len(sent)):
+        assert "".join(sent[: n + 1]) in approved
+    assert draft.strip().startswith(released)
+    if outcome.decision is Outcome.RELEASED:
+        assert not cut_off and released == outcome.text == draft.strip()
+    else:
+        fallback = fallback_text(outcome.reason, Locale.EN)
+        assert outcome.text == (released + PART_SEPARATOR + fallback if sent else fallback)
+    assert outcome.delivered_sha256 == sha256_hex(outcome.text)
+    assert [s.sha256 for s in outcome.segments] == [
+        sha256_hex("".join(sent[: n + 1])) for n in range(len(sent))
+    ]

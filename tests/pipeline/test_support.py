@@ -501,3 +501,34 @@ async def test_the_configured_resources_file_is_loaded_at_start_up_or_fails_it(
                 SupportPipeline(config, Routes(config, {"scripted": scripted}), store)
     finally:
         await store.close()
+
+
+async def test_in_segment_release_each_segment_is_durable_before_it_is_passed_on(
+    make_pipeline: MakePipeline, scripted: ScriptedProvider, store: Store
+) -> None:
+    draft = "Thank you for telling me. What feels hardest right now?"
+    # The scripted provider cannot stream: its whole text arrives at once, and is cut then.
+    scripted.enqueue(Role.COUNSELOR, draft).enqueue(Role.SUPERVISOR, approve(), approve())
+    durable: list[list[tuple[str, str]]] = []
+
+    async def sink(trace_id: str, segment: str) -> None:
+        record = await store.traces.get(trace_id)
+        assert record is not None
+        durable.append([(e.kind.value, e.stage) for e in record.events])
+
+    pipeline = make_pipeline(release="segments")
+    outcome = await pipeline.handle(SupportMessage(text=CALM), on_segment=sink)
+
+    assert outcome.text == draft and [s.chars for s in outcome.gate.segments] == [25, 30]
+    # Before the first segment left: triage, the calls so far and the segment's record.
+    assert durable[0] == [
+        ("risk", "l0"),
+        ("risk", "triage"),
+        ("model_call", "draft"),
+        ("model_call", "review"),
+        ("verdict", "segment"),
+    ]
+    assert durable[1][-2:] == [("model_call", "review"), ("verdict", "segment")]
+    record = await record_of(store, outcome)
+    assert record.run.outcome == "released"
+    assert [c.role for c in outcome.calls] == ["counselor", "supervisor", "supervisor"]

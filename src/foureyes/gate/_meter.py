@@ -10,7 +10,7 @@ from foureyes.core.roles import Role
 from foureyes.gate.failures import Stage
 from foureyes.gate.outcome import RoleUsage, Timings
 from foureyes.llm.calls import CallScope, ModelCaller
-from foureyes.llm.provider import ChatRequest, ChatResult
+from foureyes.llm.provider import ChatRequest, ChatResult, TextDelta
 from foureyes.llm.structured import ChatCall
 
 __all__ = ["Meter"]
@@ -31,15 +31,20 @@ class Meter:
         self._cost: dict[Role, float] = defaultdict(float)
         self._routes: dict[Role, dict[str, None]] = defaultdict(dict)
 
-    def call(self, stage: Stage) -> ChatCall:
-        """The call function of ``stage``'s role, within the run's scope, metered."""
+    def call(self, stage: Stage, *, on_text: TextDelta | None = None) -> ChatCall:
+        """The call function of ``stage``'s role, within the run's scope, metered.
+
+        With ``on_text`` the call streams its text into it (:meth:`ModelCaller.call`).
+        """
         role = _ROLE_OF[stage]
 
         async def call(request: ChatRequest) -> ChatResult:
             self._calls[role] += 1
             started = time.perf_counter()
             try:
-                result = await self._caller.call(role, request, self._scope, stage=stage.value)
+                result = await self._caller.call(
+                    role, request, self._scope, stage=stage.value, on_text=on_text
+                )
             finally:
                 self._seconds[role] += time.perf_counter() - started
             _, route = self._caller.routes.config.route_for(role)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,15 +44,19 @@ from foureyes.gate.outcome import Attempt
 from foureyes.gate.request import KeptUnknown, OpenUnknowns, ReplyRequest
 from foureyes.gate.review_input import assemble_review_input
 from foureyes.gate.rules import RuleCatalogue, RuleContext
+from foureyes.gate.segments import SegmentCutter, SegmentGate, SegmentStep
 from foureyes.gate.supervisor import Review, review_candidate
 from foureyes.gate.verdict import Verdict, VerdictDecision
 from foureyes.llm import telemetry
 from foureyes.llm.calls import CallScope, ModelCaller
-from foureyes.llm.provider import ChatRequest
+from foureyes.llm.provider import ChatRequest, TextDelta
 from foureyes.llm.structured import ParseFailure, check_finished
 from foureyes.risk.resources import ResourceRegistry
 
-__all__ = ["Run", "usable_verdict"]
+__all__ = ["Run", "SegmentRelease", "usable_verdict"]
+
+SegmentRelease = Callable[[SegmentStep, str], Awaitable[None]]
+"""Hands an approved segment over, once its record is appended (segment release)."""
 
 _MAX_ERROR = 500
 # A revision needs a draft and a review; with fewer calls left it cannot be judged.
@@ -158,6 +162,11 @@ class Run:
         self._start_unknowns_read()
         self._first = asyncio.ensure_future(self._draft(0, None))
         self.speculation = {"state": "running"}
+
+    @property
+    def speculated(self) -> bool:
+        """Whether a speculative first draft was started and not yet taken."""
+        return self._first is not None
 
     async def discard(self) -> None:
         """Drop the speculative work: cancel what still runs, ignore what finished.
@@ -491,3 +500,134 @@ class Run:
             "calls_used": self.scope.budget.used,
             "max_revisions": self.gate.max_revisions,
         }
+
+    async def segments(
+        self, policy: GenerationPolicy, release: SegmentRelease
+    ) -> tuple[SegmentGate, list[Attempt], list[Decision]]:
+        """Draft with the text streamed; review and release each segment as it closes.
+
+        Each closed segment is judged (rules in code, then the Supervisor) as the
+        candidate "released so far + segment", by its digest; an approved one is handed to
+        ``release`` (which records it, then sends it on) before the next is judged. The first
+        segment not approved, or a draft that fails or is cut off, stops the gate; the
+        draft is cancelled and nothing more is released. When only one review is left in
+        the call budget, it waits for the draft to end and judges all the rest as one
+        segment. There are no revisions: what was released cannot be rewritten.
+
+        Returns:
+            The gate (released text, steps, why it stopped), every segment's attempt, and
+            every segment's decision, in order.
+        """
+        self._start_unknowns_read()
+        await self._finish_unknowns_read()
+        cutter = SegmentCutter(self.gate.segment_max_chars)
+        # Segments as they close; ``None`` once the draft call has ended.
+        closed: asyncio.Queue[str | None] = asyncio.Queue()
+        started = False
+
+        def on_text(piece: str) -> None:
+            nonlocal started
+            if not started:
+                piece = piece.lstrip()
+                started = bool(piece)
+            for segment in cutter.feed(piece):
+                closed.put_nowait(segment)
+
+        draft = asyncio.ensure_future(self._streamed_draft(on_text))
+        draft.add_done_callback(lambda _: closed.put_nowait(None))
+        gate = SegmentGate()
+        attempts: list[Attempt] = []
+        decisions: list[Decision] = []
+
+        def failed() -> Attempt | None:
+            return draft.result() if draft.done() else None
+
+        try:
+            while True:
+                item = await closed.get()
+                final = item is None or self.scope.budget.remaining <= 1
+                parts = [] if item is None else [item]
+                if final and item is not None:
+                    # The last review the budget allows judges the rest of the draft.
+                    while (more := await closed.get()) is not None:
+                        parts.append(more)
+                if final:
+                    parts.append("" if failed() else cutter.finish() or "")
+                segment = "".join(parts).rstrip() if final else parts[0]
+                if (failure := failed()) is not None:
+                    gate.stop(failure.reason)
+                    attempts.append(failure)
+                    break
+                if final and not segment and gate.steps:
+                    break  # the draft ended on a segment already released
+                decision, attempt = await self._judge_segment(gate, segment, policy)
+                attempts.append(attempt)
+                decisions.append(decision)
+                if (failure := failed()) is not None:
+                    # Cut off or failed while the segment was reviewed: not released.
+                    gate.stop(failure.reason)
+                    attempts.append(failure)
+                    break
+                step = gate.release(segment, decision)
+                if step is None:
+                    break
+                await release(step, segment)
+                if final:
+                    break
+        finally:
+            if not draft.done():
+                draft.cancel()
+            await asyncio.wait([draft])
+        return gate, attempts, decisions
+
+    async def _streamed_draft(self, on_text: TextDelta) -> Attempt | None:
+        """The Counselor's draft, streamed into ``on_text``; the failed attempt, if it failed."""
+        request = counselor_request(
+            self.request.message,
+            self.request.history,
+            catalogue=self.catalogue,
+            locale=self.locale,
+            max_chars=self.gate.max_chars,
+            history_turns=self.gate.counselor_turns,
+            revision=None,
+            open_unknowns=self.unknown_texts,
+        )
+        try:
+            result = await self.meter.call(Stage.DRAFT, on_text=on_text)(request)
+            check_finished(result, DRAFT_SCHEMA)
+        except FoureyesError as exc:
+            failure = reason_for(
+                Stage.DRAFT, exc, deadline_passed=self._deadline_cut(exc, Role.COUNSELOR)
+            )
+            if failure is None:
+                raise
+            return _failed(0, failure, _error_text(exc))
+        return None
+
+    async def _judge_segment(
+        self, gate: SegmentGate, segment: str, policy: GenerationPolicy
+    ) -> tuple[Decision, Attempt]:
+        """Rules, then the Supervisor, on the released text plus ``segment``, by its digest."""
+        route = self.caller.routes.config.roles.route_for(Role.COUNSELOR)
+        cumulative = gate.candidate(segment, role=Role.COUNSELOR.value, route=route)
+        findings = self.catalogue.check(cumulative.content, self.rules, ())
+        review, failure, error = (None, None, None) if findings else await self._review(cumulative)
+        decision = decide(
+            policy,
+            candidate_sha256=cumulative.sha256,
+            findings=findings,
+            verdict=usable_verdict(review),
+            failure=failure,
+        )
+        attempt = Attempt(
+            revision=0,
+            candidate_sha256=cumulative.sha256,
+            candidate_chars=len(cumulative.content),
+            draft_route=route,
+            findings=findings,
+            review=review,
+            failure=failure,
+            error=error,
+            reason=decision.reason,
+        )
+        return decision, attempt

@@ -25,6 +25,7 @@ from foureyes.gate.fallback import family_of
 from foureyes.gate.gate import Outcome
 from foureyes.gate.release import PartKind, Release
 from foureyes.gate.rules import RuleFinding
+from foureyes.gate.segments import SegmentStep
 from foureyes.gate.supervisor import Review
 from foureyes.gate.verdict import Verdict
 
@@ -189,6 +190,9 @@ class GateOutcome:
     """The user's region, if known."""
     tool_calls: tuple[ToolCall, ...] = ()
     """The released candidate's tool calls, exactly as digested; none for a fallback."""
+    segments: tuple[SegmentStep, ...] = ()
+    """In segment release, the segments released, in order (the text may end with the
+    fallback continuation after them); empty for a reply released whole."""
 
     @property
     def calls(self) -> dict[Role, int]:

@@ -39,11 +39,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from foureyes.core.budget import utc_day
 from foureyes.core.deadline import Clock
-from foureyes.core.digest import Proposal
+from foureyes.core.digest import Proposal, sha256_hex
 from foureyes.core.errors import UsageError
 from foureyes.core.locale import Locale, detect_locale
 from foureyes.core.policy import GenerationPolicy
@@ -52,11 +53,12 @@ from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
 from foureyes.gate import offline as _offline  # noqa: F401  (registers the offline Supervisor)
 from foureyes.gate._run import Run, usable_verdict
 from foureyes.gate.candidate import GivenDraft, ToolCall
-from foureyes.gate.gate import ToolCallCheck, check_tool_calls, decide
+from foureyes.gate.gate import Decision, ToolCallCheck, check_tool_calls, decide
 from foureyes.gate.outcome import Attempt, GateOutcome, decision_record
 from foureyes.gate.release import compose_release, deliver
 from foureyes.gate.request import OpenUnknowns, ReplyRequest
 from foureyes.gate.rules import RuleCatalogue, RuleContext
+from foureyes.gate.segments import SegmentStep, with_continuation
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.provider import ChatRequest
 from foureyes.risk.resources import ResourceRegistry, default_registry, stale_entries
@@ -66,7 +68,11 @@ __all__ = [
     "GateRunner",
     "PendingReply",
     "RUN_KIND",
+    "SegmentSink",
 ]
+
+SegmentSink = Callable[[str], Awaitable[None]]
+"""Takes each approved segment of a segment release, in order, to send it on."""
 
 RUN_KIND = "gate_reply"
 """The trace ``kind`` of a run the gate starts itself."""
@@ -264,16 +270,46 @@ class PendingReply:
         self._close()
         await self._run.discard()
 
-    async def finish(self, policy: GenerationPolicy) -> GateOutcome:
+    def streams_segments(self, policy: GenerationPolicy) -> bool:
+        """Whether :meth:`finish` with ``on_segment`` releases this reply in segments.
+
+        Only with ``[gate] release = "segments"``, a ``normal`` policy, the Counselor
+        drafting (no given draft, not the team's own model) and no speculative draft.
+        A restricted reply is released whole: its code-rendered resources belong with
+        the reviewed text, not after a stream a reject may cut short.
+        """
+        run = self._run
+        return (
+            run.gate.release == "segments"
+            and policy is GenerationPolicy.NORMAL
+            and run.given is None
+            and run.own_request is None
+            and not run.speculated
+        )
+
+    async def finish(
+        self, policy: GenerationPolicy, *, on_segment: SegmentSink | None = None
+    ) -> GateOutcome:
         """Decide under ``policy``, record the decision, then deliver.
 
         Under a prohibition a speculative draft is cancelled, or discarded unread if it
         was written, and the code-rendered crisis reply goes out (invariant 2).
 
+        With ``on_segment``, a reply that :meth:`streams_segments` is released in
+        segments (:mod:`foureyes.gate.segments`): each approved segment's record (a
+        ``verdict`` event, stage ``segment``) is appended, then the segment is passed to
+        ``on_segment`` (which must make the record durable before the text leaves). The
+        outcome's text is everything the reply delivers: the released segments, then the
+        fallback continuation if the gate stopped; the decision record (appended before
+        this returns) says which segments went out and why the stream ended.
+
         Raises:
             StoreError: the trace or the ledger could not be written; nothing was delivered.
             UsageError: the reply was already finished or discarded.
         """
+        if on_segment is not None and self.streams_segments(policy):
+            self._close()
+            return await self._finish_segments(policy, on_segment)
         self._close()
         run, runner = self._run, self._runner
         attempts: list[Attempt] = []
@@ -334,3 +370,82 @@ class PendingReply:
             region=run.region,
             tool_calls=delivery.tool_calls,
         )
+
+    async def _finish_segments(
+        self, policy: GenerationPolicy, on_segment: SegmentSink
+    ) -> GateOutcome:
+        run, runner = self._run, self._runner
+
+        async def release(step: SegmentStep, segment: str) -> None:
+            event = TraceEvent(EventKind.VERDICT, "segment", _step_json(step, "released"))
+            await runner._traces.append(run.trace_id, event)
+            await on_segment(segment)
+
+        gate, attempts, decisions = await run.segments(policy, release)
+        last = attempts[-1] if attempts else None
+        if gate.stopped is None:
+            decision = decisions[-1]
+        else:
+            decision = Decision.fallback(gate.stopped)
+        minted = compose_release(
+            decision,
+            gate.released if gate.stopped is None else None,
+            policy=policy,
+            locale=run.locale,
+            region=run.region,
+            registry=runner._registry,
+        )
+        added, resolved = await run.settle_unknowns(minted.decision, last)
+        delivery = deliver(minted)
+        text = (
+            delivery.text
+            if gate.stopped is None
+            else with_continuation(gate.released, delivery.text)
+        )
+        record = decision_record(
+            release=minted,
+            attempts=attempts,
+            context=run.context(added, resolved, runner.stale_resources),
+            usage=run.meter.usage(),
+            timings=run.meter.timings(time.perf_counter() - run.started),
+            limits=run.limits(),
+        )
+        record["delivered_sha256"] = sha256_hex(text)
+        record["delivered_chars"] = len(text)
+        record["segments"] = {
+            "release": "segments",
+            "released": [_step_json(step, "released") for step in gate.steps],
+            "released_sha256": sha256_hex(gate.released),
+            "stopped": None if gate.stopped is None else gate.stopped.value,
+            "continuation": gate.stopped is not None and bool(gate.steps),
+        }
+        await runner._traces.append(run.trace_id, TraceEvent(EventKind.DECISION, "gate", record))
+        review = last.review if last else None
+        return GateOutcome(
+            decision=delivery.outcome,
+            reason=delivery.reason,
+            candidate_sha256=delivery.candidate_sha256,
+            delivered_sha256=sha256_hex(text),
+            text=text,
+            trace_id=run.trace_id,
+            verdict=review.verdict if review else None,
+            rules_fired=last.findings if last else (),
+            attempts=tuple(attempts),
+            timings=run.meter.timings(time.perf_counter() - run.started),
+            usage=run.meter.usage(),
+            policy=policy,
+            locale=run.locale,
+            region=run.region,
+            tool_calls=(),
+            segments=gate.steps,
+        )
+
+
+def _step_json(step: SegmentStep, outcome: str) -> dict[str, Any]:
+    return {
+        "segment": step.index,
+        "released_chars": step.released_chars,
+        "chars": step.chars,
+        "sha256": step.sha256,
+        "outcome": outcome,
+    }

@@ -34,7 +34,7 @@ from foureyes.core.errors import RouteConnectionError, RouteError, RouteTimeout
 from foureyes.core.roles import CRISIS_ROLES, Role
 from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
 from foureyes.llm import telemetry
-from foureyes.llm.provider import ChatRequest, ChatResult
+from foureyes.llm.provider import ChatRequest, ChatResult, StreamingProvider, TextDelta
 from foureyes.llm.routes import Routes
 
 __all__ = ["CallScope", "ModelCaller", "non_crisis_limit", "route_limit"]
@@ -106,8 +106,13 @@ class ModelCaller:
         *,
         stage: str,
         limits: Sequence[SpendLimit] = (),
+        on_text: TextDelta | None = None,
     ) -> ChatResult:
         """Complete ``request`` on the route serving ``role``.
+
+        With ``on_text`` the completion is streamed: each piece of its text is passed to
+        ``on_text`` as it arrives (a provider that cannot stream passes the whole text
+        once it has it). Deadline, budget, ledger and trace are the same either way.
 
         Args:
             role: the role calling; selects the route.
@@ -115,6 +120,7 @@ class ModelCaller:
             scope: the run's deadline, call budget and trace id.
             stage: pipeline stage recorded in the trace (``draft``, ``review``, ...).
             limits: extra named daily limits to reserve against (e.g. per conversation).
+            on_text: called with each piece of the text as it is streamed.
 
         Raises:
             DeadlineExceeded: the run's deadline has passed; nothing was called.
@@ -151,7 +157,15 @@ class ModelCaller:
             role=role, route_name=route_name, route=route_cfg, stage=stage, request=request
         ) as span:
             try:
-                result = await provider.complete(request, timeout_s=timeout_s)
+                if on_text is None:
+                    result = await provider.complete(request, timeout_s=timeout_s)
+                elif isinstance(provider, StreamingProvider):
+                    result = await provider.complete_streaming(
+                        request, timeout_s=timeout_s, on_text=on_text
+                    )
+                else:
+                    result = await provider.complete(request, timeout_s=timeout_s)
+                    on_text(result.text)
                 span.succeeded(result)
                 return result
             except RouteError as exc:

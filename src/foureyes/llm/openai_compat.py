@@ -44,7 +44,14 @@ from foureyes.core.errors import (
     RouteTimeout,
     UsageError,
 )
-from foureyes.llm.provider import ChatRequest, ChatResult, Provider, ToolCall, Usage
+from foureyes.llm.provider import (
+    ChatRequest,
+    ChatResult,
+    Provider,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
 
 if TYPE_CHECKING:
     import aiohttp
@@ -422,6 +429,63 @@ class OpenAIProvider:
                 )
             completion = _Completion.model_validate_json(raw.content)
         return self._result(completion, time.monotonic() - started)
+
+    async def complete_streaming(
+        self, request: ChatRequest, *, timeout_s: float, on_text: TextDelta
+    ) -> ChatResult:
+        """Complete ``request`` with ``stream: true``, passing each text delta to ``on_text``.
+
+        Always through the SDK's client (the lean transport has no stream reader); the
+        chunks are joined as the SDK's stream helper joins them, and ``timeout_s`` bounds
+        the whole stream, not each chunk.
+
+        Raises:
+            The errors of :meth:`complete`; an error event inside the stream is a
+            ``RouteBadResponse``.
+        """
+        client = self._sdk()
+        started = time.monotonic()
+        text: list[str] = []
+        calls: dict[int, list[str]] = {}
+        finish: str | None = None
+        usage = Usage()
+        model = self.config.model
+        params = self._params(request) | {
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        with translate_errors(self.route, timeout_s):
+            async with asyncio.timeout(timeout_s):
+                stream = await client.chat.completions.create(**params, timeout=timeout_s)
+                async for chunk in stream:
+                    model = chunk.model or model
+                    if chunk.usage is not None:
+                        usage = Usage(
+                            prompt_tokens=chunk.usage.prompt_tokens,
+                            completion_tokens=chunk.usage.completion_tokens,
+                        )
+                    for choice in chunk.choices[:1]:
+                        if choice.delta.content:
+                            text.append(choice.delta.content)
+                            on_text(choice.delta.content)
+                        for piece in choice.delta.tool_calls or ():
+                            call = calls.setdefault(piece.index, ["", "", ""])
+                            function = piece.function
+                            call[0] += piece.id or ""
+                            call[1] += (function.name if function else None) or ""
+                            call[2] += (function.arguments if function else None) or ""
+                        finish = choice.finish_reason or finish
+        return ChatResult(
+            text="".join(text),
+            tool_calls=tuple(
+                ToolCall(id=c[0], name=c[1], arguments=c[2]) for _, c in sorted(calls.items())
+            ),
+            finish_reason=finish,
+            usage=usage,
+            latency_s=time.monotonic() - started,
+            route=self.route,
+            model=model,
+        )
 
     async def _complete_lean(self, request: ChatRequest, timeout_s: float) -> ChatResult:
         session = self._lean_session()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +16,8 @@ __all__ = [
     "ImagePart",
     "JsonSchemaFormat",
     "Provider",
+    "StreamingProvider",
+    "TextDelta",
     "TextPart",
     "ToolCall",
     "Usage",
@@ -240,4 +242,27 @@ class Provider(Protocol):
 
     async def aclose(self) -> None:
         """Release connections; the provider is unusable afterwards."""
+        ...
+
+
+TextDelta = Callable[[str], None]
+"""Called with each piece of a streamed completion's visible text, in order."""
+
+
+@runtime_checkable
+class StreamingProvider(Provider, Protocol):
+    """A provider that can also stream a completion's text as the endpoint writes it."""
+
+    async def complete_streaming(
+        self, request: ChatRequest, *, timeout_s: float, on_text: TextDelta
+    ) -> ChatResult:
+        """Complete ``request`` as :meth:`complete` does, passing text pieces to ``on_text``.
+
+        The result is the whole completion, as :meth:`complete` returns it; the pieces
+        joined are its ``text``. A stream that ends without a finish reason returns a
+        result whose ``finish_reason`` is ``None`` (the one finish rule refuses it).
+
+        Raises:
+            The errors of :meth:`complete`.
+        """
         ...

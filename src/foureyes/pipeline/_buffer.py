@@ -41,6 +41,7 @@ class HeldTraces:
         self._store = store
         self._observer = observer
         self._held: dict[str, list[TraceEvent]] = {}
+        self._written: dict[str, list[TraceEvent]] = {}
 
     async def start_run(
         self,
@@ -109,8 +110,24 @@ class HeldTraces:
         return await self._store.get(trace_id)
 
     def held(self, trace_id: str) -> tuple[TraceEvent, ...]:
-        """The events held for a run, in append order."""
-        return tuple(self._held.get(trace_id, ()))
+        """The events of a held run so far, in append order (those :meth:`flush` wrote too)."""
+        return (*self._written.get(trace_id, ()), *self._held.get(trace_id, ()))
+
+    async def flush(self, trace_id: str) -> None:
+        """Write what is held for a run now, in one transaction, and keep the run open.
+
+        Segment release calls it before each segment leaves, so the segment's record is
+        durable first (invariant 10); :meth:`commit` writes the rest later.
+
+        Raises:
+            StoreError: the write failed; the events stay held, and nothing may be sent.
+        """
+        held = self._held.get(trace_id)
+        if not held:
+            return
+        await self._store.append_many(trace_id, held)
+        self._written.setdefault(trace_id, []).extend(held)
+        held.clear()
 
     async def commit(
         self, trace_id: str, *last: TraceEvent, outcome: str, reason: str | None
@@ -125,6 +142,7 @@ class HeldTraces:
         Raises:
             StoreError: the write failed; nothing of the run's events was written.
         """
+        self._written.pop(trace_id, None)
         events = [*self._held.pop(trace_id, ()), *last]
         try:
             await self._store.append_many(trace_id, events, outcome=outcome, reason=reason)
@@ -137,4 +155,5 @@ class HeldTraces:
         A reserved run never written is forgotten; one already written stays open.
         """
         self._store.abandon_reserved(trace_id)
+        self._written.pop(trace_id, None)
         return tuple(self._held.pop(trace_id, ()))

@@ -44,6 +44,7 @@ import asyncio
 import datetime as dt
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from foureyes.config import Config
@@ -51,6 +52,7 @@ from foureyes.core.errors import StoreError
 from foureyes.core.tenancy import new_conversation_id, scoped_conversation
 from foureyes.core.trace import EventKind, TraceEvent
 from foureyes.gate import GateRunner, GivenDraft, PendingReply, ReplyRequest
+from foureyes.gate.runner import SegmentSink
 from foureyes.llm import telemetry
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.provider import ChatRequest
@@ -73,7 +75,10 @@ from foureyes.risk.result import TriageResult
 from foureyes.risk.triage import Triage, TriageRequest
 from foureyes.store import Store
 
-__all__ = ["CHECK_RUN_KIND", "GUARD_RUN_KIND", "RUN_KIND", "SupportPipeline"]
+__all__ = ["CHECK_RUN_KIND", "GUARD_RUN_KIND", "RUN_KIND", "RunSegmentSink", "SupportPipeline"]
+
+RunSegmentSink = Callable[[str, str], Awaitable[None]]
+"""Takes the run's trace id and each approved segment of a segment release, in order."""
 
 RUN_KIND = "support_message"
 """The trace ``kind`` of a pipeline run."""
@@ -162,15 +167,23 @@ class SupportPipeline:
             return None
         return GuardianAlerts(config.risk.alert, store.alerts, build_notifier(config.risk.alert))
 
-    async def handle(self, message: SupportMessage) -> SupportOutcome:
+    async def handle(
+        self, message: SupportMessage, *, on_segment: RunSegmentSink | None = None
+    ) -> SupportOutcome:
         """Triage ``message``, answer it through the gate, and record everything.
 
-        Returns only once the run's record is committed.
+        Returns only once the run's record is committed. With ``on_segment`` and
+        ``[gate] release = "segments"``, a reply triage allows in full (``normal``) is
+        released in segments: before each approved segment is passed to ``on_segment``
+        (with the run's trace id), everything recorded so far (triage, model calls, the
+        segment's record) is written durably; the outcome's text then starts with the
+        segments passed on. There is no speculative draft then (the draft streams once the
+        policy is known).
 
         Raises:
             StoreError: the run could not be recorded; nothing may be delivered.
         """
-        return await self._run(message, None)
+        return await self._run(message, None, on_segment=on_segment)
 
     async def check(self, message: SupportMessage, draft: GivenDraft) -> SupportOutcome:
         """Triage ``message``, judge the caller's ``draft`` through the gate, record everything.
@@ -205,8 +218,11 @@ class SupportPipeline:
         given: GivenDraft | None,
         *,
         own_request: ChatRequest | None = None,
+        on_segment: RunSegmentSink | None = None,
     ) -> SupportOutcome:
-        speculative = self.config.gate.speculative_draft and given is None
+        if self.config.gate.release != "segments":
+            on_segment = None
+        speculative = self.config.gate.speculative_draft and given is None and on_segment is None
         if own_request is not None:
             kind, operation = GUARD_RUN_KIND, "foureyes.guard_message"
         elif given is None:
@@ -238,7 +254,14 @@ class SupportPipeline:
                 operation, trace_id=trace_id, speculative_draft=speculative
             ) as span:
                 outcome = await self._answer(
-                    message, trace_id, started, started_wall, speculative, given, own_request
+                    message,
+                    trace_id,
+                    started,
+                    started_wall,
+                    speculative,
+                    given,
+                    own_request,
+                    on_segment,
                 )
                 span.annotate(
                     decision=outcome.decision.value,
@@ -275,6 +298,7 @@ class SupportPipeline:
         speculate_allowed: bool,
         given: GivenDraft | None,
         own_request: ChatRequest | None,
+        on_segment: RunSegmentSink | None,
     ) -> SupportOutcome:
         conversation = message.conversation_id or new_conversation_id()
         request = ReplyRequest(
@@ -326,7 +350,16 @@ class SupportPipeline:
             pending = self.gate.begin(
                 request, trace_id=trace_id, speculate=False, given=given, own_request=own_request
             )
-        gate = await pending.finish(applied.policy)
+        durable: SegmentSink | None = None
+        if on_segment is not None:
+            sink = on_segment
+
+            async def durable(segment: str) -> None:
+                # Invariant 10: the segment's record is durable before the segment leaves.
+                await self._traces.flush(trace_id)
+                await sink(trace_id, segment)
+
+        gate = await pending.finish(applied.policy, on_segment=durable)
         total_ms = (time.perf_counter() - started) * 1000
         calls = tuple(
             CallRecord.of_event(event, started_wall)

@@ -47,6 +47,11 @@ headers carry only ``X-Foureyes-Trace-Id`` (and ``X-Foureyes-Ignored``; read the
 from the final chunk's ``foureyes`` object). A store that cannot record the run answers 503 and
 delivers nothing (invariant 10).
 
+With ``[gate] release = "segments"`` a support-mode stream whose policy is ``normal`` is the
+exception: each segment is sent once it is approved and its record committed
+(:class:`_SegmentStream`, :func:`segment_event`), then the fallback continuation if the
+gate stopped, then the final chunk with the decision (docs/gateway.md, "Segment release").
+
 ``foureyes.sources`` (at most :data:`MAX_SOURCES`, each ``{"id", "text", "origin"?}``
 with at most :data:`MAX_SOURCE_CHARS` characters of text) is the material a reply may
 rely on (retrieved documents, records): the Supervisor sees it as data.
@@ -79,9 +84,10 @@ the decision, its headers naming only the trace.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
@@ -97,6 +103,7 @@ from pydantic import (
 )
 from starlette.requests import ClientDisconnect
 
+from foureyes.core.errors import UsageError
 from foureyes.core.locale import Locale
 from foureyes.core.roles import Role
 from foureyes.gate import GivenDraft, Outcome, Source, ToolCall, ToolCallRefused, Turn
@@ -142,6 +149,7 @@ __all__ = [
     "decision_headers",
     "gateway_router",
     "guard_request",
+    "segment_event",
     "sse_chunks",
     "stream_head",
     "streamed_draft",
@@ -615,34 +623,146 @@ def _usage(outcome: SupportOutcome) -> dict[str, int]:
     }
 
 
-def sse_chunks(outcome: SupportOutcome, *, created: int, include_usage: bool) -> list[bytes]:
-    """The whole event stream of an outcome, decided before the first byte is sent."""
-    block = outcome.response_block()
-    base = {
-        "id": f"chatcmpl-{outcome.trace_id}",
+def _chunk_base(trace_id: str, created: int) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{trace_id}",
         "object": "chat.completion.chunk",
         "created": created,
         "model": GATEWAY_MODEL,
         "system_fingerprint": None,
     }
 
-    def chunk(delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
-        return base | {"choices": [choice], "foureyes": block}
 
-    text = outcome.text
+def _event(document: Mapping[str, Any]) -> bytes:
+    return f"data: {json.dumps(document, ensure_ascii=False)}\n\n".encode()
+
+
+def _text_chunk(
+    base: Mapping[str, Any], block: Mapping[str, Any], delta: dict[str, Any], finish: str | None
+) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+    return {**base, "choices": [choice], "foureyes": block}
+
+
+def segment_event(trace_id: str, *, created: int, segment: str, index: int) -> bytes:
+    """One approved segment of a segment release, as a chunk (the first with the role).
+
+    Its ``foureyes`` object names the trace and the segment's position; the decision comes
+    in the final chunk.
+    """
+    delta: dict[str, Any] = {"content": segment}
+    if index == 0:
+        delta = {"role": "assistant"} | delta
+    block = {"trace_id": trace_id, "segment": index}
+    return _event(_text_chunk(_chunk_base(trace_id, created), block, delta, None))
+
+
+def sse_chunks(
+    outcome: SupportOutcome, *, created: int, include_usage: bool, sent: str = ""
+) -> list[bytes]:
+    """The event stream of an outcome, decided and recorded before its first byte is sent.
+
+    ``sent`` is the text segment release has streamed already (see :func:`segment_event`):
+    the events then carry only the rest of the text (the fallback continuation, if any)
+    and the final chunk.
+
+    Raises:
+        UsageError: the outcome's text does not start with ``sent``.
+    """
+    if not outcome.text.startswith(sent):
+        raise UsageError("the outcome's text does not continue the streamed segments")
+    block = outcome.response_block()
+    base = _chunk_base(outcome.trace_id, created)
+    text = outcome.text[len(sent) :]
     pieces = [text[i : i + _STREAM_PIECE_CHARS] for i in range(0, len(text), _STREAM_PIECE_CHARS)]
-    documents = [chunk({"role": "assistant", "content": ""}, None)]
-    documents += [chunk({"content": piece}, None) for piece in pieces]
+    documents = (
+        [] if sent else [_text_chunk(base, block, {"role": "assistant", "content": ""}, None)]
+    )
+    documents += [_text_chunk(base, block, {"content": piece}, None) for piece in pieces]
     calls = _released_calls(outcome)
     documents += [
-        chunk({"tool_calls": [{"index": i} | call]}, None) for i, call in enumerate(calls)
+        _text_chunk(base, block, {"tool_calls": [{"index": i} | call]}, None)
+        for i, call in enumerate(calls)
     ]
-    documents.append(chunk({}, "tool_calls" if calls else "stop"))
+    documents.append(_text_chunk(base, block, {}, "tool_calls" if calls else "stop"))
     if include_usage:
         documents.append(base | {"choices": [], "usage": _usage(outcome), "foureyes": block})
-    events = [f"data: {json.dumps(d, ensure_ascii=False)}\n\n".encode() for d in documents]
-    return [*events, b"data: [DONE]\n\n"]
+    return [*(_event(d) for d in documents), b"data: [DONE]\n\n"]
+
+
+class _SegmentStream:
+    """A support message answered in segment release.
+
+    The pipeline runs as a task; each approved segment, recorded durably before it is
+    passed on, waits in a queue until the response sends it. A client that leaves does
+    not stop the run: it finishes and is recorded.
+    """
+
+    def __init__(self, pipeline: SupportPipeline, message: SupportMessage) -> None:
+        self._segments: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        self.trace_id = ""
+        self.task = asyncio.ensure_future(pipeline.handle(message, on_segment=self._put))
+        _running.add(self.task)
+        self.task.add_done_callback(_running.discard)
+
+    async def _put(self, trace_id: str, segment: str) -> None:
+        self._segments.put_nowait((trace_id, segment))
+
+    async def next(self) -> str | None:
+        """The next approved segment, or ``None`` once the run has ended without one.
+
+        Raises:
+            StoreError: the run could not be recorded (from the task, before a first
+                segment); nothing more may be sent.
+        """
+        if self._segments.empty() and not self.task.done():
+            getter = asyncio.ensure_future(self._segments.get())
+            try:
+                await asyncio.wait([getter, self.task], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not getter.done():
+                    getter.cancel()
+            if getter.done() and not getter.cancelled():
+                self._segments.put_nowait(getter.result())
+        if self._segments.empty():
+            self.task.result()  # a failed run raises here; nothing more is sent
+            return None
+        self.trace_id, segment = self._segments.get_nowait()
+        return segment
+
+    async def events(
+        self, first: str, *, created: int, include_usage: bool
+    ) -> AsyncIterator[bytes]:
+        """The segments as they are approved, then the rest of the outcome's stream."""
+        sent: list[str] = []
+        segment: str | None = first
+        ended = False
+        try:
+            while segment is not None:
+                yield segment_event(
+                    self.trace_id, created=created, segment=segment, index=len(sent)
+                )
+                sent.append(segment)
+                segment = await self.next()
+            outcome = self.task.result()
+            for event in sse_chunks(
+                outcome, created=created, include_usage=include_usage, sent="".join(sent)
+            ):
+                yield event
+            ended = True
+        finally:
+            if not ended:
+                # The client left (or the run failed) mid-stream; the run goes on and is
+                # recorded, and what was sent was recorded before it was sent.
+                log_event(
+                    server_logger,
+                    "stream_interrupted",
+                    trace_id=self.trace_id,
+                    segments_sent=len(sent),
+                )
+
+
+_running: set[asyncio.Future[SupportOutcome]] = set()
 
 
 def _report(metrics: Metrics, outcome: SupportOutcome) -> None:
@@ -694,13 +814,20 @@ def gateway_router() -> APIRouter:
         guard_mode = service.config.server.mode == "guard"
         message = support_message(body, tenant=principal.tenant, tool_turns=guard_mode)
         pipeline: SupportPipeline = service.pipeline
-        ignored: dict[str, str] = {}
-        if guard_mode:
+        dropped = [] if guard_mode else body.ignored()
+        ignored = {"x-foureyes-ignored": ",".join(dropped)} if dropped else {}
+        segmented = body.stream and service.config.gate.release == "segments"
+        if segmented and not guard_mode:
+            # Segment release: segments are sent as they are approved and recorded.
+            streaming = _SegmentStream(pipeline, message)
+            first = await streaming.next()
+            if first is not None:
+                return _segment_response(request, streaming, first, body, ignored)
+            outcome = streaming.task.result()
+        elif guard_mode:
             outcome = await pipeline.guard(message, guard_request(body, message))
         else:
             outcome = await pipeline.handle(message)
-            if dropped := body.ignored():
-                ignored = {"x-foureyes-ignored": ",".join(dropped)}
         _recorded(request, outcome)
         created = int(time.time())
         if not body.stream:
@@ -768,6 +895,31 @@ def gateway_router() -> APIRouter:
         )
 
     return router
+
+
+def _segment_response(
+    request: Request,
+    streaming: _SegmentStream,
+    first: str,
+    body: ChatCompletionRequest,
+    ignored: dict[str, str],
+) -> StreamingResponse:
+    request.state.trace_id = streaming.trace_id
+    metrics = request.app.state.service.metrics
+
+    def report(task: asyncio.Future[SupportOutcome]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            _report(metrics, task.result())
+
+    streaming.task.add_done_callback(report)
+    include_usage = body.stream_options is not None and body.stream_options.include_usage
+    events = streaming.events(first, created=int(time.time()), include_usage=include_usage)
+    headers = {"x-foureyes-trace-id": streaming.trace_id, "cache-control": "no-cache"}
+    return StreamingResponse(
+        events,
+        media_type="text/event-stream",
+        headers=headers | {"x-accel-buffering": "no"} | ignored,
+    )
 
 
 async def _send(events: list[bytes], trace_id: str) -> AsyncIterator[bytes]:
