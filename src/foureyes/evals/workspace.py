@@ -33,8 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 __all__ = [
     "READ_ONLY_TOOLS",
-    "TOOL_SPECS",
     "ReadOnlyTools",
+    "TOOL_SPECS",
     "ToolLimits",
     "ToolOutcome",
     "Workspace",

@@ -47,6 +47,7 @@ from foureyes.review.projection import Mask
 
 __all__ = [
     "Certainty",
+    "EVIDENCE_BOUNDARY",
     "ItemKind",
     "PACKET_ROLE",
     "PacketCheck",
@@ -55,7 +56,6 @@ __all__ = [
     "PacketStatus",
     "ReviewPacket",
     "check_packet",
-    "EVIDENCE_BOUNDARY",
     "review_instruction",
 ]
 
