@@ -302,6 +302,19 @@ class Run:
             meta={"tool_calls": len(given.tool_calls)},
         )
 
+    def _counselor_request(self, revision: Revision | None) -> ChatRequest:
+        """The Counselor's request for this run's message (and ``revision``, if any)."""
+        return counselor_request(
+            self.request.message,
+            self.request.history,
+            catalogue=self.catalogue,
+            locale=self.locale,
+            max_chars=self.gate.max_chars,
+            history_turns=self.gate.counselor_turns,
+            revision=revision,
+            open_unknowns=self.unknown_texts,
+        )
+
     async def _draft(self, n: int, revision: Revision | None) -> _Drafted:
         """The draft phase of attempt ``n``: needs no policy, so it may run speculatively."""
         # The Counselor is shown what earlier reviews could not judge, so the reply can
@@ -310,16 +323,7 @@ class Run:
         try:
             if self.own_request is not None:
                 return _Drafted(await self._own_draft(self.own_request), None)
-            request = counselor_request(
-                self.request.message,
-                self.request.history,
-                catalogue=self.catalogue,
-                locale=self.locale,
-                max_chars=self.gate.max_chars,
-                history_turns=self.gate.counselor_turns,
-                revision=revision,
-                open_unknowns=self.unknown_texts,
-            )
+            request = self._counselor_request(revision)
             candidate = await draft_reply(self.meter.call(Stage.DRAFT), request)
         except FoureyesError as exc:
             failure = reason_for(
@@ -582,16 +586,7 @@ class Run:
 
     async def _streamed_draft(self, on_text: TextDelta) -> Attempt | None:
         """The Counselor's draft, streamed into ``on_text``; the failed attempt, if it failed."""
-        request = counselor_request(
-            self.request.message,
-            self.request.history,
-            catalogue=self.catalogue,
-            locale=self.locale,
-            max_chars=self.gate.max_chars,
-            history_turns=self.gate.counselor_turns,
-            revision=None,
-            open_unknowns=self.unknown_texts,
-        )
+        request = self._counselor_request(None)
         try:
             result = await self.meter.call(Stage.DRAFT, on_text=on_text)(request)
             check_finished(result, DRAFT_SCHEMA)
