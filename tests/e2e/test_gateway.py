@@ -37,11 +37,18 @@ CALM = "I had a rough day at work and I can't sleep."
 
 
 def sim_config(simulator: RunningSimulator, store_url: str, **gate: Any) -> Config:
-    """Every model role on the simulator; short timeouts so the faults show quickly."""
+    """Every model role on the simulator.
+
+    The timeouts are short enough for the hang and delay faults to show within seconds,
+    and long enough that a reply on a loaded machine does not time out by accident (a
+    0.5 s review timeout once turned a wrong-digest verdict into ``review_timeout`` in CI).
+    The slow Counselor's delay (tests/fixtures/scenarios/gateway.toml) is above the deadline.
+    """
     return simulator.config(
         store_url,
-        supervisor_timeout_s=0.5,
-        gate=GateConfig(**({"max_revisions": 0, "verdict_retries": 0, "deadline_s": 1.5} | gate)),
+        timeout_s=15,  # above the deadline, so the slow Counselor meets the deadline first
+        supervisor_timeout_s=3,
+        gate=GateConfig(**({"max_revisions": 0, "verdict_retries": 0, "deadline_s": 6} | gate)),
     )
 
 

@@ -57,7 +57,7 @@ def serve(
     simulator.load({"models": {"counselor-sim": counselor, "supervisor-sim": supervisor}})
     config = simulator.config(
         f"sqlite+aiosqlite:///{tmp_path / 'g.db'}",
-        supervisor_timeout_s=0.5,
+        supervisor_timeout_s=3,  # the approvals before a hang must not time out
         gate=GateConfig(**({"release": "segments", "verdict_retries": 0} | gate)),
     )
     return start_server(config)

@@ -125,7 +125,10 @@ async def test_the_gate_scenario(
 
     # The simulator matches the last message, and a retry's last message is the retry
     # note, which carries no keyword: retries are covered by the next test.
-    runner = sim_runner(max_revisions=0, verdict_retries=0, route_timeout_s=0.5)
+    # Only a hang needs a short timeout; the others get a long one so a loaded machine
+    # cannot turn their verdict into a timeout.
+    timeout_s = 0.5 if keyword.endswith("-hangs") else 30
+    runner = sim_runner(max_revisions=0, verdict_retries=0, route_timeout_s=timeout_s)
 
     outcome = await runner.reply(ReplyRequest(message=f"{keyword}: {MESSAGE}"))
 

@@ -109,7 +109,8 @@ async def test_a_review_timing_out_mid_way_stops_the_stream(
     simulator: RunningSimulator, sim_runner: Any, store: Store
 ) -> None:
     simulator.load(scenario([{"content": DRAFT}], [{"times": 2, **APPROVE}, {"fault": "hang"}]))
-    runner = sim_runner(release="segments", verdict_retries=0, route_timeout_s=0.5)
+    # Long enough for the two approvals on a loaded machine, short enough for the hang.
+    runner = sim_runner(release="segments", verdict_retries=0, route_timeout_s=3)
 
     outcome, sent, _ = await stream(runner, store)
 
