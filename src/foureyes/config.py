@@ -141,11 +141,11 @@ class RouteConfig(_Section):
     The default 1.0 does not underestimate text for a byte-level BPE tokenizer, in which
     every token stands for at least one byte; raise it only from a measured ratio for the
     route's model. Images count only by the bytes of their reference."""
-    transport: Literal["aiohttp", "httpx", "lean"] = "aiohttp"
-    """How an ``openai`` route talks HTTP: ``aiohttp`` or ``httpx``, the official ``openai``
-    SDK over that library (aiohttp measured faster); ``lean``, foureyes' own minimal client
-    over aiohttp, without the SDK: the same requests, validation and errors, for about a
-    third of the CPU per call (benchmarks/README.md)."""
+    transport: Literal["aiohttp", "httpx", "lean"] = "lean"
+    """How an ``openai`` route talks HTTP: ``lean`` (the default), foureyes' own minimal
+    client over aiohttp, without the SDK: the same requests, streams, validation and
+    errors, for about a third of the CPU per call (benchmarks/README.md); ``aiohttp`` or
+    ``httpx``, the official ``openai`` SDK over that library (aiohttp measured faster)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> RouteConfig:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import subprocess
 import sys
@@ -13,6 +14,8 @@ from typing import Any
 import httpx2
 import openai
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from openai import _exceptions as sdk_exceptions
 from openai.types.chat import ChatCompletion
 
@@ -31,6 +34,7 @@ from foureyes.core.errors import (
 from foureyes.llm.openai_compat import (
     NO_KEY,
     OpenAIProvider,
+    _EventReader,
     build_openai_provider,
     sdk_error_table,
     translate_errors,
@@ -686,3 +690,161 @@ async def test_the_lean_transport_goes_through_the_environments_proxy(
     finally:
         await direct.aclose()
     assert len(seen) == 1
+
+
+# --- streaming: the same route through each transport's stream reader ---------------------
+
+FULL_REPLY = {
+    "reasoning_content": "I should look it up before I answer.",
+    "content": "Here is what I found, in more than one piece of text.",
+    "tool_calls": [
+        {"id": "call_1", "name": "lookup", "arguments": '{"q": "a longer query string"}'},
+        {"id": "call_2", "name": "note", "arguments": "{}"},
+    ],
+    "finish_reason": "tool_calls",
+    "usage": {
+        "prompt_tokens": 120,
+        "completion_tokens": 30,
+        "reasoning_tokens": 9,
+        "prompt_cache_hit_tokens": 64,
+    },
+}
+
+
+async def _stream(
+    provider: OpenAIProvider, text: str, timeout_s: float = 2
+) -> tuple[Any, list[str]]:
+    pieces: list[str] = []
+    result = await provider.complete_streaming(
+        _ask(text), timeout_s=timeout_s, on_text=pieces.append
+    )
+    return result, pieces
+
+
+async def test_a_stream_joins_to_what_one_call_returns(
+    simulator: RunningSimulator, make_provider: MakeProvider
+) -> None:
+    simulator.load({"models": {"m": [{"times": 2, **FULL_REPLY}]}})
+    provider = make_provider(simulator.route("m"))
+    whole = await provider.complete(_ask("hi"), timeout_s=2)
+    streamed, pieces = await _stream(provider, "hi")
+
+    assert len(pieces) > 1 and "".join(pieces) == streamed.text == whole.text
+    fields = ("text", "reasoning_content", "tool_calls", "finish_reason", "usage", "model")
+    assert {f: getattr(streamed, f) for f in fields} == {f: getattr(whole, f) for f in fields}
+    assert streamed.usage.cached_tokens == 64 and streamed.usage.reasoning_tokens == 9
+    assert [c.name for c in streamed.tool_calls] == ["lookup", "note"]
+    [_, stream_request] = simulator.requests()
+    assert stream_request["stream"] is True
+
+
+async def test_a_cut_off_stream_has_no_finish_reason(
+    faulty: RouteConfig, make_provider: MakeProvider
+) -> None:
+    result, pieces = await _stream(make_provider(faulty), "cut")
+    assert result.finish_reason is None
+    assert (
+        "".join(pieces)
+        == result.text
+        == "This reply is long enough to be cut in half by the simulator."[:30]
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("busy", RouteRateLimited),
+        ("boom", RouteHTTPError),
+        ("revoked", RouteHTTPError),
+        ("garbage", RouteBadResponse),
+        ("hang", RouteTimeout),
+    ],
+)
+async def test_stream_faults_are_the_same_typed_errors(
+    faulty: RouteConfig, make_provider: MakeProvider, text: str, error: type[RouteError]
+) -> None:
+    pieces: list[str] = []
+    with pytest.raises(error) as caught:
+        call = make_provider(faulty).complete_streaming(
+            _ask(text), timeout_s=0.5 if text == "hang" else 5, on_text=pieces.append
+        )
+        await asyncio.wait_for(call, GUARD_S)
+    assert caught.value.route == "sim"
+    if text == "busy":
+        assert isinstance(caught.value, RouteRateLimited) and caught.value.retry_after_s == 7.0
+    assert "".join(pieces) == ""  # the role chunk carries no text; nothing else came
+
+
+def _sse_body(*events: str) -> bytes:
+    return "".join(f"data: {event}\n\n" for event in events).encode()
+
+
+def _chunk(**delta: Any) -> str:
+    return json.dumps({"model": "m", "choices": [{"index": 0, "delta": delta}]})
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # An error event mid-stream (its message is not repeated: it may quote the request).
+        (_sse_body(_chunk(content="Hel"), '{"error": {"message": "sk-123 overloaded"}}'), "error"),
+        (_sse_body(_chunk(content="Hel"), '{"choices": [{"delta": {"content": 5}}]}'), "content"),
+    ],
+)
+async def test_stream_bodies_that_are_not_chunks_are_bad_responses(
+    raw_server: Callable[[Handler], Awaitable[str]],
+    make_provider: MakeProvider,
+    body: bytes,
+    expected: str,
+) -> None:
+    url = await raw_server(_respond(body, b"text/event-stream"))
+    provider = make_provider(RouteConfig(kind="openai", base_url=url, model="m"))
+    pieces: list[str] = []
+    with pytest.raises(RouteBadResponse) as caught:
+        await provider.complete_streaming(_ask("x"), timeout_s=2, on_text=pieces.append)
+    assert expected in str(caught.value).lower() and "sk-123" not in str(caught.value)
+    assert pieces == ["Hel"]  # what came before the bad event was passed on, nothing after
+
+
+async def test_the_lean_reader_takes_crlf_comments_and_multiline_data(
+    raw_server: Callable[[Handler], Awaitable[str]],
+) -> None:
+    body = (
+        b": keep-alive comment\r\n\r\n"
+        b"event: message\r\ndata: " + _chunk(content="one ").encode() + b"\r\n\r\n"
+        b'data: {"model": "m",\ndata:  "choices": [{"delta": {"content": "two"}, '
+        b'"finish_reason": "stop"}]}\n\n'
+        b"data: [DONE]\n\n"
+        b"data: " + _chunk(content=" never read").encode() + b"\n\n"
+    )
+    url = await raw_server(_respond(body, b"text/event-stream"))
+    provider = OpenAIProvider(
+        "raw", RouteConfig(base_url=url, model="m", transport="lean"), api_key=KEY
+    )
+    try:
+        result, pieces = await _stream(provider, "x")
+    finally:
+        await provider.aclose()
+    assert pieces == ["one ", "two"] and result.finish_reason == "stop"
+
+
+@given(
+    events=st.lists(
+        st.lists(st.text(st.characters(blacklist_characters="\r\n")), min_size=1, max_size=3),
+        max_size=6,
+    ),
+    crlf=st.booleans(),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
+)
+def test_events_read_the_same_however_the_bytes_are_split(
+    events: list[list[str]], crlf: bool, cuts: list[int]
+) -> None:
+    end = b"\r\n" if crlf else b"\n"
+    wire = b"".join(
+        b"".join(b"data: " + line.encode() + end for line in lines) + b": comment" + end + end
+        for lines in events
+    )
+    reader = _EventReader("r")
+    bounds = [0, *sorted(c for c in cuts if c < len(wire)), len(wire)]
+    read = [e for a, b in itertools.pairwise(bounds) for e in reader.feed(wire[a:b])]
+    assert read == ["\n".join(lines).encode() for lines in events]

@@ -1,4 +1,4 @@
-"""The ``openai`` route kind: any OpenAI-compatible endpoint through the official SDK.
+"""The ``openai`` route kind: any OpenAI-compatible endpoint, with or without the official SDK.
 
 DeepSeek, GLM, Qwen, vLLM, Ollama, llama.cpp server and the simulator all speak the chat
 completions API, so one provider serves them. The SDK is imported on the first call, not
@@ -8,12 +8,14 @@ Retries are not the SDK's business here (``max_retries=0``): the caller owns the
 policy, budgets and deadlines. Every SDK failure is translated into the foureyes error tree
 by :func:`translate_errors`, the one boundary where foreign exceptions are mapped.
 
-A route may opt out of the SDK with ``transport = "lean"``: the same request body is
-posted with a bare aiohttp session (one per route), the response goes through the same
-validation, and aiohttp's failures and HTTP error statuses become the same typed errors
-(also in :func:`translate_errors`). The SDK's request building and its HTTP layers cost
-about 0.4 ms of CPU per call on the gateway's hot path (benchmarks/README.md); the lean
-client skips them and is the departure from docs/design.md 6 that docs/architecture.md records.
+By default (``transport = "lean"``) the SDK is not used at all: the same request body is
+posted with a bare aiohttp session (one per route), a stream's server-sent events are read
+by :class:`_EventReader`, the response goes through the same validation, and aiohttp's
+failures and HTTP error statuses become the same typed errors (also in
+:func:`translate_errors`). The SDK's request building and its HTTP layers cost about 0.4 ms
+of CPU per call on the gateway's hot path (benchmarks/README.md); ``transport = "aiohttp"``
+or ``"httpx"`` keeps them. The default is the departure from docs/design.md 6 that
+docs/architecture.md records.
 """
 
 from __future__ import annotations
@@ -166,6 +168,8 @@ def sdk_error_table() -> dict[type[BaseException], _Translate]:
         aiohttp.ClientError: _connection,
         # A 200 body that is not JSON or not a chat completion (validated by _Completion).
         pydantic.ValidationError: _bad_response,
+        # A stream chunk that is not JSON, as the SDK's stream reader raises it.
+        json.JSONDecodeError: _bad_response,
         openai.APITimeoutError: _timeout,
         openai.APIConnectionError: _connection,
         sdk.SubjectTokenProviderError: _connection,
@@ -310,6 +314,137 @@ class _Completion(_Wire):
     usage: _Usage | None = None
 
 
+class _FunctionPiece(_Wire):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _ToolCallPiece(_Wire):
+    index: int = pydantic.Field(ge=0)
+    id: str | None = None
+    function: _FunctionPiece | None = None
+
+
+class _Delta(_Wire):
+    content: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[_ToolCallPiece] | None = None
+
+
+class _ChunkChoice(_Wire):
+    delta: _Delta = _Delta()
+    finish_reason: str | None = None
+
+
+class _Chunk(_Wire):
+    """One ``chat.completion.chunk`` of a stream (the usage chunk has no choices)."""
+
+    model: str | None = None
+    choices: list[_ChunkChoice] = []
+    usage: _Usage | None = None
+    error: object = None
+    """An error event inside the stream (the SDK raises ``APIError`` for it)."""
+
+
+class _StreamJoin:
+    """The chunks of one streamed completion joined into its :class:`ChatResult`.
+
+    Both transports feed it, so a stream reads the same whichever client carried it: text
+    and reasoning deltas concatenated, tool calls assembled by ``index``, the last finish
+    reason, and the usage chunk with its reasoning and cache-read details.
+    """
+
+    def __init__(self, route: str, model: str, on_text: TextDelta) -> None:
+        self._route = route
+        self._model = model
+        self._on_text = on_text
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: dict[int, list[str]] = {}
+        self._finish: str | None = None
+        self._usage = Usage()
+        self._started = time.monotonic()
+
+    def add(self, chunk: _Chunk) -> None:
+        """Take one chunk; an error event raises ``RouteBadResponse``."""
+        if chunk.error is not None:
+            # Only that there was one: the server's message may quote what was sent.
+            raise RouteBadResponse(self._route, "an error event in the stream")
+        self._model = chunk.model or self._model
+        if chunk.usage is not None:
+            self._usage = chunk.usage.value()
+        for choice in chunk.choices[:1]:
+            delta = choice.delta
+            if delta.reasoning_content:
+                self._reasoning.append(delta.reasoning_content)
+            if delta.content:
+                self._text.append(delta.content)
+                self._on_text(delta.content)
+            for piece in delta.tool_calls or ():
+                call = self._calls.setdefault(piece.index, ["", "", ""])
+                function = piece.function
+                call[0] += piece.id or ""
+                call[1] += (function.name if function else None) or ""
+                call[2] += (function.arguments if function else None) or ""
+            self._finish = choice.finish_reason or self._finish
+
+    def result(self) -> ChatResult:
+        """The whole completion; a stream cut off before its finish reason has none."""
+        calls = sorted(self._calls.items())
+        return ChatResult(
+            text="".join(self._text),
+            reasoning_content="".join(self._reasoning) if self._reasoning else None,
+            tool_calls=tuple(ToolCall(id=c[0], name=c[1], arguments=c[2]) for _, c in calls),
+            finish_reason=self._finish,
+            usage=self._usage,
+            latency_s=time.monotonic() - self._started,
+            route=self._route,
+            model=self._model,
+        )
+
+
+_MAX_EVENT_BYTES = 8 * 1024 * 1024
+"""The most the lean stream reader buffers for one server-sent event before giving up."""
+
+
+class _EventReader:
+    """The ``data`` of each server-sent event in a byte stream, as the chat API sends them.
+
+    Lines end in LF or CRLF (split anywhere between reads); a blank line ends an event;
+    its ``data:`` lines are joined by LF; comments and other fields are ignored.
+    """
+
+    def __init__(self, route: str) -> None:
+        self._route = route
+        self._buffer = bytearray()
+        self._data: list[bytes] = []
+        self._held = 0
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The events ``data`` completes, in order.
+
+        Raises:
+            RouteBadResponse: one event grew past ``_MAX_EVENT_BYTES`` without ending.
+        """
+        self._buffer += data
+        events: list[bytes] = []
+        start = 0
+        while (end := self._buffer.find(b"\n", start)) >= 0:
+            line = bytes(self._buffer[start:end]).removesuffix(b"\r")
+            start = end + 1
+            if not line:
+                if self._data:
+                    events.append(b"\n".join(self._data))
+                self._data, self._held = [], 0
+            elif line.startswith(b"data:"):
+                self._data.append(line[5:].removeprefix(b" "))
+                self._held += len(line)
+        del self._buffer[:start]
+        if self._held + len(self._buffer) > _MAX_EVENT_BYTES:
+            raise RouteBadResponse(self._route, "a stream event over 8 MiB")
+        return events
+
+
 class OpenAIProvider:
     """A :class:`~foureyes.llm.provider.Provider` for one OpenAI-compatible route.
 
@@ -435,57 +570,55 @@ class OpenAIProvider:
     ) -> ChatResult:
         """Complete ``request`` with ``stream: true``, passing each text delta to ``on_text``.
 
-        Always through the SDK's client (the lean transport has no stream reader); the
-        chunks are joined as the SDK's stream helper joins them, and ``timeout_s`` bounds
-        the whole stream, not each chunk.
+        Through the route's transport: the lean client reads the server-sent events
+        itself, the SDK's client through its stream reader; both join the chunks the same
+        way (:class:`_StreamJoin`), and ``timeout_s`` bounds the whole stream, not each
+        chunk.
 
         Raises:
-            The errors of :meth:`complete`; an error event inside the stream is a
-            ``RouteBadResponse``.
+            The errors of :meth:`complete`; an error event or a chunk that is not JSON
+            inside the stream is a ``RouteBadResponse``.
         """
-        client = self._sdk()
-        started = time.monotonic()
-        text: list[str] = []
-        calls: dict[int, list[str]] = {}
-        finish: str | None = None
-        usage = Usage()
-        model = self.config.model
         params = self._params(request) | {
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        joined = _StreamJoin(self.route, self.config.model, on_text)
+        if self.config.transport == "lean":
+            await self._stream_lean(params, joined, timeout_s)
+            return joined.result()
+        client = self._sdk()
         with translate_errors(self.route, timeout_s):
             async with asyncio.timeout(timeout_s):
                 stream = await client.chat.completions.create(**params, timeout=timeout_s)
                 async for chunk in stream:
-                    model = chunk.model or model
-                    if chunk.usage is not None:
-                        usage = Usage(
-                            prompt_tokens=chunk.usage.prompt_tokens,
-                            completion_tokens=chunk.usage.completion_tokens,
-                        )
-                    for choice in chunk.choices[:1]:
-                        if choice.delta.content:
-                            text.append(choice.delta.content)
-                            on_text(choice.delta.content)
-                        for piece in choice.delta.tool_calls or ():
-                            call = calls.setdefault(piece.index, ["", "", ""])
-                            function = piece.function
-                            call[0] += piece.id or ""
-                            call[1] += (function.name if function else None) or ""
-                            call[2] += (function.arguments if function else None) or ""
-                        finish = choice.finish_reason or finish
-        return ChatResult(
-            text="".join(text),
-            tool_calls=tuple(
-                ToolCall(id=c[0], name=c[1], arguments=c[2]) for _, c in sorted(calls.items())
-            ),
-            finish_reason=finish,
-            usage=usage,
-            latency_s=time.monotonic() - started,
-            route=self.route,
-            model=model,
-        )
+                    joined.add(_Chunk.model_validate(chunk, from_attributes=True))
+        return joined.result()
+
+    async def _stream_lean(
+        self, params: dict[str, Any], joined: _StreamJoin, timeout_s: float
+    ) -> None:
+        session = self._lean_session()
+        headers = self._lean_headers | {"Accept": "text/event-stream"}
+        reader = _EventReader(self.route)
+        with translate_errors(self.route, timeout_s):
+            async with (
+                asyncio.timeout(timeout_s),
+                session.post(
+                    self._completions_url,
+                    data=json.dumps(params, ensure_ascii=False).encode(),
+                    headers=headers,
+                    proxy=self._proxy,
+                ) as response,
+            ):
+                if response.status >= 400:
+                    body = await response.read()
+                    raise _status_error(self.route, response.status, response.headers, body)
+                async for data in response.content.iter_any():
+                    for event in reader.feed(data):
+                        if event.startswith(b"[DONE]"):
+                            return
+                        joined.add(_Chunk.model_validate_json(event))
 
     async def _complete_lean(self, request: ChatRequest, timeout_s: float) -> ChatResult:
         session = self._lean_session()
