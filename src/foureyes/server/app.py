@@ -137,6 +137,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             await runtime.aclose()
             raise
         store = runtime.store
+        metrics.watch_group_commits(lambda: store.group_commits)
         interval = config.privacy.purge_interval_s
         purging = (
             asyncio.create_task(purge_on_schedule(store.traces, interval)) if interval else None

@@ -12,9 +12,11 @@ import contextlib
 import math
 import re
 import time
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client import generate_latest as _generate_latest
+from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -23,6 +25,7 @@ from foureyes.core.errors import UsageError
 from foureyes.core.reasons import ReasonCode
 from foureyes.core.roles import Role
 from foureyes.risk.levels import RiskLevel
+from foureyes.store import GroupCommits
 
 __all__ = [
     "METRICS_CONTENT_TYPE",
@@ -111,6 +114,12 @@ class Metrics:
         # Every reason is exported from the start, so a rate over it is defined at zero.
         for reason in ReasonCode:
             self._decisions.labels(reason=reason.value)
+        self._group_commits: Callable[[], GroupCommits] | None = None
+        registry.register(_GroupCommitCollector(lambda: self._group_commits))
+
+    def watch_group_commits(self, read: Callable[[], GroupCommits]) -> None:
+        """Export the store's group commit counts, read from ``read`` at each scrape."""
+        self._group_commits = read
 
     def observe_request(self, route: str, method: str, status: int, duration_s: float) -> None:
         """Count one HTTP request (called by :class:`MetricsMiddleware`)."""
@@ -170,6 +179,29 @@ class Metrics:
     def exposition(self) -> bytes:
         """Every metric in the Prometheus text format (:data:`METRICS_CONTENT_TYPE`)."""
         return _generate_latest(self.registry)
+
+
+class _GroupCommitCollector:
+    """``foureyes_store_group_commits`` and ``..._grouped_writes``, read when scraped."""
+
+    def __init__(self, source: Callable[[], Callable[[], GroupCommits] | None]) -> None:
+        self._source = source
+
+    def collect(self) -> Iterator[Metric]:
+        read = self._source()
+        if read is None:  # no store yet (before the app's start)
+            return
+        stats = read()
+        yield CounterMetricFamily(
+            "foureyes_store_group_commits",
+            "Grouped store transactions: run writes that shared one commit.",
+            value=stats.rounds,
+        )
+        yield CounterMetricFamily(
+            "foureyes_store_grouped_writes",
+            "Run writes those transactions held (divided by the commits: the group size).",
+            value=stats.writes,
+        )
 
 
 def route_label(scope: Scope) -> str:

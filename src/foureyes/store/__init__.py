@@ -8,6 +8,7 @@ Every database failure surfaces as :class:`~foureyes.core.errors.StoreError`.
 """
 
 from foureyes.store._clock import WallClock
+from foureyes.store._database import GroupCommits
 from foureyes.store.alerts import AttemptState, PendingAttempt, SqlAlertRecords
 from foureyes.store.api_keys import (
     ApiKeyRecord,
@@ -39,6 +40,7 @@ __all__ = [
     "Contact",
     "EvalResultRow",
     "EvalRunRow",
+    "GroupCommits",
     "KeyScope",
     "NewApiKey",
     "NewAssessment",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -23,7 +24,7 @@ from foureyes.config import mask_url
 from foureyes.core.errors import ConfigError, StoreDataError, StoreError, UsageError
 from foureyes.store._sqlite_driver import DRIVER_NAME
 
-__all__ = ["Database", "translate_errors"]
+__all__ = ["Database", "GroupCommits", "translate_errors"]
 
 # Everything raised for a database that is locked, unreachable, or refuses a write.
 # SQLAlchemy wraps the drivers' own errors; OSError comes through bare when a socket
@@ -117,6 +118,7 @@ class Database:
                 url, timeout_s, name="writer", begin="BEGIN IMMEDIATE"
             )
             self._sqlite_reader = _SqliteThread(url, timeout_s, name="reader", begin="BEGIN")
+        self._group = _WriteGroup(self._transaction)
         self._closed = False
 
     @classmethod
@@ -224,11 +226,45 @@ class Database:
         """
         self._check_open(operation)
         async with translate_errors(operation, self._url):
-            if self._sqlite_writer is None or self._sqlite_writes is None:  # PostgreSQL
-                async with self._writer.begin() as conn:
-                    return await conn.run_sync(work)
-            async with self._sqlite_writes:
-                return await self._sqlite_writer.run(work)
+            return await self._transaction(work)
+
+    async def run_grouped_write(self, operation: str, work: Callable[[Connection], _T]) -> _T:
+        """:meth:`run_write`, sharing one transaction and one commit with concurrent writes.
+
+        Group commit: writes that arrive while a grouped transaction runs wait for the
+        next one, which runs them all (each in a savepoint, in arrival order) and commits
+        once, so N concurrent records cost one commit and one log sync instead of N. A
+        write alone is not delayed: it starts a transaction at once. This returns only
+        after the commit that holds ``work`` succeeded, so a caller that delivers after
+        it still delivers only what is durable (invariant 10).
+
+        ``work`` must touch only rows no concurrent grouped write touches in another
+        order (the trace writes of one run), so a group cannot deadlock with another
+        process's group.
+
+        Raises:
+            StoreError: ``work`` raised it or the database refused it (its savepoint is
+                rolled back; the others in the group still commit), or the group's
+                transaction or commit failed (then nothing of the group is written).
+            UsageError: the store is closed.
+        """
+        self._check_open(operation)
+        async with translate_errors(operation, self._url):
+            return await self._group.submit(work)
+
+    @property
+    def group_commits(self) -> GroupCommits:
+        """How many grouped transactions ran and how many writes they held."""
+        return GroupCommits(rounds=self._group.rounds, writes=self._group.writes)
+
+    async def _transaction(self, work: Callable[[Connection], _T]) -> _T:
+        # One write transaction, as run_write runs it, without the error translation
+        # (each grouped caller translates under its own operation name).
+        if self._sqlite_writer is None or self._sqlite_writes is None:  # PostgreSQL
+            async with self._writer.begin() as conn:
+                return await conn.run_sync(work)
+        async with self._sqlite_writes:
+            return await self._sqlite_writer.run(work)
 
     async def run_read(self, operation: str, work: Callable[[Connection], _T]) -> _T:
         """Run ``work`` (synchronous, on a plain SQLAlchemy connection) in a read transaction.
@@ -276,6 +312,7 @@ class Database:
         if self._closed:
             return
         self._closed = True
+        await self._group.drained()
         if self._sqlite_writer is not None and self._sqlite_reader is not None:
             await self._sqlite_writer.close()
             await self._sqlite_reader.close()
@@ -284,6 +321,112 @@ class Database:
     def _check_open(self, operation: str) -> None:
         if self._closed:
             raise UsageError(f"the store is closed; cannot {operation}")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GroupCommits:
+    """What group commit has done in one store since it opened."""
+
+    rounds: int
+    """Grouped transactions run (committed or failed)."""
+    writes: int
+    """Writes those transactions held; ``writes / rounds`` is the mean group size."""
+
+
+_MAX_GROUP = 64
+"""The most writes one grouped transaction takes; the rest wait for the next."""
+
+
+@dataclasses.dataclass(slots=True)
+class _Queued:
+    work: Callable[[Connection], Any]
+    done: asyncio.Future[Any]
+
+
+class _WriteGroup:
+    """Concurrent writes folded into one transaction (see :meth:`Database.run_grouped_write`).
+
+    The first write to arrive while none is queued starts a drain task; each round of
+    the drain takes every write queued so far (up to ``_MAX_GROUP``) into one
+    transaction, and the writes that arrive meanwhile make the next round. A write whose
+    caller was cancelled before its round began is left out; once its round began it is
+    written, as :meth:`Database.run_write` writes a cancelled caller's transaction.
+    """
+
+    def __init__(self, transaction: Callable[[Callable[[Connection], Any]], Any]) -> None:
+        self._transaction = transaction
+        self._queue: list[_Queued] = []
+        self._drain: asyncio.Task[None] | None = None
+        self.rounds = 0
+        self.writes = 0
+
+    async def submit(self, work: Callable[[Connection], _T]) -> _T:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[_T] = loop.create_future()
+        self._queue.append(_Queued(work, done))
+        if self._drain is None:
+            self._drain = loop.create_task(self._run_rounds(), name="foureyes-group-commit")
+        return await done
+
+    async def drained(self) -> None:
+        """Wait until every queued write has had its round."""
+        if self._drain is not None:
+            await asyncio.shield(self._drain)
+
+    async def _run_rounds(self) -> None:
+        try:
+            while self._queue:
+                taken, self._queue = self._queue[:_MAX_GROUP], self._queue[_MAX_GROUP:]
+                batch = [queued for queued in taken if not queued.done.done()]
+                if batch:
+                    await self._round(batch)
+        finally:
+            self._drain = None
+
+    async def _round(self, batch: list[_Queued]) -> None:
+        self.rounds += 1
+        self.writes += len(batch)
+        works = [queued.work for queued in batch]
+        try:
+            outcomes = await self._transaction(lambda conn: _each_in_savepoint(conn, works))
+        except BaseException as exc:  # the transaction or its commit: the whole round failed
+            for queued in batch:
+                if not queued.done.done():
+                    queued.done.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for queued, (value, error) in zip(batch, outcomes, strict=True):
+            if queued.done.done():
+                continue
+            if error is None:
+                queued.done.set_result(value)
+            else:
+                queued.done.set_exception(error)
+
+
+def _each_in_savepoint(
+    conn: Connection, works: Sequence[Callable[[Connection], Any]]
+) -> list[tuple[Any, Exception | None]]:
+    """Run ``works`` in order in ``conn``'s transaction, each result or error kept apart.
+
+    A write alone runs as it is (its error fails the transaction, as in ``run_write``);
+    in a group each runs in a savepoint, so one that raises is rolled back alone.
+    """
+    if len(works) == 1:
+        return [(works[0](conn), None)]
+    outcomes: list[tuple[Any, Exception | None]] = []
+    for work in works:
+        savepoint = conn.begin_nested()
+        try:
+            value = work(conn)
+        except Exception as exc:
+            savepoint.rollback()
+            outcomes.append((None, exc))
+        else:
+            savepoint.commit()
+            outcomes.append((value, None))
+    return outcomes
 
 
 def _one_trip(url: URL) -> URL:

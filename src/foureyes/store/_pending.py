@@ -56,11 +56,23 @@ class PendingRuns:
     def __contains__(self, trace_id: object) -> bool:
         return trace_id in self._rows
 
-    async def run(self, operation: str, trace_id: str, work: Callable[[Connection], _T]) -> _T:
-        """:meth:`Database.run_write`, opening with the run's reserved header and held rows.
+    async def run(
+        self,
+        operation: str,
+        trace_id: str,
+        work: Callable[[Connection], _T],
+        *,
+        grouped: bool = True,
+    ) -> _T:
+        """A write transaction, opening with the run's reserved header and held rows.
 
         The header of ``trace_id`` is inserted first if it is reserved, then the rows
-        held for the run, then ``work`` runs, all in one transaction.
+        held for the run, then ``work`` runs, all in one transaction. With ``grouped``
+        (the default) the transaction is shared with concurrent runs' writes
+        (:meth:`Database.run_grouped_write`): ``work`` must then write only rows of this
+        run (its events, texts, assessments), which no other run's write touches, so a
+        group cannot deadlock with another process's. A write that touches shared rows
+        passes ``grouped=False`` and gets a transaction of its own.
 
         Raises:
             StoreError: the database failed, or ``work`` raised it; the run stays reserved
@@ -79,7 +91,10 @@ class PendingRuns:
                 conn.execute(statement, values)
             return work(conn)
 
-        result = await self._db.run_write(operation, transaction)
+        if grouped:
+            result = await self._db.run_grouped_write(operation, transaction)
+        else:
+            result = await self._db.run_write(operation, transaction)
         self._rows.pop(trace_id, None)
         if held:
             # Only what this transaction wrote: a row held meanwhile waits for the next.

@@ -11,7 +11,7 @@ from sqlalchemy import select, text
 from foureyes.config import PrivacyConfig, StoreConfig
 from foureyes.core.errors import ConfigError
 from foureyes.store._clock import WallClock, require_utc, utc_now
-from foureyes.store._database import Database
+from foureyes.store._database import Database, GroupCommits
 from foureyes.store._migrate import upgrade_to_head
 from foureyes.store.alerts import SqlAlertRecords
 from foureyes.store.api_keys import SqlApiKeys
@@ -149,6 +149,11 @@ class Store:
     def dialect(self) -> str:
         """The database backend: ``sqlite`` or ``postgresql``."""
         return self._db.dialect
+
+    @property
+    def group_commits(self) -> GroupCommits:
+        """Group commit so far: transactions run and the run writes they held together."""
+        return self._db.group_commits
 
     async def ping(self) -> None:
         """Check that the database answers a read.

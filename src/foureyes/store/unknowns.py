@@ -235,7 +235,10 @@ class SqlOpenUnknowns:
                 .values(resolved_at=now, resolved_by=f"verdict:{trace_id}")
             ).rowcount
 
-        return await self._pending.run("settle_unknowns", trace_id, work)
+        # The conversation's rows, which a concurrent run of the same conversation (in
+        # another process too) may update: a transaction of its own, never grouped, so
+        # two groups cannot lock two conversations' rows in opposite orders.
+        return await self._pending.run("settle_unknowns", trace_id, work, grouped=False)
 
     async def resolve(self, conversation_id: str, texts: Sequence[str], *, resolved_by: str) -> int:
         """Close the open unknowns with these texts; returns how many were closed.
