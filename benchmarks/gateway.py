@@ -15,10 +15,13 @@ and 64 closed-loop clients it measures replies/s and p50/p99 latency of
 * ``NeMo IORails server``: IORails behind benchmarks/nemo/iorails_asgi.py, a bare ASGI app
   on uvicorn (NeMo 0.24.1's own server builds LLMRails only), called with the SDK;
 * ``NeMo server``: ``nemoguardrails server`` with the same config, called with the SDK;
-* ``foureyes gateway``: ``foureyes serve`` (Counselor and Supervisor on the simulator,
-  risk roles offline), called with the SDK: L0 triage, draft, review, gate, trace;
-* ``foureyes gateway, lean transport``: the same with ``transport = "lean"`` on its routes
-  (foureyes' own minimal HTTP client instead of the ``openai`` SDK for upstream calls).
+* ``foureyes gateway``: ``foureyes serve`` as shipped (Counselor and Supervisor on the
+  simulator, risk roles offline), called with the SDK: L0 triage, draft, review, gate,
+  trace; its routes on the default lean transport, its store with group commit;
+* ``foureyes gateway, openai SDK transport``: the same with ``transport = "aiohttp"`` on its
+  routes (the official SDK for upstream calls: the lean transport's "before");
+* ``foureyes gateway, no group commit``: the same with ``[store] group_commit = false``
+  (a commit per write: group commit's "before").
 
 Every system is measured ``--repeats`` times per cell, the runs interleaved (run 1 of every
 system, then run 2, ...); the report gives each run and the medians over runs, and the
@@ -40,7 +43,7 @@ the same command bound to 127.0.0.1 instead of 0.0.0.0.
     python benchmarks/gateway.py [--replies 400] [--serial-replies 150] [--clients 1,16,64]
         [--latencies-ms 0,50] [--repeats 2] [--speculation-replies 100] [--json FILE]
         [--systems sdk,iorails,llmrails,guard-reply,guard-check,iorails-server,nemo-server,
-                   foureyes,foureyes-lean]
+                   foureyes,foureyes-sdk,foureyes-no-group]
 
 Results and how to read them: benchmarks/README.md.
 """
@@ -93,7 +96,8 @@ SYSTEMS = (
     "iorails-server",
     "nemo-server",
     "foureyes",
-    "foureyes-lean",
+    "foureyes-sdk",
+    "foureyes-no-group",
 )
 LABELS = {
     "sdk": gateway_report.SDK,
@@ -104,7 +108,8 @@ LABELS = {
     "iorails-server": gateway_report.IORAILS_SERVER,
     "nemo-server": gateway_report.NEMO_SERVER,
     "foureyes": gateway_report.FOUREYES,
-    "foureyes-lean": gateway_report.FOUREYES_LEAN,
+    "foureyes-sdk": gateway_report.FOUREYES_SDK,
+    "foureyes-no-group": gateway_report.FOUREYES_NO_GROUP,
 }
 LIBRARY_ENGINES = {"iorails": "iorails", "llmrails": "llmrails"}
 """The systems measured inside NeMo's interpreter (benchmarks/nemo/library_bench.py)."""
@@ -215,9 +220,12 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         if "foureyes" in systems:
             url = servers.foureyes(sim_url, "main")
             live["foureyes"] = FoureyesGateway("main", url, servers.last_pid, MESSAGE)
-        if "foureyes-lean" in systems:
-            url = servers.foureyes(sim_url, "lean", transport="lean")
-            live["foureyes-lean"] = FoureyesGateway("lean", url, servers.last_pid, MESSAGE)
+        if "foureyes-sdk" in systems:
+            url = servers.foureyes(sim_url, "sdk", transport="aiohttp")
+            live["foureyes-sdk"] = FoureyesGateway("sdk", url, servers.last_pid, MESSAGE)
+        if "foureyes-no-group" in systems:
+            url = servers.foureyes(sim_url, "no-group", group_commit=False)
+            live["foureyes-no-group"] = FoureyesGateway("no-group", url, servers.last_pid, MESSAGE)
         if args.speculation_replies:
             for mode, speculate in (("sequential", False), ("speculative", True)):
                 url = servers.foureyes(sim_url, mode, risk_on_simulator=True, speculate=speculate)

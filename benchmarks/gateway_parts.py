@@ -259,17 +259,23 @@ class Servers:
         *,
         risk_on_simulator: bool = False,
         speculate: bool = True,
-        transport: str = "aiohttp",
+        transport: str = "lean",
+        group_commit: bool = True,
+        store_url: str | None = None,
+        workers: int = 1,
     ) -> str:
-        """Start ``foureyes serve`` with its own SQLite store; return its URL."""
+        """Start ``foureyes serve`` (its own SQLite store unless ``store_url``); return its URL."""
         port = free_port()
-        store_url = f"sqlite+aiosqlite:///{self.workdir / f'foureyes-{name}.db'}"
+        if store_url is None:
+            store_url = f"sqlite+aiosqlite:///{self.workdir / f'foureyes-{name}.db'}"
         self.store_urls[name] = store_url
         config = self.workdir / f"foureyes-{name}.toml"
-        config.write_text(gateway_toml(sim_url, store_url, risk_on_simulator, speculate, transport))
+        config.write_text(
+            gateway_toml(sim_url, store_url, risk_on_simulator, speculate, transport, group_commit)
+        )
         env = {k: v for k, v in os.environ.items() if not k.startswith("FOUREYES_")}
         args = [sys.executable, "-m", "foureyes.cli", "serve", "--config", str(config)]
-        args += ["--port", str(port)]
+        args += ["--port", str(port), "--workers", str(workers)]
         url = f"http://127.0.0.1:{port}"
         log = self.logs[name] = self.workdir / f"foureyes-{name}.log"
         self.processes.append(start_process(args, ready_url=url + "/healthz", log=log, env=env))
@@ -287,14 +293,17 @@ def gateway_toml(
     store_url: str,
     risk_on_simulator: bool,
     speculate: bool,
-    transport: str = "aiohttp",
+    transport: str = "lean",
+    group_commit: bool = True,
 ) -> str:
     """A ``foureyes.toml``: Counselor and Supervisor (and L1, if asked) on the simulator.
 
-    ``transport`` is the routes' (``aiohttp``, the shipped default: the ``openai`` SDK).
+    ``transport`` is the routes' (``lean``, the shipped default; ``aiohttp``: the ``openai``
+    SDK); ``group_commit`` the store's (on by default).
     """
     routes = {"counselor": "counselor-sim", "supervisor": "supervisor-sim", "risk": "risk-sim"}
-    lines = [f'[store]\nurl = "{store_url}"\n']
+    grouped = str(group_commit).lower()
+    lines = [f'[store]\nurl = "{store_url}"\ngroup_commit = {grouped}\n']
     for name, model in routes.items():
         lines.append(
             f'[routes.{name}]\nkind = "openai"\nbase_url = "{sim_url}"\nmodel = "{model}"\n'

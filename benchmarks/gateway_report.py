@@ -22,12 +22,13 @@ IORAILS_SERVER = "NeMo IORails, bare ASGI server"
 GUARD_REPLY = "foureyes Guard.reply (library)"
 GUARD_CHECK = "foureyes Guard.check of the host's draft (library)"
 FOUREYES = "foureyes gateway"
-FOUREYES_LEAN = "foureyes gateway, lean transport"
-GATEWAYS = (FOUREYES, FOUREYES_LEAN)
+FOUREYES_SDK = "foureyes gateway, openai SDK transport"
+FOUREYES_NO_GROUP = "foureyes gateway, no group commit"
+GATEWAYS = (FOUREYES, FOUREYES_SDK, FOUREYES_NO_GROUP)
 SDK = "openai SDK (2 calls, no rail)"
 KINDS = (
     ("library", IORAILS, (IORAILS, LLMRAILS, GUARD_REPLY, GUARD_CHECK, SDK)),
-    ("server", IORAILS_SERVER, (IORAILS_SERVER, NEMO_SERVER, FOUREYES, FOUREYES_LEAN)),
+    ("server", IORAILS_SERVER, (IORAILS_SERVER, NEMO_SERVER, *GATEWAYS)),
 )
 """Each kind of row, the row its ratios are to, and its rows in order."""
 

@@ -92,6 +92,10 @@ class StoreConfig(_Section):
     """SQLAlchemy async URL: ``sqlite+aiosqlite:///path.db`` or ``postgresql+asyncpg://...``."""
     timeout_s: float = Field(default=5.0, gt=0, le=600)
     """How long a store operation waits for a locked or unreachable database."""
+    group_commit: bool = True
+    """Concurrent replies' records share one transaction and one commit, each reply still
+    leaving only after its record is durable (docs/architecture.md, "Store"); ``false``
+    gives every write a transaction of its own (one commit and log sync per write)."""
 
     @model_validator(mode="after")
     def _known_driver(self) -> StoreConfig:

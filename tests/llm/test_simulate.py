@@ -104,6 +104,7 @@ def test_every_example_in_the_docs_is_valid() -> None:
         ({"models": {"m": [{"fault": "truncated"}]}}, "'truncated' needs content"),
         ({"models": {"m": [{"fault": "wrong_digest", "content": "no hex"}]}}, "needs a 64-hex"),
         ({"models": {"m": [{"times": 0}]}}, "models.m.0.times"),
+        ({"models": {"m": [{"content": "x", "stream_interval_s": -1}]}}, "stream_interval_s"),
         ({"models": {}}, "models: "),
         ({"models": {" ": []}}, "model names must not be empty"),
     ],
@@ -318,6 +319,27 @@ def test_a_stream_ends_with_done(simulator: RunningSimulator) -> None:
     assert lines[-1] == "data: [DONE]"
     last_chunk = json.loads(lines[-2].removeprefix("data: "))
     assert last_chunk["choices"][0]["finish_reason"] == "stop"
+
+
+def test_a_paced_stream_sends_the_same_chunks(simulator: RunningSimulator) -> None:
+    text = "A reply long enough to span several chunks of the stream."
+    simulator.load(
+        {
+            "models": {
+                "plain": [{"content": text}],
+                "paced": [{"content": text, "stream_interval_s": 0.001}],
+            }
+        }
+    )
+
+    def chunks(model: str) -> list[dict[str, Any]]:
+        body = {"model": model, "messages": [_user("x")], "stream": True}
+        lines = _sse_lines(simulator, body)
+        assert lines[-1] == "data: [DONE]"
+        return [json.loads(line.removeprefix("data: "))["choices"] for line in lines[:-1]]
+
+    plain, paced = chunks("plain"), chunks("paced")
+    assert paced == plain and len(paced) > 3
 
 
 def test_a_truncated_stream_stops_without_finish_reason_or_done(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from foureyes.core.errors import StoreError, UsageError
@@ -106,3 +108,24 @@ async def test_a_reserved_run_dropped_or_failed_is_forgotten(store: Store) -> No
     with pytest.raises(UsageError):
         await traces.commit(failed, outcome="released", reason="approved")
     assert store.traces.abandon_reserved(failed) is False and traces.held(failed) == ()
+
+
+async def test_an_event_appended_while_a_flush_writes_is_kept_for_the_next_write(
+    store: Store,
+) -> None:
+    # Segment release flushes before each segment while the draft still streams; the
+    # draft's model call may be recorded during that write and must not be lost.
+    traces = HeldTraces(store.traces)
+    trace_id = await traces.start_held_run("support_message", reserve=True)
+    await traces.append(trace_id, event("a"))
+    flushing = asyncio.create_task(traces.flush(trace_id))
+    await asyncio.sleep(0)  # the flush took "a" and waits for its commit
+    await traces.append(trace_id, event("b"))
+    await flushing
+
+    written = await store.traces.get(trace_id)
+    assert written is not None and [e.stage for e in written.events] == ["a"]
+    assert [e.stage for e in traces.held(trace_id)] == ["a", "b"]
+    await traces.commit(trace_id, outcome="released", reason="approved")
+    record = await store.traces.get(trace_id)
+    assert record is not None and [e.stage for e in record.events] == ["a", "b"]

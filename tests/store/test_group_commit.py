@@ -66,6 +66,19 @@ async def test_a_write_alone_is_a_round_of_its_own(open_store: OpenStore, store_
     assert since(before, store) == (3, 3)
 
 
+async def test_without_group_commit_each_write_has_its_own_transaction(
+    open_store: OpenStore, store_url: str
+) -> None:
+    store = await Store.open(StoreConfig(url=store_url, group_commit=False), PrivacyConfig(), {})
+    try:
+        ids = [reserve(store, n) for n in range(8)]
+        await asyncio.gather(*(finish(store, trace_id, n) for n, trace_id in enumerate(ids)))
+        assert store.group_commits == GroupCommits(rounds=0, writes=0)
+        assert all([await store.traces.get(trace_id) for trace_id in ids])
+    finally:
+        await store.close()
+
+
 async def test_a_refused_write_is_rolled_back_alone(open_store: OpenStore, store_url: str) -> None:
     store = await open_store(store_url)
     ids = [reserve(store, n) for n in range(5)]

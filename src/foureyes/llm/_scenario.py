@@ -148,6 +148,9 @@ class Rule(_Spec):
     """Seconds to wait; required by, and only valid with, fault ``delay``."""
     retry_after_s: float | None = Field(default=None, ge=0, le=86400)
     """``Retry-After`` of fault ``http_429`` (default 1 s); only valid with it."""
+    stream_interval_s: float = Field(default=0.0, ge=0, le=60)
+    """Seconds between two chunks of a streamed answer, so a stream arrives paced as a
+    model writes it (0: all at once); a plain answer ignores it."""
 
     @field_validator("match", mode="before")
     @classmethod

@@ -94,8 +94,12 @@ async def _until_disconnect(request: Request) -> None:
         pass
 
 
-async def _sse(payloads: Iterator[dict[str, Any] | str]) -> AsyncIterator[bytes]:
-    for data in payloads:
+async def _sse(
+    payloads: Iterator[dict[str, Any] | str], interval_s: float = 0.0
+) -> AsyncIterator[bytes]:
+    for n, data in enumerate(payloads):
+        if n and interval_s:
+            await asyncio.sleep(interval_s)
         text = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
         yield f"data: {text}\n\n".encode()
 
@@ -355,7 +359,9 @@ class Simulator:
             payloads = wire_chunks(
                 reply, model=model, seq=seq, created=created, fault=fault, include_usage=usage
             )
-            return StreamingResponse(_sse(payloads), media_type="text/event-stream")
+            return StreamingResponse(
+                _sse(payloads, rule.stream_interval_s), media_type="text/event-stream"
+            )
         if fault is Fault.MALFORMED_JSON:
             return Response(MALFORMED_BODY, media_type="application/json")
         return JSONResponse(wire_completion(reply, model=model, seq=seq, created=created))

@@ -125,9 +125,12 @@ class HeldTraces:
         held = self._held.get(trace_id)
         if not held:
             return
-        await self._store.append_many(trace_id, held)
-        self._written.setdefault(trace_id, []).extend(held)
-        held.clear()
+        # What is held now; an event appended while the write runs (the streamed draft's
+        # model call ending meanwhile) stays held for the next write, not cleared unwritten.
+        batch = list(held)
+        await self._store.append_many(trace_id, batch)
+        self._written.setdefault(trace_id, []).extend(batch)
+        del held[: len(batch)]
 
     async def commit(
         self, trace_id: str, *last: TraceEvent, outcome: str, reason: str | None

@@ -104,8 +104,11 @@ class Database:
     arbitrate between processes only.
     """
 
-    def __init__(self, engine: AsyncEngine, url: URL, *, timeout_s: float) -> None:
+    def __init__(
+        self, engine: AsyncEngine, url: URL, *, timeout_s: float, group_commit: bool = True
+    ) -> None:
         self._engine = engine
+        self._grouping = group_commit
         self._timeout_s = timeout_s
         self._writer = engine.execution_options(**{_WRITE_OPTION: True})
         self._url = url
@@ -122,13 +125,15 @@ class Database:
         self._closed = False
 
     @classmethod
-    def create(cls, url: str, *, timeout_s: float) -> Database:
+    def create(cls, url: str, *, timeout_s: float, group_commit: bool = True) -> Database:
         """Build the engine for ``url`` without connecting yet.
 
         Args:
             url: ``sqlite+aiosqlite:///path`` or ``postgresql+asyncpg://...``.
             timeout_s: how long to wait for the database: SQLite's busy timeout,
                 PostgreSQL's connect and lock timeouts.
+            group_commit: whether :meth:`run_grouped_write` groups concurrent writes
+                (``False``: each is a :meth:`run_write` of its own).
 
         Raises:
             ConfigError: the URL is malformed or names an in-memory SQLite database (each
@@ -158,7 +163,7 @@ class Database:
                     "server_settings": {"lock_timeout": str(millis)},
                 },
             )
-        return cls(engine, parsed, timeout_s=timeout_s)
+        return cls(engine, parsed, timeout_s=timeout_s, group_commit=group_commit)
 
     @property
     def dialect(self) -> str:
@@ -248,6 +253,8 @@ class Database:
                 transaction or commit failed (then nothing of the group is written).
             UsageError: the store is closed.
         """
+        if not self._grouping:
+            return await self.run_write(operation, work)
         self._check_open(operation)
         async with translate_errors(operation, self._url):
             return await self._group.submit(work)

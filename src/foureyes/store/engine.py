@@ -87,7 +87,9 @@ class Store:
         """
         env_key = _hmac_key_from_env(privacy, environ)
         db = Database.create(
-            store.url, timeout_s=store.timeout_s if timeout_s is None else timeout_s
+            store.url,
+            timeout_s=store.timeout_s if timeout_s is None else timeout_s,
+            group_commit=store.group_commit,
         )
         try:
             await db.probe("open")
