@@ -263,6 +263,7 @@ class Servers:
         group_commit: bool = True,
         store_url: str | None = None,
         workers: int = 1,
+        shared_limits: bool = False,
     ) -> str:
         """Start ``foureyes serve`` (its own SQLite store unless ``store_url``); return its URL."""
         port = free_port()
@@ -271,7 +272,15 @@ class Servers:
         self.store_urls[name] = store_url
         config = self.workdir / f"foureyes-{name}.toml"
         config.write_text(
-            gateway_toml(sim_url, store_url, risk_on_simulator, speculate, transport, group_commit)
+            gateway_toml(
+                sim_url,
+                store_url,
+                risk_on_simulator,
+                speculate,
+                transport,
+                group_commit,
+                shared_limits,
+            )
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith("FOUREYES_")}
         args = [sys.executable, "-m", "foureyes.cli", "serve", "--config", str(config)]
@@ -295,11 +304,13 @@ def gateway_toml(
     speculate: bool,
     transport: str = "lean",
     group_commit: bool = True,
+    shared_limits: bool = False,
 ) -> str:
     """A ``foureyes.toml``: Counselor and Supervisor (and L1, if asked) on the simulator.
 
     ``transport`` is the routes' (``lean``, the shipped default; ``aiohttp``: the ``openai``
-    SDK); ``group_commit`` the store's (on by default).
+    SDK); ``group_commit`` the store's (on by default); ``shared_limits`` keeps the per-key
+    rate limit in the store (as several workers need it) instead of in memory.
     """
     routes = {"counselor": "counselor-sim", "supervisor": "supervisor-sim", "risk": "risk-sim"}
     grouped = str(group_commit).lower()
@@ -315,7 +326,8 @@ def gateway_toml(
     lines.append(f"[roles]\n{roles}")
     lines.append(f"[gate]\nspeculative_draft = {str(speculate).lower()}\n")
     # Loopback without keys (open_loopback); the limiter must never be what is measured.
-    lines.append("[server]\nrate_per_minute = 10000000\nburst = 1000000\n")
+    backend = '\nrate_limit_backend = "store"' if shared_limits else ""
+    lines.append(f"[server]\nrate_per_minute = 10000000\nburst = 1000000{backend}\n")
     return "\n".join(lines)
 
 

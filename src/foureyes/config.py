@@ -92,6 +92,11 @@ class StoreConfig(_Section):
     """SQLAlchemy async URL: ``sqlite+aiosqlite:///path.db`` or ``postgresql+asyncpg://...``."""
     timeout_s: float = Field(default=5.0, gt=0, le=600)
     """How long a store operation waits for a locked or unreachable database."""
+    pool_size: int = Field(default=20, ge=1, le=1000)
+    """PostgreSQL: connections each process keeps open (and the most it opens); a request
+    that finds them all busy waits up to ``timeout_s`` for one, then fails as a store
+    error. Keep ``workers x pool_size`` (over every instance) under the server's
+    ``max_connections``. Ignored on SQLite."""
     group_commit: bool = True
     """Concurrent replies' records share one transaction and one commit, each reply still
     leaving only after its record is durable (docs/architecture.md, "Store"); ``false``

@@ -8,6 +8,7 @@ they fail so CI cannot pass without running them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -21,7 +22,14 @@ from typing import NoReturn
 
 import pytest
 
-__all__ = ["PostgresServer", "free_port", "postgres_server", "postgres_url"]
+__all__ = [
+    "PostgresServer",
+    "PostgresUnavailable",
+    "free_port",
+    "postgres_server",
+    "postgres_url",
+    "running_postgres",
+]
 
 _SUPERUSER = "foureyes"
 _SYSTEM_USER = "postgres"
@@ -62,6 +70,10 @@ class PostgresServer:
         )
 
 
+class PostgresUnavailable(RuntimeError):
+    """This machine cannot run a PostgreSQL server (no binaries, or no user to run it as)."""
+
+
 def _unavailable(reason: str) -> NoReturn:
     if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
         pytest.fail(f"PostgreSQL tests cannot run in CI: {reason}", pytrace=False)
@@ -99,19 +111,31 @@ def _run(command: list[str]) -> None:
         )
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """Start a throwaway PostgreSQL cluster for the session and stop it at the end."""
+@contextlib.contextmanager
+def running_postgres(*, durable: bool = False) -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL cluster on a loopback port, stopped and removed at the end.
+
+    Tests run it with ``fsync`` and synchronous commit off (durability is not what they
+    measure); ``durable`` keeps the server's defaults, as a deployment has them (the
+    benchmarks' choice).
+
+    Raises:
+        PostgresUnavailable: no PostgreSQL binaries, or (as root) no ``runuser`` or
+            ``postgres`` user to run the server as.
+        RuntimeError: ``initdb`` or ``pg_ctl`` failed.
+    """
     bin_dir = _find_bin_dir()
     if bin_dir is None:
-        _unavailable("initdb/pg_ctl not found on PATH or under /usr/lib/postgresql/*/bin")
+        raise PostgresUnavailable(
+            "initdb/pg_ctl not found on PATH or under /usr/lib/postgresql/*/bin"
+        )
     if os.geteuid() == 0:
         if shutil.which("runuser") is None:
-            _unavailable("running as root needs runuser to start PostgreSQL as another user")
+            raise PostgresUnavailable("running as root needs runuser to start it as another user")
         try:
             ids = subprocess.run(["id", "-u", _SYSTEM_USER], capture_output=True, check=True)
         except subprocess.CalledProcessError:
-            _unavailable(f"running as root needs the {_SYSTEM_USER!r} system user")
+            raise PostgresUnavailable(f"running as root needs the {_SYSTEM_USER!r} user") from None
         owner = int(ids.stdout)
     else:
         owner = os.geteuid()
@@ -120,11 +144,9 @@ def postgres_server() -> Iterator[PostgresServer]:
     os.chown(base, owner, -1)
     data, log = base / "data", base / "server.log"
     port = free_port()
-    options = (
-        f"-c listen_addresses=127.0.0.1 -p {port} -k {base} "
-        # Durability is not under test here; speed is.
-        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-    )
+    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {base} -c max_connections=200"
+    if not durable:
+        options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     try:
         _run(
             [
@@ -162,6 +184,17 @@ def postgres_server() -> Iterator[PostgresServer]:
             _run([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"])
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """Start a throwaway PostgreSQL cluster for the session and stop it at the end."""
+    with contextlib.ExitStack() as stack:
+        try:
+            server = stack.enter_context(running_postgres())
+        except PostgresUnavailable as exc:
+            _unavailable(str(exc))
+        yield server
 
 
 @pytest.fixture

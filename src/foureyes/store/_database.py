@@ -125,7 +125,9 @@ class Database:
         self._closed = False
 
     @classmethod
-    def create(cls, url: str, *, timeout_s: float, group_commit: bool = True) -> Database:
+    def create(
+        cls, url: str, *, timeout_s: float, group_commit: bool = True, pool_size: int = 20
+    ) -> Database:
         """Build the engine for ``url`` without connecting yet.
 
         Args:
@@ -134,6 +136,7 @@ class Database:
                 PostgreSQL's connect and lock timeouts.
             group_commit: whether :meth:`run_grouped_write` groups concurrent writes
                 (``False``: each is a :meth:`run_write` of its own).
+            pool_size: PostgreSQL's connections in the pool, the most it opens.
 
         Raises:
             ConfigError: the URL is malformed or names an in-memory SQLite database (each
@@ -158,6 +161,12 @@ class Database:
             engine = create_async_engine(
                 parsed,
                 pool_pre_ping=True,
+                # A fixed pool: connections beyond it would be closed as soon as they
+                # were returned, so a busy process opened (and PostgreSQL forked) one per
+                # request; waiting for a pooled one is cheaper (benchmarks/README.md).
+                pool_size=pool_size,
+                max_overflow=0,
+                pool_timeout=timeout_s,
                 connect_args={
                     "timeout": timeout_s,
                     "server_settings": {"lock_timeout": str(millis)},

@@ -90,6 +90,7 @@ class Store:
             store.url,
             timeout_s=store.timeout_s if timeout_s is None else timeout_s,
             group_commit=store.group_commit,
+            pool_size=store.pool_size,
         )
         try:
             await db.probe("open")
