@@ -1,20 +1,24 @@
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import sqlite3
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from fastapi import Request
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from foureyes.config import ServerConfig, load_config
+from foureyes.config import PrivacyConfig, ServerConfig, StoreConfig, load_config
 from foureyes.core.errors import ConfigError, UsageError
 from foureyes.server.app import create_app
 from foureyes.server.auth import ClientKey
-from foureyes.server.limits import RateLimiter, read_json
+from foureyes.server.limits import RateLimiter, StoreRateLimiter, read_json
+from foureyes.store import Store
+from tests.helpers.clock import ManualClock
 from tests.helpers.server import app_client
 from tests.server._support import ADMIN_KEY, CLIENT_KEY, KEYS_ENV, bearer, config, keyed
 
@@ -423,3 +427,42 @@ async def test_read_json_gives_handlers_the_same_errors_as_body_parameters() -> 
     assert broken.json()["error"]["code"] == "invalid_json"
     assert "at position 8" in broken.json()["error"]["message"]
     assert latin.json()["error"]["code"] == "invalid_encoding"
+
+
+async def test_the_store_limiter_forgets_full_buckets_every_n_admits(tmp_path: Path) -> None:
+    clock = ManualClock(dt.datetime(2026, 3, 14, 12, 0, tzinfo=dt.UTC))
+    path = tmp_path / "buckets.db"
+    store = await Store.open(
+        StoreConfig(url=f"sqlite+aiosqlite:///{path}"), PrivacyConfig(), {}, clock=clock
+    )
+    try:
+        limiter = StoreRateLimiter(store.rate_buckets, rate_per_minute=60, burst=1, sweep_every=3)
+        for key in ("a", "b"):
+            assert (await limiter.admit(key)).allowed
+        assert limiter.sweeping is None  # not before the third admit
+        assert (await limiter.admit("c")).allowed
+        sweep = limiter.sweeping
+        assert sweep is not None
+        clock.advance(seconds=1)  # a token per second: every bucket is full again
+        assert await sweep == 3 and limiter.sweeping is None
+
+        # A sweep the store refuses is logged and changes nothing; admits go on.
+        with sqlite3.connect(path) as conn:
+            conn.execute(
+                "CREATE TRIGGER refuse_delete BEFORE DELETE ON rate_buckets "
+                "BEGIN SELECT RAISE(ABORT, 'disk hiccup'); END"
+            )
+        conn.close()
+        for key in ("d", "e", "f"):
+            assert (await limiter.admit(key)).allowed
+        clock.advance(seconds=1)
+        assert limiter.sweeping is not None and await limiter.sweeping == 0
+        with sqlite3.connect(path) as conn:
+            kept = conn.execute("SELECT key FROM rate_buckets ORDER BY key").fetchall()
+        conn.close()
+        assert kept == [("d",), ("e",), ("f",)]
+        await limiter.aclose()
+    finally:
+        await store.close()
+    with pytest.raises(UsageError):
+        StoreRateLimiter(store.rate_buckets, rate_per_minute=60, burst=1, sweep_every=0)

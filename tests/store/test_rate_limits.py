@@ -66,6 +66,29 @@ async def test_a_bucket_needs_a_positive_rate_and_burst(
         await store.rate_buckets.take("a", rate_per_s=rate, burst=burst)
 
 
+async def test_only_buckets_refilled_to_the_burst_are_forgotten(
+    store_url: str, open_store: OpenStore, clock: ManualClock
+) -> None:
+    store = await open_store(store_url, clock=clock)
+    buckets = store.rate_buckets
+    for key, takes in (("drained", 3), ("half", 1), ("old", 3)):
+        for _ in range(takes):
+            await buckets.take(key, rate_per_s=1.0, burst=3)
+    clock.advance(seconds=1)
+    await buckets.take("drained", rate_per_s=1.0, burst=3)  # 0 + 1 refilled - 1 taken
+    clock.advance(seconds=2.5)
+    # Now: "old" 0 + 3.5 refilled (capped at 3: full), "half" 2 + 3.5 (full), "drained"
+    # 0 + 2.5 (not full).
+    assert await buckets.forget_full(rate_per_s=1.0, burst=3) == 2
+    assert await buckets.forget_full(rate_per_s=1.0, burst=3) == 0
+    # A forgotten key starts full again, which it was; the kept one kept its level.
+    assert (await buckets.take("old", rate_per_s=1.0, burst=3)).tokens == 2.0
+    kept = await buckets.take("drained", rate_per_s=1.0, burst=3)
+    assert kept.granted and kept.tokens == pytest.approx(1.5)
+    with pytest.raises(UsageError):
+        await buckets.forget_full(rate_per_s=0.0, burst=3)
+
+
 async def test_a_closed_or_unreachable_store_raises_rather_than_granting(
     sqlite_url: str, open_store: OpenStore, tmp_path: Path
 ) -> None:

@@ -160,6 +160,7 @@ def create_app(config: Config, environ: Mapping[str, str]) -> FastAPI:
             if purging is not None:
                 purging.cancel()
                 await asyncio.gather(purging, return_exceptions=True)
+            await app.state.service.limiter.aclose()
             await runtime.aclose()
             if evidence is not None:
                 await evidence.aclose()

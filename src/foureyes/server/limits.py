@@ -36,7 +36,8 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from foureyes.config import ServerConfig
-from foureyes.core.errors import UsageError
+from foureyes.core.errors import StoreError, UsageError
+from foureyes.server._logging import log_event, server_logger
 from foureyes.server.errors import ApiError, ErrorCode, error_response, locale_from_accept_language
 from foureyes.store.rate_limits import SqlRateBuckets
 
@@ -80,6 +81,10 @@ class KeyLimiter(Protocol):
         Raises:
             StoreError: the limit could not be checked; the request must be refused.
         """
+        ...
+
+    async def aclose(self) -> None:
+        """Wait for the limiter's background work (before its store closes)."""
         ...
 
 
@@ -136,6 +141,9 @@ class RateLimiter:
         """:meth:`take`, as a :class:`KeyLimiter`."""
         return self.take(key)
 
+    async def aclose(self) -> None:
+        """Nothing runs in the background of the in-memory limiter."""
+
     def _level(self, key: str, now: float) -> float:
         held = self._buckets.get(key)
         if held is None:
@@ -160,16 +168,68 @@ class StoreRateLimiter:
     (:class:`~foureyes.store.rate_limits.SqlRateBuckets`); the time is the store's clock.
     """
 
-    def __init__(self, buckets: SqlRateBuckets, *, rate_per_minute: float, burst: int) -> None:
+    def __init__(
+        self,
+        buckets: SqlRateBuckets,
+        *,
+        rate_per_minute: float,
+        burst: int,
+        sweep_every: int = 1024,
+    ) -> None:
         """Allow ``burst`` requests at once per key, refilled at ``rate_per_minute``.
 
+        Every ``sweep_every`` requests this process has admitted, the buckets that have
+        refilled to the burst are deleted in the background (:meth:`sweep`), as the
+        in-memory limiter drops its full buckets, so the table holds only recent keys.
+
         Raises:
-            UsageError: the rate is not positive and finite, or ``burst`` is below 1.
+            UsageError: the rate is not positive and finite, ``burst`` is below 1, or
+                ``sweep_every`` is below 1.
         """
         _check_rate(rate_per_minute, burst)
+        if sweep_every < 1:
+            raise UsageError("sweep_every must be at least 1")
         self._buckets = buckets
         self._rate_per_s = rate_per_minute / 60.0
         self._burst = burst
+        self._sweep_every = sweep_every
+        self._admitted = 0
+        self.sweeping: asyncio.Task[int] | None = None
+        """The background sweep in progress, if any (tests and shutdown await it)."""
+
+    async def aclose(self) -> None:
+        """Wait for a background sweep still running."""
+        if self.sweeping is not None:
+            await asyncio.gather(self.sweeping, return_exceptions=True)
+
+    async def sweep(self) -> int:
+        """Delete the full buckets now; how many.
+
+        Raises:
+            StoreError: the store could not be written.
+        """
+        return await self._buckets.forget_full(rate_per_s=self._rate_per_s, burst=self._burst)
+
+    def _maybe_sweep(self) -> None:
+        self._admitted += 1
+        if self._admitted % self._sweep_every or self.sweeping is not None:
+            return
+        self.sweeping = asyncio.get_running_loop().create_task(self._sweep_in_background())
+
+    async def _sweep_in_background(self) -> int:
+        try:
+            return await self.sweep()
+        except StoreError as exc:  # only housekeeping: the next sweep tries again
+            log_event(
+                server_logger,
+                "rate_bucket_sweep_failed",
+                level="warning",
+                message="deleting full rate-limit buckets failed; the next sweep retries",
+                exc_info=exc,
+            )
+            return 0
+        finally:
+            self.sweeping = None
 
     async def admit(self, key: str) -> RateDecision:
         """Take one token from ``key``'s bucket in the store if there is one.
@@ -178,6 +238,7 @@ class StoreRateLimiter:
             StoreError: the store could not be written; the request must be refused.
         """
         taken = await self._buckets.take(key, rate_per_s=self._rate_per_s, burst=self._burst)
+        self._maybe_sweep()
         if taken.granted:
             return RateDecision(allowed=True, retry_after_s=0.0, remaining=int(taken.tokens))
         return RateDecision(

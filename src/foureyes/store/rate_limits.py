@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case
+from sqlalchemy import Connection, bindparam, case, delete
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.types import Double
 
@@ -92,3 +92,27 @@ class SqlRateBuckets:
             return BucketTake(granted=bool(granted), tokens=float(tokens))
 
         return await self._db.run_write("rate_limit", work)
+
+    async def forget_full(self, *, rate_per_s: float, burst: int) -> int:
+        """Delete every bucket that has refilled to ``burst``; the number deleted.
+
+        A full bucket is the same as none (a key's first request finds its bucket full),
+        so this changes no decision; it keeps the table to the keys seen within one
+        refill of the burst. A request taking from a bucket meanwhile is not lost: the
+        database orders the two on the row, and a bucket it took from is no longer full.
+
+        Raises:
+            UsageError: the rate is not positive and finite, or ``burst`` is below 1.
+            StoreError: the store could not be written.
+        """
+        if not (math.isfinite(rate_per_s) and rate_per_s > 0) or burst < 1:
+            raise UsageError("rate_per_s must be positive and finite, burst at least 1")
+        now = require_utc(self._clock(), "the store clock").timestamp()
+        held, at = rate_buckets.c.tokens, rate_buckets.c.updated_at
+        refilled = held + case((at < now, now - at), else_=0.0) * rate_per_s
+        statement = delete(rate_buckets).where(refilled >= float(burst))
+
+        def work(conn: Connection) -> int:
+            return int(conn.execute(statement).rowcount)
+
+        return await self._db.run_write("forget_full_buckets", work)
