@@ -42,6 +42,14 @@ async def finish(store: Store, trace_id: str, n: int) -> None:
     await store.traces.append_many(trace_id, [decision(n)], outcome="released")
 
 
+async def finish_all(store: Store, ids: list[str], *, first: int = 0) -> list[object]:
+    """Finish every run at once (run ``n`` with decision ``first + n``); each one's result."""
+    return await asyncio.gather(
+        *(finish(store, trace_id, first + n) for n, trace_id in enumerate(ids)),
+        return_exceptions=True,
+    )
+
+
 async def test_concurrent_records_share_one_commit_and_each_is_durable(
     open_store: OpenStore, store_url: str
 ) -> None:
@@ -49,7 +57,7 @@ async def test_concurrent_records_share_one_commit_and_each_is_durable(
     ids = [reserve(store, n) for n in range(20)]
     before = store.group_commits
 
-    await asyncio.gather(*(finish(store, trace_id, n) for n, trace_id in enumerate(ids)))
+    assert await finish_all(store, ids) == [None] * len(ids)
 
     assert since(before, store) == (1, 20)
     for n, trace_id in enumerate(ids):
@@ -72,7 +80,7 @@ async def test_without_group_commit_each_write_has_its_own_transaction(
     store = await Store.open(StoreConfig(url=store_url, group_commit=False), PrivacyConfig(), {})
     try:
         ids = [reserve(store, n) for n in range(8)]
-        await asyncio.gather(*(finish(store, trace_id, n) for n, trace_id in enumerate(ids)))
+        assert await finish_all(store, ids) == [None] * len(ids)
         assert store.group_commits == GroupCommits(rounds=0, writes=0)
         assert all([await store.traces.get(trace_id) for trace_id in ids])
     finally:
@@ -85,10 +93,7 @@ async def test_a_refused_write_is_rolled_back_alone(open_store: OpenStore, store
     await finish(store, ids[2], 2)  # finished: the group's write to it is refused
     before = store.group_commits
 
-    results = await asyncio.gather(
-        *(finish(store, trace_id, 10 + n) for n, trace_id in enumerate(ids)),
-        return_exceptions=True,
-    )
+    results = await finish_all(store, ids, first=10)
 
     assert since(before, store) == (1, 5)
     assert isinstance(results[2], StoreError) and "finished" in str(results[2])
@@ -108,10 +113,7 @@ async def test_a_round_whose_transaction_fails_fails_every_write_in_it(
     other = sqlite3.connect(sqlite_path, timeout=1, isolation_level=None)
     try:
         other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
-        results = await asyncio.gather(
-            *(finish(store, trace_id, n) for n, trace_id in enumerate(ids)),
-            return_exceptions=True,
-        )
+        results = await finish_all(store, ids)
         other.execute("ROLLBACK")
     finally:
         other.close()
@@ -120,7 +122,7 @@ async def test_a_round_whose_transaction_fails_fails_every_write_in_it(
     for trace_id in ids:
         assert await store.traces.get(trace_id) is None  # nothing of the round
     # Still reserved, so a later write records each run whole.
-    await asyncio.gather(*(finish(store, trace_id, n) for n, trace_id in enumerate(ids)))
+    assert await finish_all(store, ids) == [None] * len(ids)
     assert all([await store.traces.get(trace_id) for trace_id in ids])
 
 
@@ -175,10 +177,7 @@ def test_every_write_of_a_group_ends_as_it_would_alone(
             for trace_id, no in zip(ids, refused, strict=True):
                 if no:
                     await finish(store, trace_id, -1)
-            results = await asyncio.gather(
-                *(finish(store, trace_id, n) for n, trace_id in enumerate(ids)),
-                return_exceptions=True,
-            )
+            results = await finish_all(store, ids)
             for n, (trace_id, no) in enumerate(zip(ids, refused, strict=True)):
                 record = await store.traces.get(trace_id)
                 assert record is not None
@@ -201,5 +200,5 @@ async def test_a_round_takes_at_most_64_writes(
     store = await open_store(sqlite_url)
     ids = [reserve(store, n) for n in range(size)]
     before = store.group_commits
-    await asyncio.gather(*(finish(store, trace_id, n) for n, trace_id in enumerate(ids)))
+    assert await finish_all(store, ids) == [None] * len(ids)
     assert since(before, store) == (-(-size // 64), size)

@@ -114,12 +114,12 @@ class Metrics:
         # Every reason is exported from the start, so a rate over it is defined at zero.
         for reason in ReasonCode:
             self._decisions.labels(reason=reason.value)
-        self._group_commits: Callable[[], GroupCommits] | None = None
-        registry.register(_GroupCommitCollector(lambda: self._group_commits))
+        self._group_commits = _GroupCommitCollector()
+        registry.register(self._group_commits)
 
     def watch_group_commits(self, read: Callable[[], GroupCommits]) -> None:
         """Export the store's group commit counts, read from ``read`` at each scrape."""
-        self._group_commits = read
+        self._group_commits.read = read
 
     def observe_request(self, route: str, method: str, status: int, duration_s: float) -> None:
         """Count one HTTP request (called by :class:`MetricsMiddleware`)."""
@@ -184,14 +184,14 @@ class Metrics:
 class _GroupCommitCollector:
     """``foureyes_store_group_commits`` and ``..._grouped_writes``, read when scraped."""
 
-    def __init__(self, source: Callable[[], Callable[[], GroupCommits] | None]) -> None:
-        self._source = source
+    def __init__(self) -> None:
+        self.read: Callable[[], GroupCommits] | None = None
+        """Where the counts come from; ``None`` until the app's store is open."""
 
     def collect(self) -> Iterator[Metric]:
-        read = self._source()
-        if read is None:  # no store yet (before the app's start)
+        if self.read is None:
             return
-        stats = read()
+        stats = self.read()
         yield CounterMetricFamily(
             "foureyes_store_group_commits",
             "Grouped store transactions: run writes that shared one commit.",

@@ -61,6 +61,11 @@ def _take_statement(dialect: str) -> Any:
     ).returning(rate_buckets.c.granted, rate_buckets.c.tokens)
 
 
+def _check_bucket(rate_per_s: float, burst: int) -> None:
+    if not (math.isfinite(rate_per_s) and rate_per_s > 0) or burst < 1:
+        raise UsageError("rate_per_s must be positive and finite, burst at least 1")
+
+
 class SqlRateBuckets:
     """Token buckets per key in ``rate_buckets``; get one from :attr:`Store.rate_buckets`."""
 
@@ -76,8 +81,7 @@ class SqlRateBuckets:
             UsageError: the rate is not positive and finite, or ``burst`` is below 1.
             StoreError: the store could not be written; the caller must refuse the request.
         """
-        if not (math.isfinite(rate_per_s) and rate_per_s > 0) or burst < 1:
-            raise UsageError("rate_per_s must be positive and finite, burst at least 1")
+        _check_bucket(rate_per_s, burst)
         params = {
             "key": key,
             "now": require_utc(self._clock(), "the store clock").timestamp(),
@@ -105,8 +109,7 @@ class SqlRateBuckets:
             UsageError: the rate is not positive and finite, or ``burst`` is below 1.
             StoreError: the store could not be written.
         """
-        if not (math.isfinite(rate_per_s) and rate_per_s > 0) or burst < 1:
-            raise UsageError("rate_per_s must be positive and finite, burst at least 1")
+        _check_bucket(rate_per_s, burst)
         now = require_utc(self._clock(), "the store clock").timestamp()
         held, at = rate_buckets.c.tokens, rate_buckets.c.updated_at
         refilled = held + case((at < now, now - at), else_=0.0) * rate_per_s
