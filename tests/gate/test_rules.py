@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
 
@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from foureyes.config import GateConfig, load_config
 from foureyes.core.errors import ConfigError
+from foureyes.core.fold import normalise
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
 from foureyes.gate import (
@@ -22,9 +23,13 @@ from foureyes.gate import (
     RuleContext,
     RuleFinding,
     RuleInput,
+    _patterns,
     fallback_text,
 )
 from foureyes.gate.rules import registered_rules
+from foureyes.llm.prompting import neutralise
+
+Span = tuple[int, int]
 
 CTX = RuleContext(max_chars=300, region="CN")
 CATALOGUE = RuleCatalogue.builtin()
@@ -459,3 +464,70 @@ def test_the_registered_rules_are_the_builtins_through_foureyes_entry_points() -
     assert {plugin.distribution for plugin in registered} == {"foureyes"}
     assert all(plugin.name == plugin.obj.id for plugin in registered)
     assert RuleCatalogue.from_config(GateConfig()).rules == BUILTIN_RULES
+
+
+# The patterns behind the phrase rules, and what each rule rewrites both views with.
+_PHRASE_PATTERNS = {
+    "diagnosis_claim": (_patterns.DIAGNOSIS, str),
+    "therapy_claim": (_patterns.THERAPY, str),
+    "guarantee_claim": (_patterns.GUARANTEE, str),
+    "unconfirmed_as_fact": (_patterns.UNCONFIRMED_AS_FACT, str),
+    "reviewer_manipulation": (_patterns.REVIEWER_MANIPULATION, neutralise),
+}
+# Characters whose case or fold is unusual: dotted capital I (two characters in lower
+# case), the long s and the Kelvin sign (which ignore-case matching pairs with s and k),
+# capitals, separators the fold rewrites, invisible characters and Han.
+_TRICKY = ["İ", "ſ", "\u212a", "K", "S", "A", "-", "_", "*", "  ", "\u200b", "你", "‹", "«"]
+
+
+def both_views(pattern: re.Pattern[str], text: str, view: Callable[[str], str]) -> list[Span]:
+    """Every span of ``pattern`` in the text and, mapped back, in its folded view."""
+    folded = normalise(text)
+    spans = {found.span() for found in pattern.finditer(view(text))}
+    spans.update(
+        folded.covering_span(*found.span())
+        for found in pattern.finditer(view(folded.text))
+        if found.end() > found.start()
+    )
+    return sorted(spans)
+
+
+@st.composite
+def recased(draw: st.DrawFn) -> str:
+    """A phrase form with its letters' case changed at random, among tricky characters."""
+    phrase, _ = draw(st.sampled_from(PHRASES))
+    chars = [c.swapcase() if draw(st.booleans()) else c for c in phrase]
+    for _ in range(draw(st.integers(0, 3))):
+        chars.insert(draw(st.integers(0, len(chars))), draw(st.sampled_from(_TRICKY)))
+    return draw(st.sampled_from(["", "OK. ", "ok - "])) + "".join(chars)
+
+
+@settings(max_examples=300, deadline=None)
+@given(recased())
+def test_a_phrase_rule_finds_what_scanning_both_views_finds(text: str) -> None:
+    # The folded view is not scanned when it cannot match differently (it equals the
+    # text, or differs only in the case of ASCII letters under an ignore-case pattern);
+    # the findings are exactly those of scanning both views every time.
+    found = CATALOGUE.check(text, CTX)
+    for rule, (pattern, view) in _PHRASE_PATTERNS.items():
+        assert sorted(f.span for f in found if f.rule == rule) == both_views(pattern, text, view)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "spans"),
+    [
+        # Case-sensitive: the folded view's "end data" matches, the text's "END DATA" not.
+        (r"end data", "END DATA", [(0, 8)]),
+        # Ignore-case but with a case-sensitive group: the fold still has to be scanned.
+        (r"(?i)end (?-i:data)", "END DATA", [(0, 8)]),
+        (r"(?i)end (?-i:DATA)", "end data", []),
+        (r"(?i)end data", "END DATA", [(0, 8)]),
+    ],
+)
+def test_a_configured_pattern_is_scanned_in_the_fold_unless_case_cannot_matter(
+    pattern: str, text: str, spans: list[Span]
+) -> None:
+    gate = GateConfig(extra_rules=EXTRA, rule_patterns={"medication": (pattern,)})
+    catalogue = RuleCatalogue.from_config(gate)
+    assert [f.span for f in catalogue.check(text, CTX) if f.rule == "medication"] == spans
+    assert spans == both_views(re.compile(pattern), text, str)

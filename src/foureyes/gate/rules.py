@@ -27,6 +27,7 @@ candidate of tool calls only is not empty. Everything here is pure.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -170,15 +171,42 @@ def _matches(
     match in the folded view has no characters to map back; the candidate as written has
     one at the same place.
     """
-    spans = {found.span() for found in pattern.finditer(view(candidate.text))}
+    written = view(candidate.text)
+    spans = {found.span() for found in pattern.finditer(written)}
     folded = candidate.folded
-    spans.update(
-        folded.covering_span(*found.span())
-        for found in pattern.finditer(view(folded.text))
-        if found.end() > found.start()
-    )
+    folded_view = view(folded.text)
+    if not _same_matches(pattern, written, folded_view, identity=not folded.maps):
+        spans.update(
+            folded.covering_span(*found.span())
+            for found in pattern.finditer(folded_view)
+            if found.end() > found.start()
+        )
     for span in sorted(spans):
         yield RuleFinding(rule, span, note)
+
+
+# An inline group that turns case-insensitive matching off again, as in ``(?-i:...)``.
+_CASE_SENSITIVE_GROUP = re.compile(r"\(\?[a-zA-Z]*-[a-zA-Z]*i")
+
+
+@functools.lru_cache(maxsize=256)
+def _case_blind(pattern: re.Pattern[str]) -> bool:
+    """Whether ``pattern`` matches without regard to case throughout."""
+    return bool(pattern.flags & re.IGNORECASE) and not _CASE_SENSITIVE_GROUP.search(pattern.pattern)
+
+
+def _same_matches(pattern: re.Pattern[str], written: str, folded: str, *, identity: bool) -> bool:
+    """Whether scanning the folded view could find nothing the written view has not.
+
+    So when the fold changed nothing, or only the case of ASCII letters (one for one) and
+    the pattern ignores case: each position then matches exactly as in the written view,
+    whose spans are the folded spans too. Any other difference is scanned.
+    """
+    if not identity:
+        return False
+    if folded == written:
+        return True
+    return _case_blind(pattern) and written.isascii() and folded == written.lower()
 
 
 def _empty(candidate: RuleInput) -> Iterator[RuleFinding]:

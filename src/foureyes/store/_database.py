@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
+import json
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -24,7 +25,7 @@ from foureyes.config import mask_url
 from foureyes.core.errors import ConfigError, StoreDataError, StoreError, UsageError
 from foureyes.store._sqlite_driver import DRIVER_NAME
 
-__all__ = ["Database", "GroupCommits", "translate_errors"]
+__all__ = ["Database", "EncodedJSON", "GroupCommits", "translate_errors"]
 
 # Everything raised for a database that is locked, unreachable, or refuses a write.
 # SQLAlchemy wraps the drivers' own errors; OSError comes through bare when a socket
@@ -45,6 +46,24 @@ _CAUGHT: tuple[type[BaseException], ...] = (*_FOREIGN_ERRORS, UnicodeError)
 _MAX_DETAIL = 500
 _T = TypeVar("_T")
 _WRITE_OPTION = "foureyes_write"
+
+
+class EncodedJSON(str):
+    """A JSON column's value that its writer has encoded already, stored as it is.
+
+    A writer that must encode a document anyway (to check it is JSON, or to replace what
+    it may not store) hands over the text instead of the document, so that the column's
+    bind processing does not encode it a second time.
+    """
+
+    __slots__ = ()
+
+
+def _encode_json(value: Any) -> str:
+    """The engines' JSON serialiser: ``json.dumps``, except for :class:`EncodedJSON`."""
+    if isinstance(value, EncodedJSON):
+        return str(value)
+    return json.dumps(value)
 
 
 @contextlib.asynccontextmanager
@@ -155,12 +174,15 @@ class Database:
             # Every transaction ends in an explicit COMMIT or ROLLBACK, so the pool's own
             # rollback on return would cost a round trip to the driver thread for nothing;
             # the reset hook below rolls back only a connection still in a transaction.
-            engine = create_async_engine(_one_trip(parsed), pool_reset_on_return=None)
+            engine = create_async_engine(
+                _one_trip(parsed), pool_reset_on_return=None, json_serializer=_encode_json
+            )
             _configure_sqlite(engine, millis)
         else:
             engine = create_async_engine(
                 parsed,
                 pool_pre_ping=True,
+                json_serializer=_encode_json,
                 # A fixed pool: connections beyond it would be closed as soon as they
                 # were returned, so a busy process opened (and PostgreSQL forked) one per
                 # request; waiting for a pooled one is cheaper (benchmarks/README.md).
@@ -527,7 +549,12 @@ class _SqliteThread:
 
 def _sync_sqlite_engine(url: URL, busy_timeout_ms: int, begin: str) -> Engine:
     # The thread's only connection: every transaction ends in COMMIT or ROLLBACK.
-    engine = create_engine(url, poolclass=pool.StaticPool, pool_reset_on_return=None)
+    engine = create_engine(
+        url,
+        poolclass=pool.StaticPool,
+        pool_reset_on_return=None,
+        json_serializer=_encode_json,
+    )
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:

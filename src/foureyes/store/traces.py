@@ -27,7 +27,7 @@ from foureyes.core.digest import text_fingerprint
 from foureyes.core.errors import StoreError, UsageError
 from foureyes.core.trace import EventKind, PrivateText, TraceEvent, TraceRecord, TraceRun
 from foureyes.store._clock import WallClock, require_utc, utc_now
-from foureyes.store._database import Database
+from foureyes.store._database import Database, EncodedJSON
 from foureyes.store._pending import PendingRuns
 from foureyes.store.tables import gate_open_unknowns, trace_events, trace_runs, trace_texts
 from foureyes.store.trace_list import MAX_LIST, RunFilter, RunSummary, list_query
@@ -496,25 +496,23 @@ _Hide = Callable[[PrivateText], dict[str, str]]
 
 def _json_document(
     value: Mapping[str, Any], what: str, *, private: _Hide | None = None
-) -> dict[str, Any]:
-    """``value`` checked to be JSON; with ``private``, each PrivateText replaced by it."""
-    document = dict(value)
-    replaced = False
+) -> EncodedJSON:
+    """``value`` encoded, checked to be JSON; with ``private``, each PrivateText replaced by it.
+
+    The text is what the column stores: encoding it once here both checks the document and
+    is the value written (see :class:`EncodedJSON`).
+    """
 
     def default(item: object) -> Any:
-        nonlocal replaced
         if private is not None and isinstance(item, PrivateText):
-            replaced = True
             return private(item)
         raise TypeError(f"Object of type {type(item).__name__} is not JSON serializable")
 
     try:
         # NaN and infinities are not JSON, and PostgreSQL's jsonb refuses them.
-        dumped = json.dumps(document, allow_nan=False, default=default)
+        return EncodedJSON(json.dumps(dict(value), allow_nan=False, default=default))
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{what} is not JSON-serialisable: {exc}") from None
-    # Only data that held private text pays for the copy without it.
-    return json.loads(dumped) if replaced else document
 
 
 def _reveal(value: Any, kept: Mapping[str, str]) -> Any:
