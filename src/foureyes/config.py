@@ -95,8 +95,10 @@ class StoreConfig(_Section):
     pool_size: int = Field(default=20, ge=1, le=1000)
     """PostgreSQL: connections each process keeps open (and the most it opens); a request
     that finds them all busy waits up to ``timeout_s`` for one, then fails as a store
-    error. Keep ``workers x pool_size`` (over every instance) under the server's
-    ``max_connections``. Ignored on SQLite."""
+    error. ``foureyes serve`` refuses to start when ``workers x pool_size`` exceeds what
+    the server lets its role open (``max_connections`` less reserved slots, the role's
+    and the database's limits); keep the sum over every instance under it too. Ignored
+    on SQLite."""
     group_commit: bool = True
     """Concurrent replies' records share one transaction and one commit, each reply still
     leaving only after its record is durable (docs/architecture.md, "Store"); ``false``

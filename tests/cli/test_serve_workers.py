@@ -35,3 +35,18 @@ def test_workers_with_in_process_rate_limits_are_refused(monkeypatch: pytest.Mon
     assert result.exit_code == 1
     body = json.loads(result.output)
     assert any("rate_limit_backend = 'memory'" in p for p in body["problems"]), body
+
+
+@pytest.mark.postgres
+def test_pools_that_do_not_fit_in_postgres_stop_serve_before_it_listens(
+    monkeypatch: pytest.MonkeyPatch, postgres_url: str
+) -> None:
+    # 3 workers x 80 connections: more than the 200 the test server allows.
+    monkeypatch.setenv("FOUREYES_STORE__URL", postgres_url)
+    monkeypatch.setenv("FOUREYES_STORE__POOL_SIZE", "80")
+    result = runner.invoke(app, ["serve", "--port", "1", "--workers", "3", "--json"])
+    assert result.exit_code == 1, result.output
+    body = json.loads(result.output)
+    assert body["error"] == "ConfigError"
+    [problem] = body["problems"]
+    assert problem.startswith("server.workers = 3: 3 x store.pool_size 80 = 240 connections")

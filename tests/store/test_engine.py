@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import secrets
 import sqlite3
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from foureyes.config import PrivacyConfig, StoreConfig
 from foureyes.core.budget import SpendLimit
@@ -126,3 +128,58 @@ async def test_the_store_repr_hides_the_password(open_store: OpenStore, postgres
 async def test_an_in_memory_sqlite_database_is_refused(open_store: OpenStore, url: str) -> None:
     with pytest.raises(ConfigError, match="file path"):
         await open_store(url)
+
+
+async def test_sqlite_is_shared_by_worker_processes_in_wal_mode(sqlite_url: str) -> None:
+    store = await Store.open(StoreConfig(url=sqlite_url), PrivacyConfig(), {})
+    try:
+        assert await store.shared_by_processes(1) is None
+        assert await store.shared_by_processes(4) is None  # open() switched it to WAL
+    finally:
+        await store.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("workers", "fits"), [(1, True), (3, True), (4, False)])
+async def test_postgres_pools_must_fit_in_max_connections(
+    postgres_url: str, workers: int, fits: bool
+) -> None:
+    # The test server allows 200 connections; its superuser may use the reserved slots.
+    store = await Store.open(StoreConfig(url=postgres_url, pool_size=60), PrivacyConfig(), {})
+    try:
+        problem = await store.shared_by_processes(workers)
+    finally:
+        await store.close()
+    if fits:
+        assert problem is None
+    else:
+        assert problem is not None
+        assert f"{workers} x store.pool_size 60 = {workers * 60} connections" in problem
+        assert "more than the 200 this PostgreSQL server allows (max_connections)" in problem
+
+
+@pytest.mark.postgres
+async def test_postgres_pools_must_fit_in_the_roles_connection_limit(postgres_url: str) -> None:
+    # A role that is no superuser is bound by its own limit and cannot use reserved slots.
+    role = f"limited_{secrets.token_hex(4)}"
+    database = postgres_url.rsplit("/", 1)[1]
+    admin = create_async_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    try:
+        async with admin.connect() as conn:
+            await conn.execute(text(f"CREATE ROLE {role} LOGIN CONNECTION LIMIT 7"))
+            await conn.execute(text(f"ALTER DATABASE {database} OWNER TO {role}"))
+        url = postgres_url.replace("://foureyes@", f"://{role}@")
+        store = await Store.open(StoreConfig(url=url, pool_size=3), PrivacyConfig(), {})
+        try:
+            assert await store.shared_by_processes(2) is None  # 6 of 7
+            problem = await store.shared_by_processes(3)  # 9 of 7
+        finally:
+            await store.close()
+        assert problem is not None and "9 connections, more than the 7" in problem
+        assert "(the connection limit of this role)" in problem
+    finally:
+        async with admin.connect() as conn:
+            await conn.execute(text(f"ALTER DATABASE {database} OWNER TO foureyes"))
+            await conn.execute(text(f"DROP OWNED BY {role}"))
+            await conn.execute(text(f"DROP ROLE {role}"))
+        await admin.dispose()

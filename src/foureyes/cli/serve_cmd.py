@@ -157,7 +157,7 @@ async def _preflight(cfg: Config) -> None:
     await routes.aclose()
     store = await Store.open(cfg.store, cfg.privacy, os.environ)
     try:
-        problem = await store.shared_by_processes() if cfg.server.workers > 1 else None
+        problem = await store.shared_by_processes(cfg.server.workers)
     finally:
         await store.close()
     if problem is not None:

@@ -197,6 +197,12 @@ class Database:
         return cls(engine, parsed, timeout_s=timeout_s, group_commit=group_commit)
 
     @property
+    def pool_size(self) -> int:
+        """The connections the pool keeps open at most (PostgreSQL: ``store.pool_size``)."""
+        connections = self._engine.sync_engine.pool
+        return connections.size() if isinstance(connections, pool.QueuePool) else 1
+
+    @property
     def dialect(self) -> str:
         """The backend's name: ``sqlite`` or ``postgresql``."""
         return self._url.get_backend_name()

@@ -27,6 +27,16 @@ from foureyes.store.unknowns import SqlOpenUnknowns
 __all__ = ["Store"]
 
 _HMAC_KEY_NAME = "trace_hmac_key"
+# What bounds the connections this role may open on this database (PostgreSQL); a
+# setting the server does not have (reserved_connections before 16) reads as 0.
+_CONNECTION_LIMITS = text(
+    "SELECT current_setting('max_connections')::int AS max_connections,"
+    " current_setting('superuser_reserved_connections')::int AS superuser_reserved,"
+    " coalesce(current_setting('reserved_connections', true), '0')::int AS reserved,"
+    " r.rolsuper AS superuser, r.rolconnlimit AS role_limit, d.datconnlimit AS database_limit"
+    " FROM pg_roles r, pg_database d"
+    " WHERE r.rolname = current_user AND d.datname = current_database()"
+)
 
 
 class Store:
@@ -167,18 +177,29 @@ class Store:
         async with self._db.read("ping") as conn:
             await conn.execute(select(1))
 
-    async def shared_by_processes(self) -> str | None:
-        """Why several processes cannot share this store, or ``None`` when they can.
+    async def shared_by_processes(self, workers: int = 1) -> str | None:
+        """Why ``workers`` processes cannot share this store, or ``None`` when they can.
 
-        PostgreSQL always can. An SQLite file can while it is in WAL mode (readers and the
-        one writer do not block each other, and every connection waits up to the busy
-        timeout for the write lock); :meth:`open` switches it to WAL, which some file
-        systems (network shares) cannot keep.
+        PostgreSQL: every process keeps up to ``store.pool_size`` connections open, so
+        ``workers x pool_size`` must fit in what the server lets this role open on this
+        database: ``max_connections`` less the slots it reserves for superusers (and,
+        from PostgreSQL 16, ``reserved_connections``), and within the role's and the
+        database's own connection limits, which do not bind a superuser. A pool that
+        does not fit works while load is light and fails replies as store errors when it
+        fills. Connections that other clients hold now are not counted (they come and
+        go), nor are other instances of the deployment, which cannot be seen from here.
+
+        An SQLite file can be shared while it is in WAL mode (readers and the one writer
+        do not block each other, and every connection waits up to the busy timeout for
+        the write lock); :meth:`open` switches it to WAL, which some file systems
+        (network shares) cannot keep. One process always can.
 
         Raises:
             StoreError: the database cannot be reached.
         """
         if self._db.dialect != "sqlite":
+            return await self._connections_problem(workers)
+        if workers <= 1:
             return None
         async with self._db.read("journal_mode") as conn:
             mode = str((await conn.execute(text("PRAGMA journal_mode"))).scalar_one())
@@ -187,6 +208,33 @@ class Store:
         return (
             f"the SQLite file is in journal mode {mode!r}, not WAL, so worker processes "
             f"would lock each other out; use one worker or PostgreSQL"
+        )
+
+    async def _connections_problem(self, workers: int) -> str | None:
+        """Why ``workers`` pools do not fit in the PostgreSQL server's connection limits."""
+        async with self._db.read("connection_limits") as conn:
+            row = (await conn.execute(_CONNECTION_LIMITS)).one()
+        pool_size = self._db.pool_size
+        need = workers * pool_size
+        limits = [(row.max_connections, "max_connections")]
+        if not row.superuser:
+            reserved = row.superuser_reserved + row.reserved
+            limits = [(row.max_connections - reserved, f"max_connections less {reserved} reserved")]
+            limits += [
+                (limit, what)
+                for limit, what in (
+                    (row.role_limit, "the connection limit of this role"),
+                    (row.database_limit, "the connection limit of this database"),
+                )
+                if limit >= 0
+            ]
+        limit, what = min(limits)
+        if need <= limit:
+            return None
+        return (
+            f"{workers} x store.pool_size {pool_size} = {need} connections, more than the "
+            f"{limit} this PostgreSQL server allows ({what}); lower store.pool_size or "
+            f"server.workers, or raise the server's limit"
         )
 
     async def close(self) -> None:
