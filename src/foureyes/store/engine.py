@@ -216,17 +216,17 @@ class Store:
             row = (await conn.execute(_CONNECTION_LIMITS)).one()
         pool_size = self._db.pool_size
         need = workers * pool_size
-        limits = [(row.max_connections, "max_connections")]
-        if not row.superuser:
+        if row.superuser:
+            limits = [(row.max_connections, "max_connections")]
+        else:
             reserved = row.superuser_reserved + row.reserved
-            limits = [(row.max_connections - reserved, f"max_connections less {reserved} reserved")]
-            limits += [
-                (limit, what)
-                for limit, what in (
-                    (row.role_limit, "the connection limit of this role"),
-                    (row.database_limit, "the connection limit of this database"),
-                )
-                if limit >= 0
+            own = (
+                (row.role_limit, "the connection limit of this role"),
+                (row.database_limit, "the connection limit of this database"),
+            )
+            limits = [
+                (row.max_connections - reserved, f"max_connections less {reserved} reserved"),
+                *((limit, what) for limit, what in own if limit >= 0),
             ]
         limit, what = min(limits)
         if need <= limit:

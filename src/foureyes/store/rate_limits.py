@@ -36,12 +36,18 @@ class BucketTake:
     """Tokens left in the bucket after the request (fractional while it refills)."""
 
 
+def _refilled(now: Any, rate: Any) -> Any:
+    """What a bucket holds at ``now``: its tokens plus the refill since, not yet capped."""
+    held, at = rate_buckets.c.tokens, rate_buckets.c.updated_at
+    return held + case((now > at, now - at), else_=0.0) * rate
+
+
 def _take_statement(dialect: str) -> Any:
     now = bindparam("now", type_=Double)
     rate = bindparam("rate", type_=Double)
     burst = bindparam("burst", type_=Double)
-    held, at = rate_buckets.c.tokens, rate_buckets.c.updated_at
-    refilled = held + case((now > at, now - at), else_=0.0) * rate
+    at = rate_buckets.c.updated_at
+    refilled = _refilled(now, rate)
     level = case((refilled > burst, burst), else_=refilled)
     insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(rate_buckets)
     # A new key's bucket starts full, so its first request is always granted.
@@ -111,9 +117,7 @@ class SqlRateBuckets:
         """
         _check_bucket(rate_per_s, burst)
         now = require_utc(self._clock(), "the store clock").timestamp()
-        held, at = rate_buckets.c.tokens, rate_buckets.c.updated_at
-        refilled = held + case((at < now, now - at), else_=0.0) * rate_per_s
-        statement = delete(rate_buckets).where(refilled >= float(burst))
+        statement = delete(rate_buckets).where(_refilled(now, rate_per_s) >= float(burst))
 
         def work(conn: Connection) -> int:
             return int(conn.execute(statement).rowcount)
