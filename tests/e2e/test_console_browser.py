@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Dialog, Locator, Page, expect
+from playwright.sync_api import Browser, Dialog, Locator, Page, Route, expect
 
 from foureyes.config import Config, GateConfig, PrivacyConfig, RolesConfig, StoreConfig
 from foureyes.core.digest import sha256_hex
@@ -572,6 +572,48 @@ def test_the_trace_list_shows_chat_runs_unless_asked_for_eval_runs(
     _filter(tab, purpose="")  # any
     expect(tab.page.locator(f"tr[data-trace='{evaluated}']")).to_have_count(1)
     expect(tab.page.locator(f"tr[data-trace='{chat['trace_id']}']")).to_have_count(1)
+
+
+def test_a_slow_answer_to_an_earlier_list_request_never_replaces_a_later_list(
+    tab: Tab, service: RunningServer
+) -> None:
+    # The reset button reloads the default (chat) list and the submit loads the eval list:
+    # the chat answer is held back until the eval list is shown, then let through.
+    chat = _post(service, "A list request that is answered late.")
+    assessed = httpx.post(
+        f"{service.url}/v1/assess", json={"text": "a later list", "purpose": "test"}, timeout=30
+    )
+    assessed.raise_for_status()
+    evaluated = assessed.json()["trace_id"]
+    tab.open("#traces")
+    expect(tab.page.locator(f"tr[data-trace='{chat['trace_id']}']")).to_have_count(1)
+
+    held: list[Route] = []
+
+    def hold_chat_lists(route: Route) -> None:
+        if "purpose=chat" in route.request.url:
+            held.append(route)
+        else:
+            route.continue_()
+
+    tab.page.route("**/v1/traces?*", hold_chat_lists)
+    form = tab.page.locator("#trace-filters")
+    with tab.page.expect_request(lambda r: "purpose=chat" in r.url):
+        form.locator("button[type=reset]").click()
+    form.locator("[name=purpose]").select_option("eval")
+    with tab.page.expect_response(lambda r: "purpose=eval" in r.url):
+        form.locator("button[type=submit]").click()
+    expect(tab.page.locator(f"tr[data-trace='{evaluated}']")).to_have_count(1)
+    expect(tab.page.locator("#trace-table")).not_to_have_attribute("aria-busy", "true")
+    assert len(held) == 1
+
+    with tab.page.expect_response(lambda r: "purpose=chat" in r.url) as late:
+        held[0].continue_()
+    late.value.finished()
+    tab.page.evaluate("() => new Promise(done => setTimeout(done, 0))")  # one task later
+    expect(tab.page.locator("#trace-table")).not_to_have_attribute("aria-busy", "true")
+    expect(tab.page.locator(f"tr[data-trace='{evaluated}']")).to_have_count(1)
+    expect(tab.page.locator(f"tr[data-trace='{chat['trace_id']}']")).to_have_count(0)
 
 
 def test_an_opened_trace_shows_above_the_list_scrolled_into_view(

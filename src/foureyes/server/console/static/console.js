@@ -569,12 +569,30 @@
         : id));
   }
 
+  /**
+   * A counter of loads into one view: each call starts a load and returns a check that
+   * stays true only while no later load has started, so a slow answer to an earlier
+   * request (a reset's list, a trace opened before another) never overwrites a later one.
+   */
+  function superseding() {
+    let latest = 0;
+    return () => {
+      const mine = ++latest;
+      return () => mine === latest;
+    };
+  }
+
+  const traceListLoad = superseding();
+  const traceDetailLoad = superseding();
+
   async function loadTraces(reset) {
     const status = $("traces-status");
     const table = $("trace-table");
+    const current = traceListLoad();
     if (reset) {
       state.traceFilters = filters();
       state.traceCursor = null;
+      $("traces-more").hidden = true; // no "more" of a list that is being replaced
     }
     const params = new URLSearchParams(state.traceFilters);
     params.set("limit", String(PAGE_SIZE));
@@ -583,6 +601,7 @@
     table.setAttribute("aria-busy", "true");
     try {
       const data = await api(`/v1/traces?${params}`);
+      if (!current()) return;
       const rows = (Array.isArray(data.data) ? data.data : []).map(traceRow);
       if (reset) table.tBodies[0].replaceChildren(...rows);
       else table.tBodies[0].append(...rows);
@@ -591,9 +610,9 @@
       const shown = table.tBodies[0].rows.length;
       status.textContent = shown ? `${shown} ${t("traces.count")}` : t("traces.empty");
     } catch (error) {
-      status.textContent = `${t("trail.unavailable")}: ${error.message}`;
+      if (current()) status.textContent = `${t("trail.unavailable")}: ${error.message}`;
     } finally {
-      table.removeAttribute("aria-busy");
+      if (current()) table.removeAttribute("aria-busy");
     }
   }
 
@@ -617,13 +636,15 @@
     $("trace-detail").hidden = false;
     $("trace-detail").scrollIntoView({ block: "start" });
     status.textContent = t("trail.loading");
+    const current = traceDetailLoad();
     let trace;
     try {
       trace = await getTrace(id);
     } catch (error) {
-      status.textContent = `${t("trail.unavailable")}: ${error.message}`;
+      if (current()) status.textContent = `${t("trail.unavailable")}: ${error.message}`;
       return;
     }
+    if (!current()) return;
     status.textContent = "";
     const trail = h("div", { class: "trail-body" });
     renderTrail(trail, { trace, heading: "h4" });
