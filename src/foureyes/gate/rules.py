@@ -40,6 +40,7 @@ from foureyes.core.errors import ConfigError
 from foureyes.core.fold import Normalised, normalise
 from foureyes.core.locale import Locale
 from foureyes.gate import _patterns
+from foureyes.gate._scan import fast_scanner
 from foureyes.gate.candidate import ToolCall
 from foureyes.llm.prompting import neutralise
 from foureyes.risk.resources import ResourceRegistry, unverified_numbers
@@ -171,14 +172,15 @@ def _matches(
     match in the folded view has no characters to map back; the candidate as written has
     one at the same place.
     """
+    scanner = fast_scanner(pattern)
     written = view(candidate.text)
-    spans = {found.span() for found in pattern.finditer(written)}
+    spans = {found.span() for found in scanner.finditer(written)}
     folded = candidate.folded
     folded_view = view(folded.text)
     if not _same_matches(pattern, written, folded_view, identity=not folded.maps):
         spans.update(
             folded.covering_span(*found.span())
-            for found in pattern.finditer(folded_view)
+            for found in scanner.finditer(folded_view)
             if found.end() > found.start()
         )
     for span in sorted(spans):
