@@ -646,10 +646,15 @@ class OpenAIProvider:
 
             # HTTP(S)_PROXY and NO_PROXY apply, as they do to the SDK's client, but are read
             # once here: aiohttp's trust_env would look them (and ~/.netrc) up in a thread
-            # on every request. No cookies are kept between calls.
+            # on every request. No cookies are kept between calls. No timeouts of aiohttp's
+            # own: each call runs inside ``asyncio.timeout`` of its whole budget (connect,
+            # send and read), so aiohttp's default five-minute timers would only be set up
+            # and cancelled again on every request.
             self._proxy = _env_proxy(self._completions_url)
             self._session = aiohttp.ClientSession(
-                cookie_jar=aiohttp.DummyCookieJar(), raise_for_status=False
+                cookie_jar=aiohttp.DummyCookieJar(),
+                raise_for_status=False,
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=None),
             )
         return self._session
 

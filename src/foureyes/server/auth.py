@@ -31,6 +31,7 @@ key over ``DELETE /v1/keys/{ref}``).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -129,6 +130,7 @@ class Principal:
         )
 
 
+@functools.lru_cache(maxsize=1024)  # asked per request, of a few client addresses
 def is_loopback(host: str | None) -> bool:
     """Whether ``host`` (a name or an address) is this machine's loopback interface."""
     if host is None:
