@@ -119,6 +119,20 @@ def alert_decisions(cfg: Config, tenant: str, conversation: str) -> list[dict[st
     raise AssertionError(f"no alert evaluation was recorded for {key}")
 
 
+def settled_attempts(cfg: Config) -> None:
+    """Wait until every recorded alert attempt is settled (sent or failed).
+
+    A decision reads ``attempted`` once its attempt is on record, before the notifier has
+    written: the outbox is read only after the attempt's result is recorded.
+    """
+    for _ in range(200):
+        attempts = with_store(cfg, lambda store: store.alerts.attempts())
+        if attempts and all(a.state != "pending" for a in attempts):
+            return
+        time.sleep(0.05)
+    raise AssertionError("an alert attempt was not settled")
+
+
 def outbox_lines(outbox: Path) -> list[dict[str, Any]]:
     if not outbox.exists():
         return []
@@ -173,6 +187,7 @@ def test_two_keys_naming_one_conversation_share_no_unknowns_trend_cap_or_alerts(
     assert ask(server, KEY_A, CONFIRMED, "guarded")["risk"]["confirmed"] is True
     [sent] = alert_decisions(cfg, tenant_a, "guarded")
     assert sent["outcome"] == "attempted"
+    settled_attempts(cfg)
     assert [line["to"] for line in outbox_lines(outbox)] == ["guardian@example.org"]
 
 
