@@ -48,7 +48,7 @@ def spans(
 @settings(max_examples=400, deadline=None)
 @given(
     patterns(),
-    st.sampled_from(["", "(?i)", "(?m)", "(?x)", "(?a)", "(?is)"]),
+    st.sampled_from(["", "(?i)", "(?m)", "(?x)", "(?a)", "(?ai)", "(?is)"]),
     st.text(ALPHABET, max_size=40),
 )
 def test_a_pattern_with_its_look_ahead_matches_as_the_pattern_does(
