@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from foureyes.config import PrivacyConfig, ServerConfig, StoreConfig, load_config
 from foureyes.core.errors import ConfigError, UsageError
+from foureyes.server import limits
 from foureyes.server.app import create_app
 from foureyes.server.auth import ClientKey
 from foureyes.server.limits import RateLimiter, StoreRateLimiter, read_json
@@ -324,6 +325,29 @@ async def test_a_body_truncated_inside_a_character_is_refused() -> None:
     async with app_client(create_app(keyed(), KEYS_ENV)) as client:
         response = await client.post("/v1/keys", content=body, headers=headers)
     assert response.json()["error"]["code"] == "invalid_encoding"
+
+
+@pytest.mark.parametrize(
+    ("content_type", "checked"),
+    [
+        ("application/json", True),
+        ("application/problem+json; charset=utf-8", True),
+        ("application/json; note=" + "x" * 400, True),  # long: judged, not remembered
+        ("application/octet-stream; note=" + "x" * 400, False),
+        ("text/plain", False),
+    ],
+)
+async def test_a_content_type_is_judged_the_same_whatever_its_length(
+    content_type: str, checked: bool
+) -> None:
+    remembered = limits._media_is_json.cache_info().currsize
+    headers = bearer(ADMIN_KEY) | {"content-type": content_type}
+    async with app_client(create_app(keyed(), KEYS_ENV)) as client:
+        response = await client.post("/v1/keys", content=b"\xff\xfe\x00", headers=headers)
+    code = response.json()["error"]["code"]
+    assert code == ("invalid_encoding" if checked else "invalid_request")
+    grown = limits._media_is_json.cache_info().currsize - remembered
+    assert grown <= (1 if len(content_type) <= limits._REMEMBERED_MEDIA_CHARS else 0)
 
 
 async def test_bodies_that_are_not_json_are_not_checked_for_utf8() -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import functools
 import json
 import math
 import time
@@ -260,6 +261,18 @@ def _declares_json(content_type: str | None) -> bool:
     # body), so it is checked as JSON too.
     if content_type is None:
         return True
+    # Parsed on every request: the few short values clients send are remembered, a long
+    # one (any client can send it) is parsed and forgotten.
+    if len(content_type) <= _REMEMBERED_MEDIA_CHARS:
+        return _media_is_json(content_type)
+    return _media_is_json.__wrapped__(content_type)
+
+
+_REMEMBERED_MEDIA_CHARS = 128
+
+
+@functools.lru_cache(maxsize=256)
+def _media_is_json(content_type: str) -> bool:
     media = _MediaType()
     media["content-type"] = content_type
     subtype = media.get_content_subtype()
