@@ -8,6 +8,7 @@ import pytest
 
 from foureyes.config import PrivacyConfig, ServerConfig, StoreConfig
 from foureyes.core.errors import ConfigError
+from foureyes.server import auth
 from foureyes.server.app import create_app
 from foureyes.server.auth import AuthMode, env_api_keys, is_loopback
 from foureyes.store import Store
@@ -95,11 +96,17 @@ async def test_the_service_does_not_start_with_a_malformed_env_key() -> None:
         ("::", False),
         ("10.0.0.1", False),
         ("example.com", False),
+        ("0000:0000:0000:0000:0000:0000:0000:0001", True),
+        ("localhost" + "." * 200, False),
         (None, False),
     ],
 )
 def test_loopback_hosts(host: str | None, expected: bool) -> None:
+    remembered = auth._names_loopback.cache_info().currsize
     assert is_loopback(host) is expected
+    assert is_loopback(host) is expected  # the remembered answer is the same
+    if host is not None and len(host) > auth._LONGEST_ADDRESS:
+        assert auth._names_loopback.cache_info().currsize == remembered  # not remembered
 
 
 # --- the three modes ------------------------------------------------------------------

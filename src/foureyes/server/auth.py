@@ -130,11 +130,23 @@ class Principal:
         )
 
 
-@functools.lru_cache(maxsize=1024)  # asked per request, of a few client addresses
 def is_loopback(host: str | None) -> bool:
     """Whether ``host`` (a name or an address) is this machine's loopback interface."""
     if host is None:
         return False
+    # Asked on every request: an address's answer is remembered, and anything longer than
+    # an address (a forwarded header may carry it) is judged and forgotten.
+    if len(host) <= _LONGEST_ADDRESS:
+        return _names_loopback(host)
+    return _names_loopback.__wrapped__(host)
+
+
+# An IPv6 address in brackets with an IPv4 tail and a zone: no address is longer.
+_LONGEST_ADDRESS = 64
+
+
+@functools.lru_cache(maxsize=1024)
+def _names_loopback(host: str) -> bool:
     if host.lower() == "localhost":
         return True
     try:
