@@ -1,3 +1,5 @@
+import functools
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -420,6 +422,26 @@ def test_adding_a_joke_cue_never_turns_escalation_off(
         return  # the surrounding text negated or swallowed the term: nothing to keep
     joked = f"{cue} 。 {text}" if cue_first else f"{text} 。 {cue}"
     assert GATE.scan(joked).escalate
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(["\ud800", "\udfff", "我", "不想", "活", "⼀", "a", " ", "。"])).map(
+        "".join
+    )
+)
+def test_scan_takes_lone_surrogates_among_han_characters(text: str) -> None:
+    # Not Unicode text, but a str may hold them (json.loads accepts "\\ud800"); the
+    # server refuses them, the library's scan (its learned scorer too) must still answer.
+    result = GATE.scan(text)
+    assert result.escalate == (result.score >= ESCALATION_THRESHOLD)
+    screened = _default_gate().scan(text)
+    assert screened.screen_score is None or 0 < screened.screen_score < 1
+
+
+@functools.cache
+def _default_gate() -> L0Gate:
+    return L0Gate.default()
 
 
 @settings(max_examples=500, deadline=None)

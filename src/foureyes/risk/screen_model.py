@@ -176,7 +176,9 @@ _FIRST = np.ones(1, dtype=np.bool_)
 
 def _han_buckets(folded: str) -> npt.NDArray[np.intp]:
     """The buckets of the Han n-grams of ``folded``, vectorised (empty when it has no Han)."""
-    codes = np.frombuffer(folded.encode("utf-32-le"), dtype=np.uint32)
+    # surrogatepass: a lone surrogate (not text, but a str may hold one) is its code point,
+    # which is no Han character, instead of an error in a function that must be total.
+    codes = np.frombuffer(folded.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     han = _HAN_TABLE[np.minimum(codes, _HAN_LIMIT)]
     wide = codes.astype(_U64)
     two = wide[:-1] + wide[1:] * _P1
