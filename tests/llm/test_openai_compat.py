@@ -379,6 +379,13 @@ def _respond(body: bytes, content_type: bytes = b"application/json") -> Handler:
         (b'{"choices": [{"message": {"content": 5}}]}', b"application/json", "content"),
         (b'{"choices": [{"message": null}]}', b"application/json", "message"),
         (b"<html>Bad gateway</html>", b"text/html", "Invalid JSON"),
+        # A lone surrogate is no text: json.loads would take the escape, the check does not.
+        (
+            b'{"choices": [{"message": {"role": "assistant", "content": "hi \\ud800"},'
+            b' "finish_reason": "stop"}]}',
+            b"application/json",
+            "Invalid JSON",
+        ),
     ],
 )
 async def test_bodies_that_are_not_completions_are_bad_responses(
