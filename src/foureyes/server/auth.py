@@ -141,7 +141,8 @@ def is_loopback(host: str | None) -> bool:
     return _names_loopback.__wrapped__(host)
 
 
-# An IPv6 address in brackets with an IPv4 tail and a zone: no address is longer.
+# Room for any client address (an IPv6 one in brackets with an IPv4 tail and a zone);
+# a longer host is still judged, only not remembered.
 _LONGEST_ADDRESS = 64
 
 
