@@ -108,15 +108,20 @@ def with_store(cfg: Config, work: Callable[[Store], Any]) -> Any:
     return asyncio.run(_with_store(cfg, work))
 
 
+def _read_until(cfg: Config, read: Callable[[Store], Any], done: Callable[[Any], bool]) -> Any:
+    """``read`` of the store, again until ``done`` (the alert work runs after the reply)."""
+    for _ in range(200):
+        value = with_store(cfg, read)
+        if done(value):
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"the store never read as expected: {value!r}")
+
+
 def alert_decisions(cfg: Config, tenant: str, conversation: str) -> list[dict[str, Any]]:
     """The alert evaluations of ``tenant``'s conversation, once at least one is recorded."""
     key = scoped_conversation(tenant, conversation)
-    for _ in range(200):  # the evaluation runs in the background after the reply
-        decisions = with_store(cfg, lambda store: store.alerts.decisions(key))
-        if decisions:
-            return list(decisions)
-        time.sleep(0.05)
-    raise AssertionError(f"no alert evaluation was recorded for {key}")
+    return list(_read_until(cfg, lambda store: store.alerts.decisions(key), bool))
 
 
 def settled_attempts(cfg: Config) -> None:
@@ -125,12 +130,11 @@ def settled_attempts(cfg: Config) -> None:
     A decision reads ``attempted`` once its attempt is on record, before the notifier has
     written: the outbox is read only after the attempt's result is recorded.
     """
-    for _ in range(200):
-        attempts = with_store(cfg, lambda store: store.alerts.attempts())
-        if attempts and all(a.state != "pending" for a in attempts):
-            return
-        time.sleep(0.05)
-    raise AssertionError("an alert attempt was not settled")
+    _read_until(
+        cfg,
+        lambda store: store.alerts.attempts(),
+        lambda attempts: bool(attempts) and all(a.state != "pending" for a in attempts),
+    )
 
 
 def outbox_lines(outbox: Path) -> list[dict[str, Any]]:

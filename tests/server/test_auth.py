@@ -105,7 +105,7 @@ def test_loopback_hosts(host: str | None, expected: bool) -> None:
     remembered = auth._names_loopback.cache_info().currsize
     assert is_loopback(host) is expected
     assert is_loopback(host) is expected  # the remembered answer is the same
-    if host is not None and len(host) > auth._LONGEST_ADDRESS:
+    if host is not None and len(host) > auth._names_loopback.longest:
         assert auth._names_loopback.cache_info().currsize == remembered  # not remembered
 
 

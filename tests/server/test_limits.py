@@ -347,7 +347,7 @@ async def test_a_content_type_is_judged_the_same_whatever_its_length(
     code = response.json()["error"]["code"]
     assert code == ("invalid_encoding" if checked else "invalid_request")
     grown = limits._media_is_json.cache_info().currsize - remembered
-    assert grown <= (1 if len(content_type) <= limits._REMEMBERED_MEDIA_CHARS else 0)
+    assert grown <= (1 if len(content_type) <= limits._media_is_json.longest else 0)
 
 
 async def test_bodies_that_are_not_json_are_not_checked_for_utf8() -> None:

@@ -31,7 +31,6 @@ key over ``DELETE /v1/keys/{ref}``).
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -46,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from foureyes.config import ServerConfig
 from foureyes.core.errors import ConfigError
 from foureyes.core.tenancy import LOCAL_TENANT, key_tenant
+from foureyes.server._memo import remember_short
 from foureyes.server.errors import ApiError, ErrorCode, error_responses
 from foureyes.server.limits import KeyLimiter
 from foureyes.server.text import Text
@@ -134,19 +134,13 @@ def is_loopback(host: str | None) -> bool:
     """Whether ``host`` (a name or an address) is this machine's loopback interface."""
     if host is None:
         return False
-    # Asked on every request: an address's answer is remembered, and anything longer than
-    # an address (a forwarded header may carry it) is judged and forgotten.
-    if len(host) <= _LONGEST_ADDRESS:
-        return _names_loopback(host)
-    return _names_loopback.__wrapped__(host)
+    return _names_loopback(host)
 
 
-# Room for any client address (an IPv6 one in brackets with an IPv4 tail and a zone);
-# a longer host is still judged, only not remembered.
-_LONGEST_ADDRESS = 64
-
-
-@functools.lru_cache(maxsize=1024)
+# Asked on every request. 64 characters hold any client address (an IPv6 one in brackets
+# with an IPv4 tail and a zone); a longer host (a forwarded header may carry one) is still
+# judged, only not remembered.
+@remember_short(longest=64, size=1024)
 def _names_loopback(host: str) -> bool:
     if host.lower() == "localhost":
         return True

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import functools
 import json
 import math
 import time
@@ -39,6 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from foureyes.config import ServerConfig
 from foureyes.core.errors import StoreError, UsageError
 from foureyes.server._logging import log_event, server_logger
+from foureyes.server._memo import remember_short
 from foureyes.server.errors import ApiError, ErrorCode, error_response, locale_from_accept_language
 from foureyes.store.rate_limits import SqlRateBuckets
 
@@ -261,17 +261,10 @@ def _declares_json(content_type: str | None) -> bool:
     # body), so it is checked as JSON too.
     if content_type is None:
         return True
-    # Parsed on every request: the few short values clients send are remembered, a long
-    # one (any client can send it) is parsed and forgotten.
-    if len(content_type) <= _REMEMBERED_MEDIA_CHARS:
-        return _media_is_json(content_type)
-    return _media_is_json.__wrapped__(content_type)
+    return _media_is_json(content_type)
 
 
-_REMEMBERED_MEDIA_CHARS = 128
-
-
-@functools.lru_cache(maxsize=256)
+@remember_short(longest=128, size=256)  # parsed on every request
 def _media_is_json(content_type: str) -> bool:
     media = _MediaType()
     media["content-type"] = content_type
