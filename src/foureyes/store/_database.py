@@ -274,15 +274,17 @@ class Database:
         """:meth:`run_write`, sharing one transaction and one commit with concurrent writes.
 
         Group commit: writes that arrive while a grouped transaction runs wait for the
-        next one, which runs them all (each in a savepoint, in arrival order) and commits
-        once, so N concurrent records cost one commit and one log sync instead of N. A
-        write alone is not delayed: it starts a transaction at once. This returns only
-        after the commit that holds ``work`` succeeded, so a caller that delivers after
-        it still delivers only what is durable (invariant 10).
+        next one, which runs them all in arrival order and commits once, so N concurrent
+        records cost one commit and one log sync instead of N. A write alone is not
+        delayed: it starts a transaction at once. This returns only after the commit that
+        holds ``work`` succeeded, so a caller that delivers after it still delivers only
+        what is durable (invariant 10).
 
         ``work`` must touch only rows no concurrent grouped write touches in another
         order (the trace writes of one run), so a group cannot deadlock with another
-        process's group.
+        process's group. It must act only through the connection: when a write of the
+        group raises, the group's transaction is rolled back and run again with each
+        write in a savepoint, so ``work`` may run twice.
 
         Raises:
             StoreError: ``work`` raised it or the database refused it (its savepoint is
@@ -432,7 +434,12 @@ class _WriteGroup:
         self.writes += len(batch)
         works = [queued.work for queued in batch]
         try:
-            outcomes = await self._transaction(lambda conn: _each_in_savepoint(conn, works))
+            try:
+                outcomes = await self._transaction(lambda conn: _all_or_none(conn, works))
+            except _Refused:
+                # One write raised, so that transaction was rolled back whole: the round
+                # runs again with each write in a savepoint, kept apart from the others.
+                outcomes = await self._transaction(lambda conn: _each_in_savepoint(conn, works))
         except BaseException as exc:  # the transaction or its commit: the whole round failed
             for queued in batch:
                 if not queued.done.done():
@@ -449,16 +456,39 @@ class _WriteGroup:
                 queued.done.set_exception(error)
 
 
+class _Refused(Exception):
+    """A write of a group raised: its transaction is rolled back and the round rerun."""
+
+
+def _all_or_none(
+    conn: Connection, works: Sequence[Callable[[Connection], Any]]
+) -> list[tuple[Any, Exception | None]]:
+    """Run ``works`` in order in ``conn``'s transaction, without a savepoint each.
+
+    The common round, where every write succeeds, costs no savepoint statements. A write
+    alone runs as it is (its error fails the transaction, as in ``run_write``); in a group
+    the first that raises fails the transaction with :class:`_Refused`, and the round is
+    rerun by :func:`_each_in_savepoint`. A write is a function of the connection only, so
+    running it again after the rollback writes what it would have written the first time.
+    """
+    if len(works) == 1:
+        return [(works[0](conn), None)]
+    values = []
+    for work in works:
+        try:
+            values.append(work(conn))
+        except Exception as exc:
+            raise _Refused from exc
+    return [(value, None) for value in values]
+
+
 def _each_in_savepoint(
     conn: Connection, works: Sequence[Callable[[Connection], Any]]
 ) -> list[tuple[Any, Exception | None]]:
     """Run ``works`` in order in ``conn``'s transaction, each result or error kept apart.
 
-    A write alone runs as it is (its error fails the transaction, as in ``run_write``);
-    in a group each runs in a savepoint, so one that raises is rolled back alone.
+    Each runs in a savepoint, so one that raises is rolled back alone.
     """
-    if len(works) == 1:
-        return [(works[0](conn), None)]
     outcomes: list[tuple[Any, Exception | None]] = []
     for work in works:
         savepoint = conn.begin_nested()
