@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -149,24 +149,78 @@ async def test_run_read_sees_what_was_committed(db: Database) -> None:
         await db.run_read("late", read)
 
 
-async def test_sqlite_reads_run_on_their_own_thread_beside_a_held_write_lock(
+def _read_noting_thread(seen: list[str]) -> Callable[[Connection], list[str]]:
+    def read(conn: Connection) -> list[str]:
+        seen.append(threading.current_thread().name)
+        return list(conn.execute(select(_NOTES.c.text)).scalars())
+
+    return read
+
+
+async def _seeded_sqlite(sqlite_url: str, timeout_s: float) -> Database:
+    db = Database.create(sqlite_url, timeout_s=timeout_s)
+    await db.probe("open")
+    await db.run_write("create", lambda conn: _META.create_all(conn))
+    await db.run_write("seed", lambda conn: conn.execute(insert(_NOTES), [{"text": "w"}]))
+    return db
+
+
+async def test_sqlite_reads_run_on_the_calling_thread_beside_a_held_write_lock(
     sqlite_path: Path, sqlite_url: str
 ) -> None:
-    db = Database.create(sqlite_url, timeout_s=0.1)
-    await db.probe("open")
+    db = await _seeded_sqlite(sqlite_url, 0.1)
     other = sqlite3.connect(sqlite_path, timeout=1, isolation_level=None)
     seen: list[str] = []
     try:
-        await db.run_write("create", lambda conn: _META.create_all(conn))
-        await db.run_write("seed", lambda conn: conn.execute(insert(_NOTES), [{"text": "w"}]))
         other.execute("BEGIN IMMEDIATE")  # a writer elsewhere does not block readers (WAL)
-
-        def read(conn: Connection) -> list[str]:
-            seen.append(threading.current_thread().name)
-            return list(conn.execute(select(_NOTES.c.text)).scalars())
-
-        assert await db.run_read("read", read) == ["w"]
+        assert await db.run_read("read", _read_noting_thread(seen)) == ["w"]
+        assert await db.run_read("again", _read_noting_thread(seen)) == ["w"]
     finally:
         other.close()
         await db.dispose()
-    assert seen[0].startswith("foureyes-sqlite-reader")
+    assert seen == [threading.current_thread().name] * 2
+
+
+async def test_a_sqlite_read_that_would_wait_waits_on_the_reader_thread(
+    sqlite_path: Path, sqlite_url: str
+) -> None:
+    await (await _seeded_sqlite(sqlite_url, 1)).dispose()
+    # Another connection in exclusive locking mode keeps its lock after its write:
+    # every read elsewhere is busy until it lets go.
+    other = sqlite3.connect(sqlite_path, timeout=1, isolation_level=None)
+    db = Database.create(sqlite_url, timeout_s=10)
+    seen: list[str] = []
+    try:
+        other.execute("SELECT 1 FROM run_write_notes").fetchall()  # in WAL mode, shared
+        other.execute("PRAGMA locking_mode = EXCLUSIVE")
+        other.execute("INSERT INTO run_write_notes (text) VALUES ('x')")
+        read = asyncio.ensure_future(db.run_read("read", _read_noting_thread(seen)))
+        await asyncio.sleep(0)
+        # Tried here (busy at once, so not waited for), then handed to the reader thread
+        # without a pause in between: the thread waits for the lock, up to the timeout.
+        assert not read.done()
+        other.execute("PRAGMA locking_mode = NORMAL")
+        other.execute("SELECT 1 FROM run_write_notes").fetchall()  # lets the lock go
+        assert await read == ["w", "x"]
+    finally:
+        other.close()
+        await db.dispose()
+    assert len(seen) == 1 and seen[0].startswith("foureyes-sqlite-reader")
+
+
+async def test_a_sqlite_read_from_another_thread_runs_on_the_reader_thread(
+    sqlite_url: str,
+) -> None:
+    db = await _seeded_sqlite(sqlite_url, 1)
+    seen: list[str] = []
+    try:
+        assert await db.run_read("here", _read_noting_thread(seen)) == ["w"]
+
+        def elsewhere() -> list[str]:
+            return asyncio.run(db.run_read("elsewhere", _read_noting_thread(seen)))
+
+        assert await asyncio.to_thread(elsewhere) == ["w"]
+    finally:
+        await db.dispose()
+    assert seen[0] == threading.current_thread().name
+    assert seen[1].startswith("foureyes-sqlite-reader")
