@@ -568,25 +568,53 @@ class _SqliteThread:
         self._thread = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix=f"foureyes-sqlite-{name}"
         )
-        self._engine: Engine | None = None
+        self._connection = _KeptConnection(self._url, self._busy_timeout_ms, begin)
 
     async def run(self, work: Callable[[Connection], _T]) -> _T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._thread, self._transaction, work)
-
-    def _transaction(self, work: Callable[[Connection], _T]) -> _T:
-        if self._engine is None:
-            self._engine = _sync_sqlite_engine(self._url, self._busy_timeout_ms, self._begin)
-        with self._engine.begin() as conn:
-            return work(conn)
+        return await loop.run_in_executor(self._thread, self._connection.transaction, work)
 
     async def close(self) -> None:
         # The engine is disposed on its own thread, after any transaction still queued.
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._thread, self._dispose)
+        await loop.run_in_executor(self._thread, self._connection.close)
         self._thread.shutdown(wait=False)
 
-    def _dispose(self) -> None:
+
+class _KeptConnection:
+    """One synchronous SQLite connection, kept open from one transaction to the next.
+
+    Checking a connection out of the pool and back in around every transaction costs
+    more than the short transactions of a reply; this begins each on the same open
+    connection. A transaction that raises closes it, so a connection in an unknown state
+    is never reused: the next transaction opens a new one.
+    """
+
+    def __init__(self, url: URL, busy_timeout_ms: int, begin: str) -> None:
+        self._url = url
+        self._busy_timeout_ms = busy_timeout_ms
+        self._begin = begin
+        self._engine: Engine | None = None
+        self._connection: Connection | None = None
+
+    def transaction(self, work: Callable[[Connection], _T]) -> _T:
+        if self._connection is None:
+            if self._engine is None:
+                self._engine = _sync_sqlite_engine(self._url, self._busy_timeout_ms, self._begin)
+            self._connection = self._engine.connect()
+        conn = self._connection
+        try:
+            with conn.begin():
+                return work(conn)
+        except BaseException:
+            self._connection = None
+            conn.close()
+            raise
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
@@ -608,8 +636,7 @@ class _SqliteHere:
     """
 
     def __init__(self, url: URL) -> None:
-        self._url = url.set(drivername="sqlite+pysqlite")
-        self._engine: Engine | None = None
+        self._connection = _KeptConnection(url.set(drivername="sqlite+pysqlite"), 0, "BEGIN")
         self._owner: int | None = None
 
     def run(self, work: Callable[[Connection], _T]) -> tuple[bool, _T | None]:
@@ -619,14 +646,12 @@ class _SqliteHere:
             sqlalchemy.exc.DBAPIError: the read failed for another reason.
         """
         here = threading.get_ident()
-        if self._engine is None:
-            self._engine = _sync_sqlite_engine(self._url, 0, "BEGIN")
+        if self._owner is None:
             self._owner = here
         if here != self._owner:
             return False, None
         try:
-            with self._engine.begin() as conn:
-                return True, work(conn)
+            return True, self._connection.transaction(work)
         except OperationalError as exc:
             code = getattr(exc.orig, "sqlite_errorcode", None)
             if code is not None and code & 0xFF in _SQLITE_WAITS:
@@ -634,9 +659,7 @@ class _SqliteHere:
             raise
 
     def close(self) -> None:
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
+        self._connection.close()
 
 
 def _sync_sqlite_engine(url: URL, busy_timeout_ms: int, begin: str) -> Engine:
