@@ -332,10 +332,10 @@ class Database:
             if self._sqlite_reader is None or self._sqlite_here is None:
                 async with self._engine.connect() as conn:
                     return await conn.run_sync(work)
-            done, value = self._sqlite_here.run(work)
-            if done:
-                return value
-            return await self._sqlite_reader.run(work)
+            try:
+                return self._sqlite_here.run(work)
+            except _WouldWait:
+                return await self._sqlite_reader.run(work)
 
     @contextlib.asynccontextmanager
     async def read(self, operation: str) -> AsyncIterator[AsyncConnection]:
@@ -623,6 +623,10 @@ class _KeptConnection:
 _SQLITE_WAITS = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 
 
+class _WouldWait(Exception):
+    """A read :class:`_SqliteHere` does not run: it would wait, or comes from elsewhere."""
+
+
 class _SqliteHere:
     """Read transactions of an SQLite store run on the calling thread, never waiting.
 
@@ -630,7 +634,8 @@ class _SqliteHere:
     the log's index, so a short indexed read costs tens of microseconds, less than the
     hand-off to a reader thread and back. Its connection has a busy timeout of zero:
     when the read would have to wait (a checkpoint resetting the log, a recovery) it is
-    not run here and :meth:`run` says so, for the caller to run it on the reader thread.
+    not run here and :meth:`run` raises :class:`_WouldWait`, for the caller to run it on
+    the reader thread.
     The connection belongs to the first thread that reads; a read from another thread
     is not run here either.
     """
@@ -639,23 +644,24 @@ class _SqliteHere:
         self._connection = _KeptConnection(url.set(drivername="sqlite+pysqlite"), 0, "BEGIN")
         self._owner: int | None = None
 
-    def run(self, work: Callable[[Connection], _T]) -> tuple[bool, _T | None]:
-        """``(True, value)`` when ``work`` ran here, ``(False, None)`` when it would wait.
+    def run(self, work: Callable[[Connection], _T]) -> _T:
+        """``work``'s value, read on this thread.
 
         Raises:
+            _WouldWait: the read would wait for a lock, or this is not the owner thread.
             sqlalchemy.exc.DBAPIError: the read failed for another reason.
         """
         here = threading.get_ident()
         if self._owner is None:
             self._owner = here
         if here != self._owner:
-            return False, None
+            raise _WouldWait
         try:
-            return True, self._connection.transaction(work)
+            return self._connection.transaction(work)
         except OperationalError as exc:
             code = getattr(exc.orig, "sqlite_errorcode", None)
             if code is not None and code & 0xFF in _SQLITE_WAITS:
-                return False, None
+                raise _WouldWait from exc
             raise
 
     def close(self) -> None:
