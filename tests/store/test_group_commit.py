@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import Engine, event
 
 from foureyes.config import PrivacyConfig, StoreConfig
 from foureyes.core.errors import StoreError
@@ -202,3 +204,36 @@ async def test_a_round_takes_at_most_64_writes(
     before = store.group_commits
     assert await finish_all(store, ids) == [None] * len(ids)
     assert since(before, store) == (-(-size // 64), size)
+
+
+@pytest.fixture
+def statements() -> Iterator[list[str]]:
+    """Every SQL statement any synchronous engine sends (the SQLite writer thread's too)."""
+    sent: list[str] = []
+
+    def note(_conn: object, _cursor: object, statement: str, *_rest: object) -> None:
+        sent.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", note)
+    try:
+        yield sent
+    finally:
+        event.remove(Engine, "before_cursor_execute", note)
+
+
+async def test_a_round_takes_savepoints_only_when_a_write_is_refused(
+    open_store: OpenStore, sqlite_url: str, statements: list[str]
+) -> None:
+    store = await open_store(sqlite_url)
+    ids = [reserve(store, n) for n in range(5)]
+    statements.clear()
+    assert await finish_all(store, ids) == [None] * 5
+    assert not [s for s in statements if "SAVEPOINT" in s]
+
+    # A write refused (its run is finished already) reruns its round with a savepoint each.
+    again = [reserve(store, n) for n in range(3)]
+    await finish(store, again[1], -1)
+    statements.clear()
+    results = await finish_all(store, again)
+    assert results[0] is None and results[2] is None and isinstance(results[1], StoreError)
+    assert len([s for s in statements if s.startswith("SAVEPOINT")]) == 3

@@ -64,6 +64,9 @@ async def test_work_that_raises_writes_nothing(db: Database) -> None:
         await db.run_write("duplicate", duplicate)
     assert "IntegrityError" in caught.value.detail or "Unique" in caught.value.detail
     assert await texts(db) == []
+    # The writer's connection after a failed transaction (on SQLite, a new one) still writes.
+    await db.run_write("after", lambda conn: conn.execute(insert(_NOTES).values(text="y")))
+    assert await texts(db) == ["y"]
 
 
 async def test_a_closed_database_refuses_work(db: Database) -> None:
@@ -144,6 +147,8 @@ async def test_run_read_sees_what_was_committed(db: Database) -> None:
     assert await db.run_read("read", read) == ["r"]
     with pytest.raises(StoreError, match="bad read"):
         await db.run_read("bad read", lambda conn: conn.exec_driver_sql("SELEC 1"))
+    # The failed read's connection was closed; the next read opens another.
+    assert await db.run_read("read again", read) == ["r"]
     await db.dispose()
     with pytest.raises(UsageError, match="closed"):
         await db.run_read("late", read)
