@@ -557,18 +557,18 @@ class _SqliteThread:
 
     The thread owns a synchronous engine (the standard ``sqlite3`` driver) on the same
     file, configured as the async one (the same pragmas; ``begin`` is ``BEGIN IMMEDIATE``
-    for the writer, ``BEGIN`` for the reader). The engine is created and used only on
-    that thread, so its connection never crosses threads.
+    for the writer, ``BEGIN`` for the reader). Its connection is opened and used only
+    on that thread, and kept open between transactions (:class:`_KeptConnection`).
     """
 
     def __init__(self, url: URL, timeout_s: float, *, name: str, begin: str) -> None:
-        self._url = url.set(drivername="sqlite+pysqlite")
-        self._busy_timeout_ms = max(1, round(timeout_s * 1000))
-        self._begin = begin
+        busy_timeout_ms = max(1, round(timeout_s * 1000))
         self._thread = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix=f"foureyes-sqlite-{name}"
         )
-        self._connection = _KeptConnection(self._url, self._busy_timeout_ms, begin)
+        self._connection = _KeptConnection(
+            url.set(drivername="sqlite+pysqlite"), busy_timeout_ms, begin
+        )
 
     async def run(self, work: Callable[[Connection], _T]) -> _T:
         loop = asyncio.get_running_loop()
@@ -635,9 +635,8 @@ class _SqliteHere:
     hand-off to a reader thread and back. Its connection has a busy timeout of zero:
     when the read would have to wait (a checkpoint resetting the log, a recovery) it is
     not run here and :meth:`run` raises :class:`_WouldWait`, for the caller to run it on
-    the reader thread.
-    The connection belongs to the first thread that reads; a read from another thread
-    is not run here either.
+    the reader thread. The connection belongs to the first thread that reads; a read
+    from another thread is not run here either.
     """
 
     def __init__(self, url: URL) -> None:
