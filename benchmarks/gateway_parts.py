@@ -379,9 +379,14 @@ def cpu_count() -> int:
 
 def cpu_seconds(pid: int) -> float:
     """CPU time (user + system, all threads) a process has used so far."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(cpu_times(Path(f"/proc/{pid}/stat")))
+
+
+def cpu_times(stat: Path) -> tuple[float, float]:
+    """User and system CPU seconds from a ``/proc`` ``stat`` file (a process's or a thread's)."""
+    fields = stat.read_text(encoding="ascii").rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def request_durations(log: Path) -> dict[str, float]:

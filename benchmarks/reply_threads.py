@@ -27,31 +27,28 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from gateway_parts import InProcess, scenario  # noqa: E402
-from loadgen import start_simulator, stop_process  # noqa: E402
+from gateway_parts import InProcess, cpu_times, scenario  # noqa: E402
+from loadgen import drive, start_simulator, stop_process  # noqa: E402
 
 
 def thread_cpu() -> dict[str, float]:
     """CPU seconds of each live thread of this process, by thread name, user and system."""
     names = {t.native_id: t.name for t in threading.enumerate()}
-    tick = os.sysconf("SC_CLK_TCK")
     out: dict[str, float] = collections.defaultdict(float)
     for tid in os.listdir("/proc/self/task"):
         try:
-            stat = Path(f"/proc/self/task/{tid}/stat").read_text(encoding="ascii")
+            user, system = cpu_times(Path(f"/proc/self/task/{tid}/stat"))
         except FileNotFoundError:  # the thread ended meanwhile
             continue
-        fields = stat.rpartition(")")[2].split()
         # A pool thread's name ends in its number; threads of one pool are summed.
         name = names.get(int(tid), "other").rstrip("_0123456789")
-        out[f"{name} user"] += int(fields[11]) / tick
-        out[f"{name} system"] += int(fields[12]) / tick
+        out[f"{name} user"] += user
+        out[f"{name} system"] += system
     return dict(out)
 
 
@@ -62,29 +59,17 @@ async def measure(replies: int, clients: int, warmup: int) -> dict[str, float]:
         try:
             system = await InProcess.start("threads", url, "reply", work)
             try:
-
-                async def run(count: int) -> None:
-                    sent = 0
-
-                    async def client() -> None:
-                        nonlocal sent
-                        while sent < count:
-                            sent += 1
-                            outcome = await system.reply(sent)
-                            if not outcome.ok:
-                                raise SystemExit(f"a reply was not released: {outcome}")
-
-                    await asyncio.gather(*(client() for _ in range(clients)))
-
-                await run(warmup)
-                before, started = thread_cpu(), time.perf_counter()
-                await run(replies)
-                after, ended = thread_cpu(), time.perf_counter()
+                await drive(system.reply, warmup, clients)
+                before = thread_cpu()
+                wall, _, outcomes = await drive(system.reply, replies, clients)
+                after = thread_cpu()
             finally:
                 await system.aclose()
         finally:
             stop_process(simulator)
-    result = {"replies/s": replies / (ended - started)}
+    if not all(outcome.ok for outcome in outcomes):
+        raise SystemExit("a reply was not released as drafted")
+    result = {"replies/s": replies / wall}
     for key, seconds in after.items():
         spent = seconds - before.get(key, 0.0)
         if spent > 0:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import secrets
 import sqlite3
 from pathlib import Path
@@ -28,7 +29,8 @@ def _pragmas(conn: Connection) -> list[object]:
 async def test_sqlite_connections_use_wal_busy_timeout_and_foreign_keys(sqlite_url: str) -> None:
     # every way an operation reaches the file (the async pool for reads and writes, the
     # writer and reader threads) waits the busy timeout for a lock, then fails as locked;
-    # a read on the calling thread never waits (it goes to the reader thread instead)
+    # a read on the calling thread never waits (it goes to the reader thread instead).
+    # A read from a thread other than the first reader's is the reader thread's.
     db = Database.create(sqlite_url, timeout_s=1.5)
     try:
         await db.probe("open")
@@ -38,10 +40,13 @@ async def test_sqlite_connections_use_wal_busy_timeout_and_foreign_keys(sqlite_u
             pooled_write = await conn.run_sync(_pragmas)
         threaded_write = await db.run_write("pragmas", _pragmas)
         inline_read = await db.run_read("pragmas", _pragmas)
+        threaded_read = await asyncio.to_thread(
+            lambda: asyncio.run(db.run_read("pragmas", _pragmas))
+        )
     finally:
         await db.dispose()
     expected = ["wal", 1500, 1]
-    assert [pooled_read, pooled_write, threaded_write] == [expected] * 3
+    assert [pooled_read, pooled_write, threaded_write, threaded_read] == [expected] * 4
     assert inline_read == ["wal", 0, 1]
 
 
