@@ -1,12 +1,13 @@
-"""Store fixtures: a URL per backend, a settable clock, and stores closed after each test."""
+"""Store fixtures: a URL per backend, a clock, stores closed after each test, the SQL sent."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import pytest
+from sqlalchemy import Engine, event
 
 from foureyes.config import PrivacyConfig, StoreConfig
 from foureyes.store import Store
@@ -40,3 +41,18 @@ async def open_store() -> AsyncIterator[OpenStore]:
     yield _open
     for store in opened:
         await store.close()
+
+
+@pytest.fixture
+def statements() -> Iterator[list[str]]:
+    """Every SQL statement any engine sends (the SQLite threads' and asyncpg's too)."""
+    sent: list[str] = []
+
+    def note(_conn: object, _cursor: object, statement: str, *_rest: object) -> None:
+        sent.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", note)
+    try:
+        yield sent
+    finally:
+        event.remove(Engine, "before_cursor_execute", note)

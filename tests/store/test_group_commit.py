@@ -10,13 +10,11 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Engine, event
 
 from foureyes.config import PrivacyConfig, StoreConfig
 from foureyes.core.errors import StoreError
@@ -204,21 +202,6 @@ async def test_a_round_takes_at_most_64_writes(
     before = store.group_commits
     assert await finish_all(store, ids) == [None] * len(ids)
     assert since(before, store) == (-(-size // 64), size)
-
-
-@pytest.fixture
-def statements() -> Iterator[list[str]]:
-    """Every SQL statement any synchronous engine sends (the SQLite writer thread's too)."""
-    sent: list[str] = []
-
-    def note(_conn: object, _cursor: object, statement: str, *_rest: object) -> None:
-        sent.append(statement)
-
-    event.listen(Engine, "before_cursor_execute", note)
-    try:
-        yield sent
-    finally:
-        event.remove(Engine, "before_cursor_execute", note)
 
 
 async def test_a_round_takes_savepoints_only_when_a_write_is_refused(

@@ -77,6 +77,90 @@ async def test_one_commit_writes_header_events_and_outcome(
         await store.traces.append(trace_id, event("late"))
 
 
+def header_updates(statements: list[str]) -> list[str]:
+    return [s for s in statements if s.lstrip().upper().startswith("UPDATE TRACE_RUNS")]
+
+
+async def test_a_reserved_run_finished_in_one_commit_is_inserted_finished(
+    open_store: OpenStore, store_url: str, statements: list[str]
+) -> None:
+    # The header is inserted numbered and closed: no UPDATE of it in that transaction.
+    store = await open_store(store_url)
+    trace_id = await reserved(store)
+    statements.clear()
+
+    await store.traces.append_many(
+        trace_id, [event("a"), event("b")], outcome="released", reason="approved"
+    )
+
+    assert header_updates(statements) == []
+    record = await store.traces.get(trace_id)
+    assert record is not None and [e.stage for e in record.events] == ["a", "b"]
+    assert (record.run.outcome, record.run.reason) == ("released", "approved")
+    assert record.run.finished_at is not None
+    # Numbered as the update would have: the run is closed, and stays so.
+    with pytest.raises(StoreError, match="finished"):
+        await store.traces.append(trace_id, event("late"))
+
+
+async def test_the_first_append_numbers_the_header_and_later_ones_update_it(
+    open_store: OpenStore, store_url: str, statements: list[str]
+) -> None:
+    store = await open_store(store_url)
+    trace_id = await reserved(store)
+    statements.clear()
+
+    await store.traces.append_many(trace_id, [event("a"), event("b")])
+    assert header_updates(statements) == []
+    await store.traces.append_many(trace_id, [event("c")], outcome="released", reason=None)
+    assert len(header_updates(statements)) == 1
+
+    record = await store.traces.get(trace_id)
+    # A header numbered wrongly would have the update take a seq already used.
+    assert record is not None and [e.stage for e in record.events] == ["a", "b", "c"]
+    assert record.run.outcome == "released"
+
+
+async def test_a_header_written_meanwhile_is_numbered_by_the_update(
+    open_store: OpenStore, sqlite_path: Path, sqlite_url: str
+) -> None:
+    # The header of a reserved run already in the table (as a concurrent write naming the
+    # run leaves it on PostgreSQL): the insert is ignored, and the events are numbered
+    # after the ones already there, by the update, not from 1.
+    store = await open_store(sqlite_url)
+    trace_id = await reserved(store)
+    other = sqlite3.connect(sqlite_path, isolation_level=None)
+    try:
+        other.execute(
+            "INSERT INTO trace_runs (trace_id, kind, started_at, last_seq, meta) "
+            "VALUES (?, 'support_message', '2026-03-14 12:00:00.000000', 0, '{}')",
+            (trace_id,),
+        )
+        other.execute(
+            "INSERT INTO trace_events (trace_id, seq, kind, stage, at, data) "
+            "VALUES (?, 1, 'risk', 'before', '2026-03-14 12:00:00.000000', '{}')",
+            (trace_id,),
+        )
+        other.execute("UPDATE trace_runs SET last_seq = 1 WHERE trace_id = ?", (trace_id,))
+    finally:
+        other.close()
+
+    await store.traces.append_many(trace_id, [event("a")], outcome="released", reason=None)
+
+    record = await store.traces.get(trace_id)
+    assert record is not None and [e.stage for e in record.events] == ["before", "a"]
+    assert record.run.outcome == "released"
+    with sqlite3.connect(sqlite_path) as check:
+        seqs = check.execute(
+            "SELECT seq FROM trace_events WHERE trace_id = ? ORDER BY seq", (trace_id,)
+        ).fetchall()
+        last = check.execute(
+            "SELECT last_seq FROM trace_runs WHERE trace_id = ?", (trace_id,)
+        ).fetchone()
+    check.close()
+    assert seqs == [(1,), (2,)] and last == (2,)
+
+
 async def test_finishing_a_reserved_run_writes_it_closed(
     open_store: OpenStore, store_url: str
 ) -> None:

@@ -14,21 +14,37 @@ transaction of its own, because nothing outside the run acts on it before the ru
 write commits (the pipeline's triage of a message that made no model call), is inserted
 by that next write, after the header. Held rows are as durable as the record that carries
 them, and are forgotten with the reservation if the run is dropped.
+
+A write may also say how the header reads once it has run (an :class:`Opening`): the
+trace writer numbers and finishes a run with an ``UPDATE`` of its header, which a header
+inserted by the same transaction does not need, so it is inserted as the update would
+leave it and the write skips the update. One statement of the four of a typical reply.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection, Insert
 
 from foureyes.store._database import Database
 from foureyes.store.tables import trace_runs
 
-__all__ = ["PendingRuns"]
+__all__ = ["Opening", "PendingRuns"]
 
 _T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class Opening(Generic[_T]):
+    """What a write does when its own transaction inserts the run's reserved header."""
+
+    header: Mapping[str, Any]
+    """Columns of the header as the write would leave them (they replace the reserved ones)."""
+    work: Callable[[Connection], _T]
+    """Runs instead of the write's ``work``: the header already reads as ``header``."""
 
 
 class PendingRuns:
@@ -63,11 +79,15 @@ class PendingRuns:
         work: Callable[[Connection], _T],
         *,
         grouped: bool = True,
+        opening: Opening[_T] | None = None,
     ) -> _T:
         """A write transaction, opening with the run's reserved header and held rows.
 
         The header of ``trace_id`` is inserted first if it is reserved, then the rows
-        held for the run, then ``work`` runs, all in one transaction. With ``grouped``
+        held for the run, then ``work`` runs, all in one transaction. With ``opening``,
+        a header this transaction inserts is inserted with ``opening.header`` and
+        ``opening.work`` runs instead of ``work``; when the header was already written
+        (before, or by a concurrent write naming the same run) ``work`` runs. With ``grouped``
         (the default) the transaction is shared with concurrent runs' writes
         (:meth:`Database.run_grouped_write`): ``work`` must then write only rows of this
         run (its events, texts, assessments), which no other run's write touches, so a
@@ -83,13 +103,16 @@ class PendingRuns:
         held = tuple(self._held.get(trace_id, ()))
 
         def transaction(conn: Connection) -> _T:
+            opened = False
             if row is not None:
                 # Ids carry 80 random bits, so a conflict can only be this very header,
-                # inserted by a concurrent write naming the same run (PostgreSQL).
-                conn.execute(self._insert_header, row)
+                # inserted by a concurrent write naming the same run (PostgreSQL); the
+                # insert is then ignored and the write goes on as for a written run.
+                header = row if opening is None else {**row, **opening.header}
+                opened = conn.execute(self._insert_header, header).rowcount == 1
             for statement, values in held:
                 conn.execute(statement, values)
-            return work(conn)
+            return opening.work(conn) if opened and opening is not None else work(conn)
 
         if grouped:
             result = await self._db.run_grouped_write(operation, transaction)

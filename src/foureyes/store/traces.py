@@ -28,7 +28,7 @@ from foureyes.core.errors import StoreError, UsageError
 from foureyes.core.trace import EventKind, PrivateText, TraceEvent, TraceRecord, TraceRun
 from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database, EncodedJSON
-from foureyes.store._pending import PendingRuns
+from foureyes.store._pending import Opening, PendingRuns
 from foureyes.store.tables import gate_open_unknowns, trace_events, trace_runs, trace_texts
 from foureyes.store.trace_list import MAX_LIST, RunFilter, RunSummary, list_query
 from foureyes.store.unknowns import expired_unknown_text
@@ -287,11 +287,7 @@ class SqlTraceWriter:
         params: dict[str, Any] = {"run": trace_id, "count": len(rows), **finish}
         statement = _TAKE_SEQ_AND_FINISH if finish else _TAKE_SEQ
 
-        def work(conn: Connection) -> None:
-            last = conn.execute(statement, params).scalar_one_or_none()
-            if last is None:
-                raise _closed_run_error(conn, operation, trace_id)
-            first = last - len(rows) + 1
+        def insert(conn: Connection, first: int) -> None:
             if rows:
                 conn.execute(
                     _INSERT_EVENT,
@@ -300,7 +296,23 @@ class SqlTraceWriter:
             if kept:
                 conn.execute(self._insert_text, kept)
 
-        await self._pending.run(operation, trace_id, work)
+        def work(conn: Connection) -> None:
+            last = conn.execute(statement, params).scalar_one_or_none()
+            if last is None:
+                raise _closed_run_error(conn, operation, trace_id)
+            insert(conn, last - len(rows) + 1)
+
+        # A header this transaction inserts is inserted numbered (and finished) as the
+        # UPDATE above would leave it: its events are 1..n.
+        header: dict[str, Any] = {"last_seq": len(rows)}
+        if finish:
+            header |= {
+                "finished_at": finish["now"],
+                "outcome": finish["outcome"],
+                "reason": finish["reason"],
+            }
+        opening = Opening(header, lambda conn: insert(conn, 1))
+        await self._pending.run(operation, trace_id, work, opening=opening)
 
     def _event_row(self, event: TraceEvent, texts: dict[str, str]) -> dict[str, Any]:
         """The columns of one event, checked (see :meth:`append`).
