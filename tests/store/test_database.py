@@ -1,14 +1,15 @@
-"""The engine's SQLite settings and its pool: durable commits, no transaction left open."""
+"""The engine's settings and pools: durable commits, no transaction left open, dead connections."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from foureyes.config import PrivacyConfig
-from foureyes.core.errors import StoreDataError
+from foureyes.core.errors import StoreDataError, StoreError
 from foureyes.store._database import Database
 from tests.store._support import OpenStore
 
@@ -76,3 +77,50 @@ async def test_text_the_database_cannot_hold_is_bad_data_not_a_store_outage(
     assert value not in raised.value.detail  # the driver's message quotes the value
     # The store is still fine for the next request.
     assert await store.traces.start_run("probe", conversation_id="ok")
+
+
+async def _backend_pid(db: Database) -> int:
+    async with db.read("pid") as conn:
+        return int((await conn.exec_driver_sql("SELECT pg_backend_pid()")).scalar_one())
+
+
+async def _terminate(url: str, pid: int) -> None:
+    other = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        # Waits (up to 5 s) until the backend is gone.
+        assert await other.fetchval("SELECT pg_terminate_backend($1, 5000)", pid)
+    finally:
+        await other.close()
+
+
+@pytest.mark.postgres
+async def test_an_idle_connection_the_server_dropped_is_replaced_before_use(
+    postgres_url: str,
+) -> None:
+    # Idle for at least the threshold (here 0 s): pinged at checkout, and a dead one
+    # replaced, so the caller never sees it.
+    db = Database.create(postgres_url, timeout_s=5.0, ping_after_idle_s=0.0)
+    try:
+        first = await _backend_pid(db)
+        await _terminate(postgres_url, first)
+        second = await _backend_pid(db)
+    finally:
+        await db.dispose()
+    assert second != first
+
+
+@pytest.mark.postgres
+async def test_a_connection_in_steady_use_is_not_pinged(postgres_url: str) -> None:
+    # Used again well within the threshold: no ping, so a connection the server dropped
+    # meanwhile fails that one transaction (typed, fail closed), and the pool then
+    # connects anew.
+    db = Database.create(postgres_url, timeout_s=5.0, ping_after_idle_s=3600.0)
+    try:
+        first = await _backend_pid(db)
+        await _terminate(postgres_url, first)
+        with pytest.raises(StoreError):
+            await _backend_pid(db)
+        second = await _backend_pid(db)
+    finally:
+        await db.dispose()
+    assert second != first

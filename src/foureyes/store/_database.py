@@ -17,7 +17,13 @@ from alembic.util import CommandError
 from sqlalchemy import Connection, Engine, Insert, Table, create_engine, event, pool
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError, StatementError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DisconnectionError,
+    OperationalError,
+    SQLAlchemyError,
+    StatementError,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 from sqlalchemy.util import await_only as await_
@@ -47,6 +53,8 @@ _CAUGHT: tuple[type[BaseException], ...] = (*_FOREIGN_ERRORS, UnicodeError)
 _MAX_DETAIL = 500
 _T = TypeVar("_T")
 _WRITE_OPTION = "foureyes_write"
+PING_AFTER_IDLE_S = 1.0
+"""A pooled PostgreSQL connection idle this long is checked before it is used again."""
 
 
 class EncodedJSON(str):
@@ -147,7 +155,13 @@ class Database:
 
     @classmethod
     def create(
-        cls, url: str, *, timeout_s: float, group_commit: bool = True, pool_size: int = 20
+        cls,
+        url: str,
+        *,
+        timeout_s: float,
+        group_commit: bool = True,
+        pool_size: int = 20,
+        ping_after_idle_s: float = PING_AFTER_IDLE_S,
     ) -> Database:
         """Build the engine for ``url`` without connecting yet.
 
@@ -158,6 +172,9 @@ class Database:
             group_commit: whether :meth:`run_grouped_write` groups concurrent writes
                 (``False``: each is a :meth:`run_write` of its own).
             pool_size: PostgreSQL's connections in the pool, the most it opens.
+            ping_after_idle_s: a pooled PostgreSQL connection that has been idle this
+                long is pinged before use, and replaced if it is dead (see
+                :func:`_ping_idle_connections`).
 
         Raises:
             ConfigError: the URL is malformed or names an in-memory SQLite database (each
@@ -183,7 +200,6 @@ class Database:
         else:
             engine = create_async_engine(
                 parsed,
-                pool_pre_ping=True,
                 json_serializer=_encode_json,
                 # A fixed pool: connections beyond it would be closed as soon as they
                 # were returned, so a busy process opened (and PostgreSQL forked) one per
@@ -196,6 +212,7 @@ class Database:
                     "server_settings": {"lock_timeout": str(millis)},
                 },
             )
+            _ping_idle_connections(engine, ping_after_idle_s)
         return cls(engine, parsed, timeout_s=timeout_s, group_commit=group_commit)
 
     @property
@@ -515,6 +532,34 @@ def _each_in_savepoint(
 def _one_trip(url: URL) -> URL:
     # aiosqlite's dialect with one trip to its thread per statement (see _sqlite_driver).
     return url.set(drivername=DRIVER_NAME) if url.drivername == "sqlite+aiosqlite" else url
+
+
+def _ping_idle_connections(engine: AsyncEngine, idle_s: float) -> None:
+    """Check a pooled connection before use only when it has been idle ``idle_s`` or more.
+
+    SQLAlchemy's ``pool_pre_ping`` checks every checkout, and asyncpg's ping is a
+    transaction of its own (``BEGIN``, an empty query, ``ROLLBACK``): three round trips
+    before each of a reply's three transactions. A connection in steady use is not
+    checked: if the server went away under it, the statement fails (a StoreError, so the
+    request fails closed), SQLAlchemy marks the pool's connections stale, and the next
+    checkout connects anew. A connection idle for ``idle_s`` (where a restart or a
+    network timeout most likely struck) is pinged, and a dead one is replaced before use.
+    """
+
+    @event.listens_for(engine.sync_engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: ConnectionPoolEntry, _proxy: Any) -> None:
+        since = record.info.get("idle_since")
+        if since is None or time.monotonic() - since < idle_s:
+            return  # new, or in steady use
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            # The pool discards this connection and checks out another (or a new one).
+            raise DisconnectionError(f"a pooled connection idle for {idle_s} s is gone") from exc
 
 
 def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
