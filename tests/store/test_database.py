@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
+from sqlalchemy import Connection, event, text
+from sqlalchemy.pool import Pool
 
 from foureyes.config import PrivacyConfig
-from foureyes.core.errors import StoreDataError, StoreError
+from foureyes.core.errors import StoreDataError, StoreError, UsageError
 from foureyes.store._database import Database
+from tests.helpers.postgres import free_port
 from tests.store._support import OpenStore
 
 
@@ -124,3 +129,135 @@ async def test_a_connection_in_steady_use_is_not_pinged(postgres_url: str) -> No
     finally:
         await db.dispose()
     assert second != first
+
+
+_UPSERT = text(
+    "INSERT INTO counters (k, n) VALUES (:k, 1)"
+    " ON CONFLICT (k) DO UPDATE SET n = counters.n + 1 RETURNING n"
+)
+
+
+async def _counters(db: Database) -> None:
+    await db.run_write(
+        "create",
+        lambda conn: conn.exec_driver_sql("CREATE TABLE counters (k TEXT PRIMARY KEY, n INT)"),
+    )
+
+
+@pytest.fixture
+def postgres_queries() -> Iterator[list[str]]:
+    """Every query asyncpg sends on connections opened meanwhile, BEGIN and COMMIT included."""
+    sent: list[str] = []
+
+    def connected(dbapi_connection: Any, _record: object) -> None:
+        driver = dbapi_connection.driver_connection
+        if isinstance(driver, asyncpg.Connection):
+            driver.add_query_logger(lambda logged: sent.append(logged.query))
+
+    event.listen(Pool, "connect", connected)
+    try:
+        yield sent
+    finally:
+        event.remove(Pool, "connect", connected)
+
+
+@pytest.mark.postgres
+async def test_one_statement_runs_on_postgresql_as_its_own_transaction(
+    postgres_url: str, postgres_queries: list[str]
+) -> None:
+    # No BEGIN and COMMIT around it (two round trips, which a transaction of one
+    # statement sends), and what it wrote is committed: another connection sees it.
+    # (No idle pings here: they would send a BEGIN and ROLLBACK of their own.)
+    db = Database.create(postgres_url, timeout_s=5.0, ping_after_idle_s=3600.0)
+    try:
+        await _counters(db)
+        postgres_queries.clear()
+        await db.run_write("count", lambda conn: conn.execute(_UPSERT, {"k": "a"}))
+        in_transaction = _begin_and_end(postgres_queries)
+        postgres_queries.clear()
+        second = await db.run_statement("count", _UPSERT, {"k": "a"}, write=True)
+        read = await db.run_statement(
+            "read", text("SELECT n FROM counters WHERE k = :k"), {"k": "a"}, write=False
+        )
+        alone = _begin_and_end(postgres_queries)
+    finally:
+        await db.dispose()
+    assert in_transaction == ["BEGIN", "COMMIT"]  # the logger sees them when they are sent
+    assert alone == []
+    assert [tuple(row) for row in second + read] == [(2,), (2,)]
+    other = await asyncpg.connect(postgres_url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        assert await other.fetchval("SELECT n FROM counters WHERE k = 'a'") == 2
+    finally:
+        await other.close()
+
+
+def _begin_and_end(queries: list[str]) -> list[str]:
+    words = [query.strip().rstrip(";").split(" ", 1)[0].upper() for query in queries]
+    return [word for word in words if word in ("BEGIN", "COMMIT", "ROLLBACK")]
+
+
+@pytest.mark.postgres
+async def test_a_failed_statement_writes_nothing_and_leaves_transactions_whole(
+    postgres_url: str,
+) -> None:
+    # One pooled connection: the one the failed statement used, back in its pool, must
+    # again run a transaction that rolls back as a whole.
+    db = Database.create(postgres_url, timeout_s=5.0, pool_size=1)
+    failing = text("INSERT INTO counters (k, n) SELECT 'b', 1 / (:zero)::int")
+    try:
+        await _counters(db)
+        with pytest.raises(StoreError) as raised:
+            await db.run_statement("divide", failing, {"zero": 0}, write=True)
+
+        def half_then_fail(conn: Connection) -> None:
+            conn.execute(_UPSERT, {"k": "c"})
+            raise StoreError("half", "refused mid-way")
+
+        with pytest.raises(StoreError):
+            await db.run_write("half", half_then_fail)
+        left = await db.run_statement("read", text("SELECT k FROM counters"), {}, write=False)
+    finally:
+        await db.dispose()
+    assert raised.value.operation == "divide"
+    assert left == []
+
+
+async def test_one_statement_on_sqlite_reads_and_writes_as_transactions_do(
+    sqlite_url: str,
+) -> None:
+    db = Database.create(sqlite_url, timeout_s=1.0)
+    try:
+        await _counters(db)
+        written = [await db.run_statement("count", _UPSERT, {"k": "a"}, write=True) for _ in "ab"]
+        read = await db.run_statement(
+            "read", text("SELECT n FROM counters WHERE k = :k"), {"k": "a"}, write=False
+        )
+    finally:
+        await db.dispose()
+    assert [tuple(row) for rows in written for row in rows] == [(1,), (2,)]
+    assert [tuple(row) for row in read] == [(2,)]
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+async def test_one_statement_on_a_closed_or_unreachable_store_raises(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "postgres_url")
+    closed = Database.create(url, timeout_s=1.0)
+    await closed.dispose()
+    with pytest.raises(UsageError):
+        await closed.run_statement("read", text("SELECT 1"), {}, write=False)
+    nowhere = (
+        f"sqlite+aiosqlite:///{tmp_path}/missing/store.db"
+        if backend == "sqlite"
+        else f"postgresql+asyncpg://nobody@127.0.0.1:{free_port()}/none"
+    )
+    unreachable = Database.create(nowhere, timeout_s=1.0)
+    try:
+        with pytest.raises(StoreError):
+            await unreachable.run_statement("read", text("SELECT 1"), {}, write=False)
+    finally:
+        await unreachable.dispose()

@@ -14,7 +14,17 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from alembic.util import CommandError
-from sqlalchemy import Connection, Engine, Insert, Table, create_engine, event, pool
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Executable,
+    Insert,
+    Row,
+    Table,
+    create_engine,
+    event,
+    pool,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import (
@@ -139,6 +149,7 @@ class Database:
         self._grouping = group_commit
         self._timeout_s = timeout_s
         self._writer = engine.execution_options(**{_WRITE_OPTION: True})
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._url = url
         sqlite_file = url.get_backend_name() == "sqlite"
         self._sqlite_writes = asyncio.Lock() if sqlite_file else None
@@ -353,6 +364,36 @@ class Database:
                 return self._sqlite_here.run(work)
             except _WouldWait:
                 return await self._sqlite_reader.run(work)
+
+    async def run_statement(
+        self,
+        operation: str,
+        statement: Executable,
+        params: Mapping[str, Any],
+        *,
+        write: bool,
+    ) -> Sequence[Row[Any]]:
+        """Run one statement as a transaction of its own; return every row it returned.
+
+        A single statement is atomic by itself, so on PostgreSQL it runs in autocommit
+        mode, straight on the async connection: no ``BEGIN`` and ``COMMIT`` (or
+        ``ROLLBACK``) around it, two round trips fewer, and no ``run_sync`` hand-off
+        (benchmarks/README.md, "The per-key rate limit"). On SQLite it runs as
+        :meth:`run_write` (``write``) or :meth:`run_read` would run it.
+
+        Raises:
+            StoreError: the database failed (see :func:`translate_errors`).
+            UsageError: the store is closed.
+        """
+
+        def work(conn: Connection) -> Sequence[Row[Any]]:
+            return conn.execute(statement, params).all()
+
+        if self._sqlite_here is not None:
+            return await (self.run_write if write else self.run_read)(operation, work)
+        self._check_open(operation)
+        async with translate_errors(operation, self._url), self._autocommit.connect() as conn:
+            return (await conn.execute(statement, params)).all()
 
     @contextlib.asynccontextmanager
     async def read(self, operation: str) -> AsyncIterator[AsyncConnection]:

@@ -95,13 +95,10 @@ class SqlRateBuckets:
             "burst": float(burst),
             "first_tokens": float(burst) - 1.0,
         }
-        statement = self._statement
-
-        def work(conn: Connection) -> BucketTake:
-            granted, tokens = conn.execute(statement, params).one()
-            return BucketTake(granted=bool(granted), tokens=float(tokens))
-
-        return await self._db.run_write("rate_limit", work)
+        # One statement, atomic on the key's row: a transaction of its own. The update
+        # has no condition, so it returns the key's row whether inserted or updated.
+        rows = await self._db.run_statement("rate_limit", self._statement, params, write=True)
+        return BucketTake(granted=bool(rows[0].granted), tokens=float(rows[0].tokens))
 
     async def forget_full(self, *, rate_per_s: float, burst: int) -> int:
         """Delete every bucket that has refilled to ``burst``; the number deleted.

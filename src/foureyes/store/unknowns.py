@@ -143,9 +143,7 @@ class SqlOpenUnknowns:
             return ()
         params = {"conversation": conversation_id, "limit": limit}
         now = self._now()
-        rows = await self._db.run_read(
-            "open_unknowns", lambda conn: conn.execute(_OPEN, params).all()
-        )
+        rows = await self._db.run_statement("open_unknowns", _OPEN, params, write=False)
         return tuple(self._entry(row, now) for row in rows)
 
     async def add(self, conversation_id: str, texts: Sequence[str], *, trace_id: str) -> None:
