@@ -294,3 +294,43 @@ async def test_a_failed_reserve_leaves_nothing_half_written(
     assert caught.value.operation == "reserve"
     assert await store.ledger.usage("route:flash", TODAY) == _usage(0, 0.0, 0, 0.0)
     await store.ledger.reserve(limit, calls=1, usd=0.5)
+
+
+async def test_a_cancelled_reserve_holds_no_room(
+    open_store: OpenStore, store_url: str, clock: ManualClock
+) -> None:
+    # Cancelled once its transaction is under way (it runs to its end regardless): the
+    # reservation it made is released, so the day's room is not held by nobody.
+    store = await open_store(store_url, clock=clock)
+    limit = SpendLimit("route:flash", max_calls=1)
+    reserving = asyncio.create_task(store.ledger.reserve(limit, calls=1, usd=0.5))
+    for _ in range(3):  # into the write path: the statement is queued or running
+        await asyncio.sleep(0)
+    reserving.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reserving
+    await store.ledger.aclose()
+
+    assert await store.ledger.usage("route:flash", TODAY) == _usage(0, 0.0, 0, 0.0)
+    await store.ledger.reserve(limit, calls=1, usd=0.5)  # the one call's room is free
+
+
+async def test_ledger_writes_share_the_group_commit_on_sqlite_only(
+    open_store: OpenStore, store_url: str, clock: ManualClock
+) -> None:
+    # SQLite admits one writer at a time, so concurrent reservations may share a
+    # transaction and its log sync; on PostgreSQL two processes' groups could wait for
+    # each other's day rows, so each reservation is a transaction of its own.
+    store = await open_store(store_url, clock=clock)
+    limit = SpendLimit("route:flash", max_calls=100)
+    before = store.group_commits
+
+    won, lost = await _outcomes(store.ledger, limit, 20)
+
+    after = store.group_commits
+    assert len(won) == 20 and not lost
+    if store_url.startswith("sqlite"):
+        assert after.writes - before.writes == 20
+        assert after.rounds - before.rounds < 20
+    else:
+        assert after == before

@@ -328,6 +328,23 @@ class Database:
         async with translate_errors(operation, self._url):
             return await self._group.submit(work)
 
+    async def run_shared_write(self, operation: str, work: Callable[[Connection], _T]) -> _T:
+        """:meth:`run_write` for a write to rows that concurrent writes share (daily sums).
+
+        On SQLite it joins the group commit (:meth:`run_grouped_write`): the file's one
+        write lock admits one transaction at a time, so no two groups can wait for each
+        other's rows. On PostgreSQL, where a group holding one shared row could wait for
+        another process's group holding the next, it is a transaction of its own. ``work``
+        must act only through the connection (it may run twice, as a grouped write may).
+
+        Raises:
+            StoreError: as :meth:`run_grouped_write` and :meth:`run_write`.
+            UsageError: the store is closed.
+        """
+        if self._sqlite_here is None:
+            return await self.run_write(operation, work)
+        return await self.run_grouped_write(operation, work)
+
     @property
     def group_commits(self) -> GroupCommits:
         """How many grouped transactions ran and how many writes they held."""

@@ -238,7 +238,12 @@ class Store:
         )
 
     async def close(self) -> None:
-        """Close every connection; the store and its writer and ledger are unusable after."""
+        """Close every connection; the store and its writer and ledger are unusable after.
+
+        Reservations whose callers were cancelled are released first (see
+        :meth:`SqlSpendLedger.reserve`).
+        """
+        await self._ledger.aclose()
         await self._db.dispose()
 
     async def __aenter__(self) -> Store:

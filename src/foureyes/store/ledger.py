@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import math
 import uuid
 from typing import Any
 
-from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import BigInteger, ColumnElement, Connection, Update, bindparam, select, update
 
 from foureyes.core.budget import Reservation, SpendLimit, SpendUsage, utc_day
 from foureyes.core.errors import BudgetExhausted, StoreError, UsageError
@@ -19,6 +19,9 @@ from foureyes.store.tables import spend_days, spend_reservations
 __all__ = ["SqlSpendLedger"]
 
 _NANO = 1_000_000_000
+
+_days = spend_days.c
+_reservations = spend_reservations.c
 
 
 def _nano(usd: float, what: str) -> int:
@@ -31,6 +34,60 @@ def _count(calls: int, what: str) -> int:
     if calls < 0:
         raise UsageError(f"{what} must not be negative, got {calls!r}")
     return calls
+
+
+# The statements are built once, with their values as parameters: building a statement
+# per call cost more than running it (benchmarks/README.md, "Daily budgets").
+# In an UPDATE a parameter named after a column would set that column: none is.
+_DAY = (_days.key == bindparam("ledger_key")) & (_days.day == bindparam("ledger_day"))
+
+
+def _reserve_statement(calls_limited: bool, usd_limited: bool) -> Update:
+    """Add to the day's reserved sums only if every limit that is set still holds."""
+    calls = bindparam("add_calls", type_=BigInteger)
+    usd = bindparam("add_usd_nano", type_=BigInteger)
+    where: list[ColumnElement[bool]] = [_DAY]
+    if calls_limited:
+        where.append(_days.calls + _days.reserved_calls + calls <= bindparam("max_calls"))
+    if usd_limited:
+        where.append(_days.usd_nano + _days.reserved_usd_nano + usd <= bindparam("max_usd_nano"))
+    return (
+        update(spend_days)
+        .where(*where)
+        .values(
+            reserved_calls=_days.reserved_calls + calls,
+            reserved_usd_nano=_days.reserved_usd_nano + usd,
+        )
+    )
+
+
+_RESERVE = {
+    (calls, usd): _reserve_statement(calls, usd) for calls in (False, True) for usd in (False, True)
+}
+_NEW_RESERVATION = spend_reservations.insert()
+_SETTLE = (
+    update(spend_reservations)
+    .where(_reservations.id == bindparam("reservation"), _reservations.state == "reserved")
+    .values(
+        state=bindparam("new_state"),
+        used_calls=bindparam("settled_calls", type_=BigInteger),
+        used_usd_nano=bindparam("settled_usd_nano", type_=BigInteger),
+        settled_at=bindparam("settled", type_=_reservations.settled_at.type),
+    )
+    .returning(_reservations.key, _reservations.day, _reservations.calls, _reservations.usd_nano)
+)
+_MOVE_TO_USED = (
+    update(spend_days)
+    .where(_DAY)
+    .values(
+        calls=_days.calls + bindparam("used_calls", type_=BigInteger),
+        usd_nano=_days.usd_nano + bindparam("used_usd", type_=BigInteger),
+        reserved_calls=_days.reserved_calls - bindparam("held_calls", type_=BigInteger),
+        reserved_usd_nano=_days.reserved_usd_nano - bindparam("held_usd", type_=BigInteger),
+    )
+)
+_USAGE = select(spend_days).where(_DAY)
+_STATE = select(_reservations.state).where(_reservations.id == bindparam("reservation"))
 
 
 class SqlSpendLedger:
@@ -47,12 +104,24 @@ class SqlSpendLedger:
     and changes nothing, so a retry can never count a call twice. A commit records what
     the call really used even beyond the limit (the call has happened); limits bind the
     next reservation. Amounts are kept in whole nano-dollars, so sums are exact.
-    Get one from :attr:`foureyes.store.Store.ledger`.
+    Each transaction is a :meth:`~foureyes.store._database.Database.run_shared_write`: on
+    SQLite it shares the group commit with the runs' records. Get one from
+    :attr:`foureyes.store.Store.ledger`.
     """
 
     def __init__(self, db: Database, *, clock: WallClock = utc_now) -> None:
         self._db = db
         self._clock = clock
+        self._first_of_day = db.insert_ignoring_conflict_of(spend_days, ["key", "day"]).values(
+            key=bindparam("ledger_key"),
+            day=bindparam("ledger_day"),
+            calls=0,
+            usd_nano=0,
+            reserved_calls=0,
+            reserved_usd_nano=0,
+        )
+        # Reservations of cancelled callers: being written, then being released.
+        self._orphans: set[asyncio.Future[None]] = set()
 
     async def reserve(self, limit: SpendLimit, *, calls: int, usd: float) -> Reservation:
         """Reserve room for a call against ``limit`` on the current UTC day.
@@ -66,59 +135,73 @@ class SqlSpendLedger:
             BudgetExhausted: the call would exceed a daily limit; nothing is reserved.
             StoreError: the ledger cannot be read or written; nothing is reserved.
             UsageError: ``calls`` or ``usd`` is negative or not finite.
+
+        If the caller is cancelled meanwhile, the transaction still runs to its end, and a
+        reservation it made is released at once (:meth:`aclose` waits for that).
         """
         calls = _count(calls, "reserved calls")
         usd_nano = _nano(usd, "reserved usd")
         now = require_utc(self._clock(), "the ledger clock")
         day = utc_day(now)
-        where = [spend_days.c.key == limit.key, spend_days.c.day == day]
+        params: dict[str, Any] = {
+            "ledger_key": limit.key,
+            "ledger_day": day,
+            "add_calls": calls,
+            "add_usd_nano": usd_nano,
+        }
         if limit.max_calls is not None:
-            where.append(
-                spend_days.c.calls + spend_days.c.reserved_calls + calls <= limit.max_calls
-            )
+            params["max_calls"] = limit.max_calls
         if limit.max_usd is not None:
-            where.append(
-                spend_days.c.usd_nano + spend_days.c.reserved_usd_nano + usd_nano
-                <= _nano(limit.max_usd, "max_usd")
-            )
+            params["max_usd_nano"] = _nano(limit.max_usd, "max_usd")
+        take = _RESERVE[limit.max_calls is not None, limit.max_usd is not None]
         reservation = Reservation(id=uuid.uuid4().hex, key=limit.key, day=day, calls=calls, usd=usd)
-        async with self._db.write("reserve") as conn:
-            await conn.execute(
-                self._db.insert_ignoring_conflict(
-                    spend_days,
-                    {
-                        "key": limit.key,
-                        "day": day,
-                        "calls": 0,
-                        "usd_nano": 0,
-                        "reserved_calls": 0,
-                        "reserved_usd_nano": 0,
-                    },
-                    ["key", "day"],
-                )
-            )
-            taken = await conn.execute(
-                update(spend_days)
-                .where(*where)
-                .values(
-                    reserved_calls=spend_days.c.reserved_calls + calls,
-                    reserved_usd_nano=spend_days.c.reserved_usd_nano + usd_nano,
-                )
-            )
-            if taken.rowcount != 1:
-                raise await _exhausted(conn, limit, day, calls, usd_nano)
-            await conn.execute(
-                spend_reservations.insert().values(
-                    id=reservation.id,
-                    key=limit.key,
-                    day=day,
-                    calls=calls,
-                    usd_nano=usd_nano,
-                    state="reserved",
-                    created_at=now,
-                )
-            )
+        row = {
+            "id": reservation.id,
+            "key": limit.key,
+            "day": day,
+            "calls": calls,
+            "usd_nano": usd_nano,
+            "state": "reserved",
+            "created_at": now,
+        }
+
+        def work(conn: Connection) -> None:
+            conn.execute(self._first_of_day, params)
+            if conn.execute(take, params).rowcount != 1:
+                raise _exhausted(conn, limit, day, calls, usd_nano)
+            conn.execute(_NEW_RESERVATION, row)
+
+        written = asyncio.ensure_future(self._db.run_shared_write("reserve", work))
+        try:
+            await asyncio.shield(written)
+        except asyncio.CancelledError:
+            # The transaction runs to its end whatever happens here (on SQLite, on the
+            # writer thread). A reservation nobody will settle would hold its room until
+            # the day ends, so if it was made it is released as soon as it is.
+            self._orphans.add(written)
+            written.add_done_callback(lambda done: self._give_back(done, reservation))
+            raise
         return reservation
+
+    def _give_back(self, written: asyncio.Future[None], reservation: Reservation) -> None:
+        self._orphans.discard(written)
+        if written.cancelled() or written.exception() is not None:
+            return  # nothing was reserved
+        release = asyncio.ensure_future(self.release(reservation))
+        self._orphans.add(release)
+        release.add_done_callback(self._released)
+
+    def _released(self, release: asyncio.Future[None]) -> None:
+        self._orphans.discard(release)
+        if not release.cancelled():
+            # A release the store refused leaves the room held until the day ends: more
+            # restrictive, never less, so it is not raised anywhere.
+            release.exception()
+
+    async def aclose(self) -> None:
+        """Wait until the reservations of cancelled callers are written and released."""
+        while self._orphans:
+            await asyncio.gather(*self._orphans, return_exceptions=True)
 
     async def commit(self, reservation: Reservation, *, calls: int, usd: float) -> None:
         """Record what the reserved call used and drop the reservation, in one transaction.
@@ -147,12 +230,10 @@ class SqlSpendLedger:
         Raises:
             StoreError: the ledger cannot be read.
         """
-        async with self._db.read("usage") as conn:
-            row = (
-                await conn.execute(
-                    select(spend_days).where(spend_days.c.key == key, spend_days.c.day == day)
-                )
-            ).first()
+        rows = await self._db.run_statement(
+            "usage", _USAGE, {"ledger_key": key, "ledger_day": day}, write=False
+        )
+        row = rows[0] if rows else None
         if row is None:
             return SpendUsage(
                 key=key, day=day, calls=0, usd=0.0, reserved_calls=0, reserved_usd=0.0
@@ -170,55 +251,42 @@ class SqlSpendLedger:
         self, operation: str, reservation: Reservation, used_calls: int, used_nano: int
     ) -> None:
         now = require_utc(self._clock(), "the ledger clock")
-        state = "committed" if operation == "commit" else "released"
-        async with self._db.write(operation) as conn:
+        committing = operation == "commit"
+        settle = {
+            "reservation": reservation.id,
+            "new_state": "committed" if committing else "released",
+            "settled_calls": used_calls if committing else None,
+            "settled_usd_nano": used_nano if committing else None,
+            "settled": now,
+        }
+
+        def work(conn: Connection) -> None:
             # Flipping the state is the first write: of two concurrent settlements of the
             # same reservation exactly one matches ``state = 'reserved'``.
-            held = (
-                await conn.execute(
-                    update(spend_reservations)
-                    .where(
-                        spend_reservations.c.id == reservation.id,
-                        spend_reservations.c.state == "reserved",
-                    )
-                    .values(
-                        state=state,
-                        used_calls=used_calls if operation == "commit" else None,
-                        used_usd_nano=used_nano if operation == "commit" else None,
-                        settled_at=now,
-                    )
-                    .returning(
-                        spend_reservations.c.key,
-                        spend_reservations.c.day,
-                        spend_reservations.c.calls,
-                        spend_reservations.c.usd_nano,
-                    )
-                )
-            ).first()
+            held = conn.execute(_SETTLE, settle).first()
             if held is None:
-                raise await _unsettled_error(conn, operation, reservation.id)
+                raise _unsettled_error(conn, operation, reservation.id)
             # The row's own amounts are returned, not the caller's copy: the database is
             # the record of what was reserved.
-            await conn.execute(
-                update(spend_days)
-                .where(spend_days.c.key == held.key, spend_days.c.day == held.day)
-                .values(
-                    calls=spend_days.c.calls + used_calls,
-                    usd_nano=spend_days.c.usd_nano + used_nano,
-                    reserved_calls=spend_days.c.reserved_calls - held.calls,
-                    reserved_usd_nano=spend_days.c.reserved_usd_nano - held.usd_nano,
-                )
+            conn.execute(
+                _MOVE_TO_USED,
+                {
+                    "ledger_key": held.key,
+                    "ledger_day": held.day,
+                    "used_calls": used_calls,
+                    "used_usd": used_nano,
+                    "held_calls": held.calls,
+                    "held_usd": held.usd_nano,
+                },
             )
 
+        await self._db.run_shared_write(operation, work)
 
-async def _exhausted(
-    conn: AsyncConnection, limit: SpendLimit, day: dt.date, calls: int, usd_nano: int
+
+def _exhausted(
+    conn: Connection, limit: SpendLimit, day: dt.date, calls: int, usd_nano: int
 ) -> BudgetExhausted:
-    row: Any = (
-        await conn.execute(
-            select(spend_days).where(spend_days.c.key == limit.key, spend_days.c.day == day)
-        )
-    ).one()
+    row: Any = conn.execute(_USAGE, {"ledger_key": limit.key, "ledger_day": day}).one()
     calls_after = row.calls + row.reserved_calls + calls
     if limit.max_calls is not None and (limit.max_usd is None or calls_after > limit.max_calls):
         return BudgetExhausted(f"{limit.key} daily calls", calls_after, limit.max_calls)
@@ -228,14 +296,8 @@ async def _exhausted(
     return BudgetExhausted(f"{limit.key} daily usd", usd_after, limit.max_usd)
 
 
-async def _unsettled_error(
-    conn: AsyncConnection, operation: str, reservation_id: str
-) -> StoreError:
-    state = (
-        await conn.execute(
-            select(spend_reservations.c.state).where(spend_reservations.c.id == reservation_id)
-        )
-    ).scalar_one_or_none()
+def _unsettled_error(conn: Connection, operation: str, reservation_id: str) -> StoreError:
+    state = conn.execute(_STATE, {"reservation": reservation_id}).scalar_one_or_none()
     if state is None:
         return StoreError(operation, f"reservation {reservation_id!r} is unknown")
     return StoreError(operation, f"reservation {reservation_id!r} is already {state}")
