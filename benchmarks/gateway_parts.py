@@ -264,6 +264,7 @@ class Servers:
         store_url: str | None = None,
         workers: int = 1,
         shared_limits: bool = False,
+        budgets: bool = False,
     ) -> str:
         """Start ``foureyes serve`` (its own SQLite store unless ``store_url``); return its URL."""
         port = free_port()
@@ -280,6 +281,7 @@ class Servers:
                 transport,
                 group_commit,
                 shared_limits,
+                budgets,
             )
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith("FOUREYES_")}
@@ -297,6 +299,13 @@ class Servers:
             stop_process(process)
 
 
+_BUDGET = (
+    "daily_calls = 1000000000\ndaily_budget_usd = 1000000.0\n"
+    "price_in = 0.000001\nprice_out = 0.000002\n"
+)
+"""Daily limits no run reaches, on one route: every call still goes through the ledger."""
+
+
 def gateway_toml(
     sim_url: str,
     store_url: str,
@@ -305,12 +314,15 @@ def gateway_toml(
     transport: str = "lean",
     group_commit: bool = True,
     shared_limits: bool = False,
+    budgets: bool = False,
 ) -> str:
     """A ``foureyes.toml``: Counselor and Supervisor (and L1, if asked) on the simulator.
 
     ``transport`` is the routes' (``lean``, the shipped default; ``aiohttp``: the ``openai``
     SDK); ``group_commit`` the store's (on by default); ``shared_limits`` keeps the per-key
-    rate limit in the store (as several workers need it) instead of in memory.
+    rate limit in the store (as several workers need it) instead of in memory; ``budgets``
+    gives every route a daily call limit and a daily spend limit (with prices), both far
+    above what a run uses, so each model call reserves and settles in the ledger.
     """
     routes = {"counselor": "counselor-sim", "supervisor": "supervisor-sim", "risk": "risk-sim"}
     grouped = str(group_commit).lower()
@@ -319,6 +331,7 @@ def gateway_toml(
         lines.append(
             f'[routes.{name}]\nkind = "openai"\nbase_url = "{sim_url}"\nmodel = "{model}"\n'
             f'transport = "{transport}"\n'
+            + (_BUDGET if budgets else "")
         )
     roles = 'counselor = "counselor"\nsupervisor = "supervisor"\n'
     if risk_on_simulator:
