@@ -20,3 +20,9 @@ class OpenStore(Protocol):
         environ: Mapping[str, str] | None = None,
         **options: Any,
     ) -> Awaitable[Store]: ...
+
+
+def begin_and_end(queries: list[str]) -> list[str]:
+    """The transaction statements among ``queries`` (the ``postgres_queries`` fixture's)."""
+    words = [query.strip().rstrip(";").split(" ", 1)[0].upper() for query in queries]
+    return [word for word in words if word in ("BEGIN", "COMMIT", "ROLLBACK")]

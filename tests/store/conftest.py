@@ -1,4 +1,7 @@
-"""Store fixtures: a URL per backend, a clock, stores closed after each test, the SQL sent."""
+"""Store fixtures: a URL per backend, a clock, stores closed after each test, the SQL sent.
+
+The SQL sent: every engine's statements, and asyncpg's queries with BEGIN and COMMIT.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +9,10 @@ import datetime as dt
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
+import asyncpg
 import pytest
 from sqlalchemy import Engine, event
+from sqlalchemy.pool import Pool
 
 from foureyes.config import PrivacyConfig, StoreConfig
 from foureyes.store import Store
@@ -56,3 +61,20 @@ def statements() -> Iterator[list[str]]:
         yield sent
     finally:
         event.remove(Engine, "before_cursor_execute", note)
+
+
+@pytest.fixture
+def postgres_queries() -> Iterator[list[str]]:
+    """Every query asyncpg sends on connections opened meanwhile, BEGIN and COMMIT included."""
+    sent: list[str] = []
+
+    def connected(dbapi_connection: Any, _record: object) -> None:
+        driver = dbapi_connection.driver_connection
+        if isinstance(driver, asyncpg.Connection):
+            driver.add_query_logger(lambda logged: sent.append(logged.query))
+
+    event.listen(Pool, "connect", connected)
+    try:
+        yield sent
+    finally:
+        event.remove(Pool, "connect", connected)

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import asyncpg
 import pytest
-from sqlalchemy import Connection, event, text
-from sqlalchemy.pool import Pool
+from sqlalchemy import Connection, text
 
 from foureyes.config import PrivacyConfig
 from foureyes.core.errors import StoreDataError, StoreError, UsageError
 from foureyes.store._database import Database
 from tests.helpers.postgres import free_port
-from tests.store._support import OpenStore
+from tests.store._support import OpenStore, begin_and_end
 
 
 async def test_sqlite_commits_sync_the_log_every_time(sqlite_url: str) -> None:
@@ -144,23 +141,6 @@ async def _counters(db: Database) -> None:
     )
 
 
-@pytest.fixture
-def postgres_queries() -> Iterator[list[str]]:
-    """Every query asyncpg sends on connections opened meanwhile, BEGIN and COMMIT included."""
-    sent: list[str] = []
-
-    def connected(dbapi_connection: Any, _record: object) -> None:
-        driver = dbapi_connection.driver_connection
-        if isinstance(driver, asyncpg.Connection):
-            driver.add_query_logger(lambda logged: sent.append(logged.query))
-
-    event.listen(Pool, "connect", connected)
-    try:
-        yield sent
-    finally:
-        event.remove(Pool, "connect", connected)
-
-
 @pytest.mark.postgres
 async def test_one_statement_runs_on_postgresql_as_its_own_transaction(
     postgres_url: str, postgres_queries: list[str]
@@ -173,13 +153,13 @@ async def test_one_statement_runs_on_postgresql_as_its_own_transaction(
         await _counters(db)
         postgres_queries.clear()
         await db.run_write("count", lambda conn: conn.execute(_UPSERT, {"k": "a"}))
-        in_transaction = _begin_and_end(postgres_queries)
+        in_transaction = begin_and_end(postgres_queries)
         postgres_queries.clear()
         second = await db.run_statement("count", _UPSERT, {"k": "a"}, write=True)
         read = await db.run_statement(
             "read", text("SELECT n FROM counters WHERE k = :k"), {"k": "a"}, write=False
         )
-        alone = _begin_and_end(postgres_queries)
+        alone = begin_and_end(postgres_queries)
     finally:
         await db.dispose()
     assert in_transaction == ["BEGIN", "COMMIT"]  # the logger sees them when they are sent
@@ -190,11 +170,6 @@ async def test_one_statement_runs_on_postgresql_as_its_own_transaction(
         assert await other.fetchval("SELECT n FROM counters WHERE k = 'a'") == 2
     finally:
         await other.close()
-
-
-def _begin_and_end(queries: list[str]) -> list[str]:
-    words = [query.strip().rstrip(";").split(" ", 1)[0].upper() for query in queries]
-    return [word for word in words if word in ("BEGIN", "COMMIT", "ROLLBACK")]
 
 
 @pytest.mark.postgres

@@ -12,7 +12,7 @@ from foureyes.core.budget import Reservation, SpendLedger, SpendLimit, SpendUsag
 from foureyes.core.errors import BudgetExhausted, StoreError, UsageError
 from foureyes.store import SqlSpendLedger
 from tests.helpers.clock import ManualClock
-from tests.store._support import OpenStore
+from tests.store._support import OpenStore, begin_and_end
 
 TODAY = dt.date(2026, 3, 14)
 
@@ -34,9 +34,9 @@ async def _outcomes(
 
 
 async def test_reserve_commit_release_arithmetic(
-    open_store: OpenStore, sqlite_url: str, clock: ManualClock
+    open_store: OpenStore, store_url: str, clock: ManualClock
 ) -> None:
-    store = await open_store(sqlite_url, clock=clock)
+    store = await open_store(store_url, clock=clock)
     ledger: SpendLedger = store.ledger
     limit = SpendLimit("route:flash", max_calls=10, max_usd=1.0)
 
@@ -53,15 +53,15 @@ async def test_reserve_commit_release_arithmetic(
     assert first.id != second.id
 
 
-async def test_unused_key_reads_as_zero(open_store: OpenStore, sqlite_url: str) -> None:
-    store = await open_store(sqlite_url)
+async def test_unused_key_reads_as_zero(open_store: OpenStore, store_url: str) -> None:
+    store = await open_store(store_url)
     assert await store.ledger.usage("route:flash", TODAY) == _usage(0, 0.0, 0, 0.0)
 
 
 async def test_call_limit_counts_reservations_and_frees_on_release(
-    open_store: OpenStore, sqlite_url: str, clock: ManualClock
+    open_store: OpenStore, store_url: str, clock: ManualClock
 ) -> None:
-    store = await open_store(sqlite_url, clock=clock)
+    store = await open_store(store_url, clock=clock)
     limit = SpendLimit("route:flash", max_calls=2)
     held = await store.ledger.reserve(limit, calls=1, usd=0)
     done = await store.ledger.reserve(limit, calls=1, usd=0)
@@ -78,9 +78,9 @@ async def test_call_limit_counts_reservations_and_frees_on_release(
 
 
 async def test_usd_limit_is_exact_to_the_cent(
-    open_store: OpenStore, sqlite_url: str, clock: ManualClock
+    open_store: OpenStore, store_url: str, clock: ManualClock
 ) -> None:
-    store = await open_store(sqlite_url, clock=clock)
+    store = await open_store(store_url, clock=clock)
     limit = SpendLimit("route:flash", max_usd=0.3)
     # 0.1 + 0.1 + 0.1 > 0.3 in floats; the ledger sums whole nano-dollars instead.
     for _ in range(3):
@@ -95,9 +95,9 @@ async def test_usd_limit_is_exact_to_the_cent(
 
 
 async def test_no_limit_means_unlimited_and_zero_means_none(
-    open_store: OpenStore, sqlite_url: str, clock: ManualClock
+    open_store: OpenStore, store_url: str, clock: ManualClock
 ) -> None:
-    store = await open_store(sqlite_url, clock=clock)
+    store = await open_store(store_url, clock=clock)
     for _ in range(25):
         await store.ledger.reserve(SpendLimit("route:flash"), calls=1, usd=5.0)
 
@@ -111,18 +111,18 @@ async def test_no_limit_means_unlimited_and_zero_means_none(
 
 
 async def test_keys_are_counted_apart(
-    open_store: OpenStore, sqlite_url: str, clock: ManualClock
+    open_store: OpenStore, store_url: str, clock: ManualClock
 ) -> None:
-    store = await open_store(sqlite_url, clock=clock)
+    store = await open_store(store_url, clock=clock)
     await store.ledger.reserve(SpendLimit("route:flash", max_calls=1), calls=1, usd=0)
     await store.ledger.reserve(SpendLimit("route:pro", max_calls=1), calls=1, usd=0)
     assert (await store.ledger.usage("route:pro", TODAY)).reserved_calls == 1
 
 
 async def test_a_commit_records_real_use_even_beyond_the_limit(
-    open_store: OpenStore, sqlite_url: str, clock: ManualClock
+    open_store: OpenStore, store_url: str, clock: ManualClock
 ) -> None:
-    store = await open_store(sqlite_url, clock=clock)
+    store = await open_store(store_url, clock=clock)
     limit = SpendLimit("route:flash", max_usd=0.5)
     reservation = await store.ledger.reserve(limit, calls=1, usd=0.4)
 
@@ -134,9 +134,9 @@ async def test_a_commit_records_real_use_even_beyond_the_limit(
 
 
 async def test_settling_twice_or_unknown_is_an_error_and_never_counts_twice(
-    open_store: OpenStore, sqlite_url: str, clock: ManualClock
+    open_store: OpenStore, store_url: str, clock: ManualClock
 ) -> None:
-    store = await open_store(sqlite_url, clock=clock)
+    store = await open_store(store_url, clock=clock)
     limit = SpendLimit("route:flash", max_calls=5)
     committed = await store.ledger.reserve(limit, calls=1, usd=0.1)
     released = await store.ledger.reserve(limit, calls=1, usd=0.1)
@@ -183,13 +183,13 @@ async def test_negative_or_non_finite_amounts_are_usage_errors(
 
 
 async def test_limits_reset_at_the_utc_day_boundary(
-    open_store: OpenStore, sqlite_url: str, clock: ManualClock
+    open_store: OpenStore, store_url: str, clock: ManualClock
 ) -> None:
     limit = SpendLimit("route:flash", max_calls=1)
     # 07:59 in Taipei is still the previous UTC day.
     taipei = dt.timezone(dt.timedelta(hours=8))
     clock.now = dt.datetime(2026, 3, 15, 7, 59, 59, tzinfo=taipei)
-    store = await open_store(sqlite_url, clock=clock)
+    store = await open_store(store_url, clock=clock)
     late = await store.ledger.reserve(limit, calls=1, usd=0)
     with pytest.raises(BudgetExhausted):
         await store.ledger.reserve(limit, calls=1, usd=0)
@@ -334,3 +334,35 @@ async def test_ledger_writes_share_the_group_commit_on_sqlite_only(
         assert after.rounds - before.rounds < 20
     else:
         assert after == before
+
+
+@pytest.mark.postgres
+async def test_on_postgresql_a_reserve_and_a_settlement_are_one_statement_each(
+    open_store: OpenStore,
+    postgres_url: str,
+    statements: list[str],
+    postgres_queries: list[str],
+    clock: ManualClock,
+) -> None:
+    # Each is atomic by itself, so no transaction is opened around it (no COMMIT; a ping
+    # of an idle pooled connection is a BEGIN and ROLLBACK of its own); the day's first
+    # reservation also inserts the day's row, and a refusal reads the day to say why.
+    store = await open_store(postgres_url, clock=clock)
+    limit = SpendLimit("route:flash", max_calls=3)
+    first = await store.ledger.reserve(limit, calls=1, usd=0.01)
+    statements.clear()
+    postgres_queries.clear()
+
+    second = await store.ledger.reserve(limit, calls=1, usd=0.01)
+    await store.ledger.commit(first, calls=1, usd=0.02)
+    await store.ledger.release(second)
+    sent = list(statements)
+    taken = await store.ledger.reserve(limit, calls=1, usd=0.01)
+    await store.ledger.reserve(limit, calls=1, usd=0.01)
+    with pytest.raises(BudgetExhausted):
+        await store.ledger.reserve(limit, calls=1, usd=0.01)
+
+    assert len(sent) == 3, sent
+    assert "COMMIT" not in begin_and_end(postgres_queries)
+    assert await store.ledger.usage("route:flash", TODAY) == _usage(1, 0.02, 2, 0.02)
+    await store.ledger.release(taken)

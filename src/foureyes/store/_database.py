@@ -390,7 +390,7 @@ class Database:
         *,
         write: bool,
     ) -> Sequence[Row[Any]]:
-        """Run one statement as a transaction of its own; return every row it returned.
+        """Run one statement as a transaction of its own; return every row it returned (if any).
 
         A single statement is atomic by itself, so on PostgreSQL it runs in autocommit
         mode, straight on the async connection: no ``BEGIN`` and ``COMMIT`` (or
@@ -404,13 +404,15 @@ class Database:
         """
 
         def work(conn: Connection) -> Sequence[Row[Any]]:
-            return conn.execute(statement, params).all()
+            result = conn.execute(statement, params)
+            return result.all() if result.returns_rows else ()
 
         if self._sqlite_here is not None:
             return await (self.run_write if write else self.run_read)(operation, work)
         self._check_open(operation)
         async with translate_errors(operation, self._url), self._autocommit.connect() as conn:
-            return (await conn.execute(statement, params)).all()
+            result = await conn.execute(statement, params)
+            return result.all() if result.returns_rows else ()
 
     @contextlib.asynccontextmanager
     async def read(self, operation: str) -> AsyncIterator[AsyncConnection]:

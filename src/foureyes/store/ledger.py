@@ -6,9 +6,22 @@ import asyncio
 import datetime as dt
 import math
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, ColumnElement, Connection, Update, bindparam, select, update
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Connection,
+    Insert,
+    String,
+    Update,
+    bindparam,
+    insert,
+    literal,
+    select,
+    update,
+)
 
 from foureyes.core.budget import Reservation, SpendLimit, SpendUsage, utc_day
 from foureyes.core.errors import BudgetExhausted, StoreError, UsageError
@@ -90,6 +103,40 @@ _USAGE = select(spend_days).where(_DAY)
 _STATE = select(_reservations.state).where(_reservations.id == bindparam("reservation"))
 
 
+# On PostgreSQL a reserve and a settlement are each one statement (a data-modifying
+# ``WITH``), run without a transaction around it (``Database.run_statement``): atomic by
+# itself, and a transaction of two or three statements cost more than its work.
+def _reserve_in_one(take: Update) -> Insert:
+    """Take the room and insert the reservation, or do neither: no row when refused."""
+    taken = take.returning(_days.key, _days.day).cte("taken")
+    chosen = select(
+        bindparam("reservation", type_=String),
+        taken.c.key,
+        taken.c.day,
+        bindparam("add_calls", type_=BigInteger),
+        bindparam("add_usd_nano", type_=BigInteger),
+        literal("reserved", String),
+        bindparam("created", type_=_reservations.created_at.type),
+    )
+    columns = ["id", "key", "day", "calls", "usd_nano", "state", "created_at"]
+    return insert(spend_reservations).from_select(columns, chosen).returning(_reservations.id)
+
+
+_RESERVE_IN_ONE = {limits: _reserve_in_one(take) for limits, take in _RESERVE.items()}
+_held = _SETTLE.cte("held")
+_SETTLE_IN_ONE = (
+    update(spend_days)
+    .where(_days.key == _held.c.key, _days.day == _held.c.day)
+    .values(
+        calls=_days.calls + bindparam("used_calls", type_=BigInteger),
+        usd_nano=_days.usd_nano + bindparam("used_usd", type_=BigInteger),
+        reserved_calls=_days.reserved_calls - _held.c.calls,
+        reserved_usd_nano=_days.reserved_usd_nano - _held.c.usd_nano,
+    )
+    .returning(_days.key)
+)
+
+
 class SqlSpendLedger:
     """Daily calls and spend per ledger key in the store's ``spend_*`` tables.
 
@@ -153,25 +200,31 @@ class SqlSpendLedger:
             params["max_calls"] = limit.max_calls
         if limit.max_usd is not None:
             params["max_usd_nano"] = _nano(limit.max_usd, "max_usd")
-        take = _RESERVE[limit.max_calls is not None, limit.max_usd is not None]
+        limits = (limit.max_calls is not None, limit.max_usd is not None)
         reservation = Reservation(id=uuid.uuid4().hex, key=limit.key, day=day, calls=calls, usd=usd)
-        row = {
-            "id": reservation.id,
-            "key": limit.key,
-            "day": day,
-            "calls": calls,
-            "usd_nano": usd_nano,
-            "state": "reserved",
-            "created_at": now,
-        }
+        if self._db.dialect == "postgresql":
+            params |= {"reservation": reservation.id, "created": now}
+            write = self._reserve_in_one(limit, limits, params)
+        else:
+            row = {
+                "id": reservation.id,
+                "key": limit.key,
+                "day": day,
+                "calls": calls,
+                "usd_nano": usd_nano,
+                "state": "reserved",
+                "created_at": now,
+            }
+            take = _RESERVE[limits]
 
-        def work(conn: Connection) -> None:
-            conn.execute(self._first_of_day, params)
-            if conn.execute(take, params).rowcount != 1:
-                raise _exhausted(conn, limit, day, calls, usd_nano)
-            conn.execute(_NEW_RESERVATION, row)
+            def work(conn: Connection) -> None:
+                conn.execute(self._first_of_day, params)
+                if conn.execute(take, params).rowcount != 1:
+                    raise _exhausted(_day_row(conn, params), limit, calls, usd_nano)
+                conn.execute(_NEW_RESERVATION, row)
 
-        written = asyncio.ensure_future(self._db.run_shared_write("reserve", work))
+            write = self._db.run_shared_write("reserve", work)
+        written = asyncio.ensure_future(write)
         try:
             await asyncio.shield(written)
         except asyncio.CancelledError:
@@ -182,6 +235,19 @@ class SqlSpendLedger:
             written.add_done_callback(lambda done: self._give_back(done, reservation))
             raise
         return reservation
+
+    async def _reserve_in_one(
+        self, limit: SpendLimit, limits: tuple[bool, bool], params: dict[str, Any]
+    ) -> None:
+        statement = _RESERVE_IN_ONE[limits]
+        if await self._db.run_statement("reserve", statement, params, write=True):
+            return
+        # No row: the day's first reservation (no day row yet), or a limit refused it.
+        await self._db.run_statement("reserve", self._first_of_day, params, write=True)
+        if await self._db.run_statement("reserve", statement, params, write=True):
+            return
+        rows = await self._db.run_statement("reserve", _USAGE, params, write=False)
+        raise _exhausted(rows[0], limit, params["add_calls"], params["add_usd_nano"])
 
     def _give_back(self, written: asyncio.Future[None], reservation: Reservation) -> None:
         self._orphans.discard(written)
@@ -260,21 +326,30 @@ class SqlSpendLedger:
             "settled": now,
         }
 
+        moved = {"used_calls": used_calls, "used_usd": used_nano}
+        if self._db.dialect == "postgresql":
+            if not await self._db.run_statement(
+                operation, _SETTLE_IN_ONE, settle | moved, write=True
+            ):
+                rows = await self._db.run_statement(operation, _STATE, settle, write=False)
+                raise _unsettled_error(operation, reservation.id, rows)
+            return
+
         def work(conn: Connection) -> None:
             # Flipping the state is the first write: of two concurrent settlements of the
             # same reservation exactly one matches ``state = 'reserved'``.
             held = conn.execute(_SETTLE, settle).first()
             if held is None:
-                raise _unsettled_error(conn, operation, reservation.id)
+                states = conn.execute(_STATE, settle).all()
+                raise _unsettled_error(operation, reservation.id, states)
             # The row's own amounts are returned, not the caller's copy: the database is
             # the record of what was reserved.
             conn.execute(
                 _MOVE_TO_USED,
-                {
+                moved
+                | {
                     "ledger_key": held.key,
                     "ledger_day": held.day,
-                    "used_calls": used_calls,
-                    "used_usd": used_nano,
                     "held_calls": held.calls,
                     "held_usd": held.usd_nano,
                 },
@@ -283,10 +358,12 @@ class SqlSpendLedger:
         await self._db.run_shared_write(operation, work)
 
 
-def _exhausted(
-    conn: Connection, limit: SpendLimit, day: dt.date, calls: int, usd_nano: int
-) -> BudgetExhausted:
-    row: Any = conn.execute(_USAGE, {"ledger_key": limit.key, "ledger_day": day}).one()
+def _day_row(conn: Connection, params: dict[str, Any]) -> Any:
+    return conn.execute(_USAGE, params).one()
+
+
+def _exhausted(row: Any, limit: SpendLimit, calls: int, usd_nano: int) -> BudgetExhausted:
+    """The refusal of a reservation of ``calls`` and ``usd_nano`` against the day's ``row``."""
     calls_after = row.calls + row.reserved_calls + calls
     if limit.max_calls is not None and (limit.max_usd is None or calls_after > limit.max_calls):
         return BudgetExhausted(f"{limit.key} daily calls", calls_after, limit.max_calls)
@@ -296,8 +373,8 @@ def _exhausted(
     return BudgetExhausted(f"{limit.key} daily usd", usd_after, limit.max_usd)
 
 
-def _unsettled_error(conn: Connection, operation: str, reservation_id: str) -> StoreError:
-    state = conn.execute(_STATE, {"reservation": reservation_id}).scalar_one_or_none()
-    if state is None:
+def _unsettled_error(operation: str, reservation_id: str, states: Sequence[Any]) -> StoreError:
+    """Why a settlement matched no reserved row: ``states`` holds the row's state, if any."""
+    if not states:
         return StoreError(operation, f"reservation {reservation_id!r} is unknown")
-    return StoreError(operation, f"reservation {reservation_id!r} is already {state}")
+    return StoreError(operation, f"reservation {reservation_id!r} is already {states[0].state}")
