@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -86,13 +87,18 @@ async def _backend_pid(db: Database) -> int:
         return int((await conn.exec_driver_sql("SELECT pg_backend_pid()")).scalar_one())
 
 
-async def _terminate(url: str, pid: int) -> None:
+async def _elsewhere(url: str, query: str, *args: object) -> Any:
+    """``query``'s value, read on a connection of its own, outside the store's pool."""
     other = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
     try:
-        # Waits (up to 5 s) until the backend is gone.
-        assert await other.fetchval("SELECT pg_terminate_backend($1, 5000)", pid)
+        return await other.fetchval(query, *args)
     finally:
         await other.close()
+
+
+async def _terminate(url: str, pid: int) -> None:
+    # Waits (up to 5 s) until the backend is gone.
+    assert await _elsewhere(url, "SELECT pg_terminate_backend($1, 5000)", pid)
 
 
 @pytest.mark.postgres
@@ -165,11 +171,7 @@ async def test_one_statement_runs_on_postgresql_as_its_own_transaction(
     assert in_transaction == ["BEGIN", "COMMIT"]  # the logger sees them when they are sent
     assert alone == []
     assert [tuple(row) for row in second + read] == [(2,), (2,)]
-    other = await asyncpg.connect(postgres_url.replace("postgresql+asyncpg://", "postgresql://"))
-    try:
-        assert await other.fetchval("SELECT n FROM counters WHERE k = 'a'") == 2
-    finally:
-        await other.close()
+    assert await _elsewhere(postgres_url, "SELECT n FROM counters WHERE k = 'a'") == 2
 
 
 @pytest.mark.postgres
