@@ -330,8 +330,7 @@ def gateway_toml(
     for name, model in routes.items():
         lines.append(
             f'[routes.{name}]\nkind = "openai"\nbase_url = "{sim_url}"\nmodel = "{model}"\n'
-            f'transport = "{transport}"\n'
-            + (_BUDGET if budgets else "")
+            f'transport = "{transport}"\n' + (_BUDGET if budgets else "")
         )
     roles = 'counselor = "counselor"\nsupervisor = "supervisor"\n'
     if risk_on_simulator:
