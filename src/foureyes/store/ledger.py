@@ -151,8 +151,9 @@ class SqlSpendLedger:
     and changes nothing, so a retry can never count a call twice. A commit records what
     the call really used even beyond the limit (the call has happened); limits bind the
     next reservation. Amounts are kept in whole nano-dollars, so sums are exact.
-    Each transaction is a :meth:`~foureyes.store._database.Database.run_shared_write`: on
-    SQLite it shares the group commit with the runs' records. Get one from
+    On SQLite each write is a transaction that joins the group commit with the runs'
+    records (:meth:`~foureyes.store._database.Database.run_shared_write`); on PostgreSQL a
+    reserve and a settlement are one statement each. Get one from
     :attr:`foureyes.store.Store.ledger`.
     """
 
@@ -325,7 +326,6 @@ class SqlSpendLedger:
             "settled_usd_nano": used_nano if committing else None,
             "settled": now,
         }
-
         moved = {"used_calls": used_calls, "used_usd": used_nano}
         if self._db.dialect == "postgresql":
             if not await self._db.run_statement(
