@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
+import pytest
+
 from foureyes.store.assessments import NewAssessment
 from tests.store._support import OpenStore
 
@@ -87,3 +89,22 @@ async def test_an_expired_lease_is_taken_over_and_its_old_holder_cannot_release_
     assert new is not None
     await log.release_flight("c1", old)
     assert await log.acquire_flight("c1", now=AT + dt.timedelta(seconds=31), ttl_s=30) is None
+
+
+async def test_a_cancelled_acquire_leaves_the_conversation_free(
+    open_store: OpenStore, store_url: str
+) -> None:
+    # Cancelled once its write is under way (it runs to its end regardless): a lease it
+    # took is given back, so the conversation's next message is not turned away until
+    # the lease expires. Closing the store waits for that.
+    store = await open_store(store_url)
+    acquiring = asyncio.create_task(store.assessments.acquire_flight("c1", now=AT, ttl_s=30))
+    for _ in range(3):  # into the write path: the statements are queued or running
+        await asyncio.sleep(0)
+    acquiring.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await acquiring
+    await store.close()
+
+    reopened = await open_store(store_url)
+    assert await reopened.assessments.acquire_flight("c1", now=AT, ttl_s=30) is not None

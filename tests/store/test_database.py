@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -238,3 +240,50 @@ async def test_one_statement_on_a_closed_or_unreachable_store_raises(
             await unreachable.run_statement("read", text("SELECT 1"), {}, write=False)
     finally:
         await unreachable.dispose()
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+async def test_what_a_cancelled_callers_write_made_is_undone_and_only_that(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "postgres_url")
+    db = Database.create(url, timeout_s=5.0)
+    undone: list[object] = []
+
+    def count(key: str) -> Callable[[Connection], str]:
+        def work(conn: Connection) -> str:
+            conn.execute(_UPSERT, {"k": key})
+            return key
+
+        return work
+
+    async def undo(key: str) -> None:
+        undone.append(key)
+        forget = text("DELETE FROM counters WHERE k = :k")
+        await db.run_write("undo", lambda conn: conn.execute(forget, {"k": key}))
+
+    def broken(conn: Connection) -> str:
+        conn.execute(text("INSERT INTO missing_table VALUES (1)"))
+        return "never"
+
+    try:
+        await _counters(db)
+        for work in (count("a"), broken):
+            writing = asyncio.create_task(db.run_undoable(db.run_write("count", work), undo))
+            for _ in range(3):  # into the write path
+                await asyncio.sleep(0)
+            writing.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await writing
+        # An uncancelled caller gets the value, and nothing is undone.
+        kept = await db.run_undoable(db.run_write("count", count("b")), undo)
+        await db.dispose()  # waits for the undoing
+        assert kept == "b" and undone == ["a"]  # the broken write made nothing to undo
+        reopened = Database.create(url, timeout_s=5.0)
+        left = await reopened.run_statement("read", text("SELECT k FROM counters"), {}, write=False)
+        await reopened.dispose()
+    finally:
+        await db.dispose()
+    assert [tuple(row) for row in left] == [("b",)]

@@ -299,8 +299,9 @@ async def test_a_failed_reserve_leaves_nothing_half_written(
 async def test_a_cancelled_reserve_holds_no_room(
     open_store: OpenStore, store_url: str, clock: ManualClock
 ) -> None:
-    # Cancelled once its transaction is under way (it runs to its end regardless): the
-    # reservation it made is released, so the day's room is not held by nobody.
+    # Cancelled once its write is under way (it runs to its end regardless): the
+    # reservation it made is released, so the day's room is not held by nobody. Closing
+    # the store waits for that.
     store = await open_store(store_url, clock=clock)
     limit = SpendLimit("route:flash", max_calls=1)
     reserving = asyncio.create_task(store.ledger.reserve(limit, calls=1, usd=0.5))
@@ -309,10 +310,11 @@ async def test_a_cancelled_reserve_holds_no_room(
     reserving.cancel()
     with pytest.raises(asyncio.CancelledError):
         await reserving
-    await store.ledger.aclose()
+    await store.close()
 
-    assert await store.ledger.usage("route:flash", TODAY) == _usage(0, 0.0, 0, 0.0)
-    await store.ledger.reserve(limit, calls=1, usd=0.5)  # the one call's room is free
+    reopened = await open_store(store_url, clock=clock)
+    assert await reopened.ledger.usage("route:flash", TODAY) == _usage(0, 0.0, 0, 0.0)
+    await reopened.ledger.reserve(limit, calls=1, usd=0.5)  # the one call's room is free
 
 
 async def test_ledger_writes_share_the_group_commit_on_sqlite_only(

@@ -6,11 +6,12 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
+import functools
 import json
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from alembic.util import CommandError
@@ -162,6 +163,8 @@ class Database:
             self._sqlite_reader = _SqliteThread(url, timeout_s, name="reader", begin="BEGIN")
         self._sqlite_here = _SqliteHere(url) if sqlite_file else None
         self._group = _WriteGroup(self._transaction)
+        # Writes of cancelled callers still running, and the undoing of what they wrote.
+        self._abandoned: set[asyncio.Future[Any]] = set()
         self._closed = False
 
     @classmethod
@@ -437,10 +440,54 @@ class Database:
         dialect_insert = sqlite.insert if self.dialect == "sqlite" else postgresql.insert
         return dialect_insert(table).on_conflict_do_nothing(index_elements=list(conflict_columns))
 
+    async def run_undoable(
+        self, write: Coroutine[Any, Any, _T], undo: Callable[[_T], Awaitable[object]]
+    ) -> _T:
+        """``write``'s value; if the caller is cancelled meanwhile, what it made is undone.
+
+        A write cannot be stopped half-way once it runs (on SQLite a transaction runs to
+        its end on the writer thread; on PostgreSQL a statement may be committed before
+        its answer arrives), so a cancelled caller would leave behind what nobody will use
+        or give back: a reservation holding a day's room, a lease holding a conversation.
+        Here ``write`` runs to its end regardless, and if it succeeded ``undo`` is applied
+        to its value; :meth:`dispose` waits for both. An ``undo`` that fails leaves the
+        write in place, as a caller that crashed would have.
+
+        Raises:
+            Whatever ``write`` raises; ``asyncio.CancelledError`` when the caller is
+            cancelled.
+        """
+        task = asyncio.ensure_future(write)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            self._abandoned.add(task)
+            task.add_done_callback(functools.partial(self._undo, undo=undo))
+            raise
+
+    def _undo(self, task: asyncio.Future[_T], *, undo: Callable[[_T], Awaitable[object]]) -> None:
+        self._abandoned.discard(task)
+        if task.cancelled() or task.exception() is not None:
+            return  # nothing was written
+        undoing = asyncio.ensure_future(undo(task.result()))
+        self._abandoned.add(undoing)
+        undoing.add_done_callback(self._undone)
+
+    def _undone(self, undoing: asyncio.Future[object]) -> None:
+        self._abandoned.discard(undoing)
+        if not undoing.cancelled():
+            undoing.exception()  # retrieved, not raised: nobody is waiting for it
+
     async def dispose(self) -> None:
-        """Close every pooled connection; the database cannot be used afterwards."""
+        """Close every pooled connection; the database cannot be used afterwards.
+
+        First waits for the writes of cancelled callers to end and be undone
+        (:meth:`run_undoable`).
+        """
         if self._closed:
             return
+        while self._abandoned:
+            await asyncio.gather(*self._abandoned, return_exceptions=True)
         self._closed = True
         await self._group.drained()
         if self._sqlite_writer is not None and self._sqlite_reader is not None:

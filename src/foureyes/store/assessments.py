@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, select
+from sqlalchemy import Connection, bindparam, delete, select
 
 from foureyes.core.budget import utc_day
 from foureyes.core.errors import UsageError
@@ -27,6 +27,17 @@ __all__ = ["NewAssessment", "SqlAssessmentLog", "StoredAssessment"]
 
 # Built once: every message's triage records one row (see store/traces.py).
 _INSERT = risk_assessments.insert()
+
+
+# The lease's statements, built once (the conversation's row is the lease).
+_EXPIRED_FLIGHT = delete(risk_flights).where(
+    risk_flights.c.conversation_id == bindparam("flight_conversation"),
+    risk_flights.c.expires_at <= bindparam("flight_now", type_=risk_flights.c.expires_at.type),
+)
+_OWN_FLIGHT = delete(risk_flights).where(
+    risk_flights.c.conversation_id == bindparam("flight_conversation"),
+    risk_flights.c.token == bindparam("flight_token"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +111,7 @@ class SqlAssessmentLog:
         self._db = db
         self._fingerprint = fingerprint
         self._pending = pending if pending is not None else PendingRuns(db)
+        self._take_flight = db.insert_ignoring_conflict_of(risk_flights, ["conversation_id"])
 
     def fingerprint(self, text: str) -> str:
         """The HMAC recorded for ``text``."""
@@ -229,26 +241,25 @@ class SqlAssessmentLog:
         """
         now = require_utc(now, "now")
         token = secrets.token_hex(16)
-        async with self._db.write("acquire_flight") as conn:
-            await conn.execute(
-                delete(risk_flights).where(
-                    risk_flights.c.conversation_id == conversation_id,
-                    risk_flights.c.expires_at <= now,
-                )
-            )
-            taken = await conn.execute(
-                self._db.insert_ignoring_conflict(
-                    risk_flights,
-                    {
-                        "conversation_id": conversation_id,
-                        "token": token,
-                        "started_at": now,
-                        "expires_at": now + dt.timedelta(seconds=ttl_s),
-                    },
-                    ["conversation_id"],
-                )
-            )
-        return token if taken.rowcount == 1 else None
+        expired = {"flight_conversation": conversation_id, "flight_now": now}
+        lease = {
+            "conversation_id": conversation_id,
+            "token": token,
+            "started_at": now,
+            "expires_at": now + dt.timedelta(seconds=ttl_s),
+        }
+
+        def work(conn: Connection) -> bool:
+            conn.execute(_EXPIRED_FLIGHT, expired)
+            return conn.execute(self._take_flight, lease).rowcount == 1
+
+        async def give_back(taken: bool) -> None:
+            if taken:
+                await self.release_flight(conversation_id, token)
+
+        # A lease nobody will give back would hold the conversation until it expires.
+        write = self._db.run_shared_write("acquire_flight", work)
+        return token if await self._db.run_undoable(write, give_back) else None
 
     async def release_flight(self, conversation_id: str, token: str) -> None:
         """Give the lease back; a lease taken over since (after expiry) is left alone.
@@ -256,15 +267,8 @@ class SqlAssessmentLog:
         Raises:
             StoreError: the store could not be written.
         """
-        async with self._db.write("release_flight") as conn:
-            await conn.execute(
-                delete(risk_flights).where(
-                    and_(
-                        risk_flights.c.conversation_id == conversation_id,
-                        risk_flights.c.token == token,
-                    )
-                )
-            )
+        params = {"flight_conversation": conversation_id, "flight_token": token}
+        await self._db.run_statement("release_flight", _OWN_FLIGHT, params, write=True)
 
 
 def _stored(row: Any) -> StoredAssessment:

@@ -240,10 +240,9 @@ class Store:
     async def close(self) -> None:
         """Close every connection; the store and its writer and ledger are unusable after.
 
-        Reservations whose callers were cancelled are released first (see
-        :meth:`SqlSpendLedger.reserve`).
+        What cancelled callers were writing is first written and undone (a reservation
+        released, a lease given back).
         """
-        await self._ledger.aclose()
         await self._db.dispose()
 
     async def __aenter__(self) -> Store:

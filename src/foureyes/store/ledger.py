@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import math
 import uuid
@@ -168,8 +167,6 @@ class SqlSpendLedger:
             reserved_calls=0,
             reserved_usd_nano=0,
         )
-        # Reservations of cancelled callers: being written, then being released.
-        self._orphans: set[asyncio.Future[None]] = set()
 
     async def reserve(self, limit: SpendLimit, *, calls: int, usd: float) -> Reservation:
         """Reserve room for a call against ``limit`` on the current UTC day.
@@ -184,8 +181,8 @@ class SqlSpendLedger:
             StoreError: the ledger cannot be read or written; nothing is reserved.
             UsageError: ``calls`` or ``usd`` is negative or not finite.
 
-        If the caller is cancelled meanwhile, the transaction still runs to its end, and a
-        reservation it made is released at once (:meth:`aclose` waits for that).
+        If the caller is cancelled meanwhile, the write still runs to its end, and a
+        reservation it made is released at once (``Database.run_undoable``).
         """
         calls = _count(calls, "reserved calls")
         usd_nano = _nano(usd, "reserved usd")
@@ -225,16 +222,8 @@ class SqlSpendLedger:
                 conn.execute(_NEW_RESERVATION, row)
 
             write = self._db.run_shared_write("reserve", work)
-        written = asyncio.ensure_future(write)
-        try:
-            await asyncio.shield(written)
-        except asyncio.CancelledError:
-            # The transaction runs to its end whatever happens here (on SQLite, on the
-            # writer thread). A reservation nobody will settle would hold its room until
-            # the day ends, so if it was made it is released as soon as it is.
-            self._orphans.add(written)
-            written.add_done_callback(lambda done: self._give_back(done, reservation))
-            raise
+        # A reservation nobody will settle would hold its room until the day ends.
+        await self._db.run_undoable(write, lambda _: self.release(reservation))
         return reservation
 
     async def _reserve_in_one(
@@ -249,26 +238,6 @@ class SqlSpendLedger:
             return
         rows = await self._db.run_statement("reserve", _USAGE, params, write=False)
         raise _exhausted(rows[0], limit, params["add_calls"], params["add_usd_nano"])
-
-    def _give_back(self, written: asyncio.Future[None], reservation: Reservation) -> None:
-        self._orphans.discard(written)
-        if written.cancelled() or written.exception() is not None:
-            return  # nothing was reserved
-        release = asyncio.ensure_future(self.release(reservation))
-        self._orphans.add(release)
-        release.add_done_callback(self._released)
-
-    def _released(self, release: asyncio.Future[None]) -> None:
-        self._orphans.discard(release)
-        if not release.cancelled():
-            # A release the store refused leaves the room held until the day ends: more
-            # restrictive, never less, so it is not raised anywhere.
-            release.exception()
-
-    async def aclose(self) -> None:
-        """Wait until the reservations of cancelled callers are written and released."""
-        while self._orphans:
-            await asyncio.gather(*self._orphans, return_exceptions=True)
 
     async def commit(self, reservation: Reservation, *, calls: int, usd: float) -> None:
         """Record what the reserved call used and drop the reservation, in one transaction.
