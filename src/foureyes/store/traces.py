@@ -171,8 +171,7 @@ class SqlTraceWriter:
             UsageError: ``meta`` is not JSON-serialisable.
         """
         values = self._run_row(kind, conversation_id, input_text, meta)
-        async with self._db.write("start_run") as conn:
-            await conn.execute(_INSERT_RUN, values)
+        await self._db.run_statement("start_run", _INSERT_RUN, values, write=True)
         return str(values["trace_id"])
 
     def reserve_run(
