@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+import asyncio
+from collections.abc import Awaitable, Coroutine, Mapping
 from typing import Any, Protocol
+
+import pytest
 
 from foureyes.config import PrivacyConfig
 from foureyes.store import Store
@@ -26,3 +29,17 @@ def begin_and_end(queries: list[str]) -> list[str]:
     """The transaction statements among ``queries`` (the ``postgres_queries`` fixture's)."""
     words = [query.strip().rstrip(";").split(" ", 1)[0].upper() for query in queries]
     return [word for word in words if word in ("BEGIN", "COMMIT", "ROLLBACK")]
+
+
+async def cancel_under_way(write: Coroutine[Any, Any, Any]) -> None:
+    """Start ``write``, cancel its caller once it is in the write path, see it cancelled.
+
+    The write is then queued or running: on SQLite on the writer thread, on PostgreSQL
+    sent to the server, so it runs to its end whatever its caller does.
+    """
+    task = asyncio.ensure_future(write)
+    for _ in range(3):
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task

@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
-import pytest
-
 from foureyes.store.assessments import NewAssessment
-from tests.store._support import OpenStore
+from tests.store._support import OpenStore, cancel_under_way
 
 AT = dt.datetime(2026, 3, 14, 23, 59, tzinfo=dt.UTC)
 
@@ -98,12 +96,7 @@ async def test_a_cancelled_acquire_leaves_the_conversation_free(
     # took is given back, so the conversation's next message is not turned away until
     # the lease expires. Closing the store waits for that.
     store = await open_store(store_url)
-    acquiring = asyncio.create_task(store.assessments.acquire_flight("c1", now=AT, ttl_s=30))
-    for _ in range(3):  # into the write path: the statements are queued or running
-        await asyncio.sleep(0)
-    acquiring.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await acquiring
+    await cancel_under_way(store.assessments.acquire_flight("c1", now=AT, ttl_s=30))
     await store.close()
 
     reopened = await open_store(store_url)

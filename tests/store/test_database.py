@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +15,7 @@ from foureyes.config import PrivacyConfig
 from foureyes.core.errors import StoreDataError, StoreError, UsageError
 from foureyes.store._database import Database
 from tests.helpers.postgres import free_port
-from tests.store._support import OpenStore, begin_and_end
+from tests.store._support import OpenStore, begin_and_end, cancel_under_way
 
 
 async def test_sqlite_commits_sync_the_log_every_time(sqlite_url: str) -> None:
@@ -271,12 +270,7 @@ async def test_what_a_cancelled_callers_write_made_is_undone_and_only_that(
     try:
         await _counters(db)
         for work in (count("a"), broken):
-            writing = asyncio.create_task(db.run_undoable(db.run_write("count", work), undo))
-            for _ in range(3):  # into the write path
-                await asyncio.sleep(0)
-            writing.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await writing
+            await cancel_under_way(db.run_undoable(db.run_write("count", work), undo))
         # An uncancelled caller gets the value, and nothing is undone.
         kept = await db.run_undoable(db.run_write("count", count("b")), undo)
         await db.dispose()  # waits for the undoing

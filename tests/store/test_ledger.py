@@ -12,7 +12,7 @@ from foureyes.core.budget import Reservation, SpendLedger, SpendLimit, SpendUsag
 from foureyes.core.errors import BudgetExhausted, StoreError, UsageError
 from foureyes.store import SqlSpendLedger
 from tests.helpers.clock import ManualClock
-from tests.store._support import OpenStore, begin_and_end
+from tests.store._support import OpenStore, begin_and_end, cancel_under_way
 
 TODAY = dt.date(2026, 3, 14)
 
@@ -304,12 +304,7 @@ async def test_a_cancelled_reserve_holds_no_room(
     # the store waits for that.
     store = await open_store(store_url, clock=clock)
     limit = SpendLimit("route:flash", max_calls=1)
-    reserving = asyncio.create_task(store.ledger.reserve(limit, calls=1, usd=0.5))
-    for _ in range(3):  # into the write path: the statement is queued or running
-        await asyncio.sleep(0)
-    reserving.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await reserving
+    await cancel_under_way(store.ledger.reserve(limit, calls=1, usd=0.5))
     await store.close()
 
     reopened = await open_store(store_url, clock=clock)
