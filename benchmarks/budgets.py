@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import gateway_parts as parts
-from loadgen import drive, load_average, start_simulator, stop_process
+from loadgen import drive, measured_round, start_simulator, stop_process
 from workers import LeanClient, postgres_cpu_seconds
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -52,22 +52,14 @@ def _postgres(wanted: bool) -> Iterator[PostgresServer | None]:
 
 async def _round(url: str, pid: int, replies: int, clients: int, postgres: bool) -> dict[str, Any]:
     client = LeanClient(url)
+    clocks = {"server": lambda: parts.cpu_seconds(pid)}
+    if postgres:
+        clocks["postgres"] = postgres_cpu_seconds
     try:
         await drive(client.reply, clients * 4, clients)  # warm the pools
-        load = load_average()
-        server, database = parts.cpu_seconds(pid), postgres_cpu_seconds() if postgres else 0.0
-        wall_s, _latencies, outcomes = await drive(client.reply, replies, clients)
-        server = parts.cpu_seconds(pid) - server
-        database = postgres_cpu_seconds() - database if postgres else 0.0
+        return await measured_round(client.reply, replies, clients, clocks)
     finally:
         await client.aclose()
-    return {
-        "replies_per_s": round(replies / wall_s, 1),
-        "server_cpu_ms": round(server / replies * 1000, 2),
-        "postgres_cpu_ms": round(database / replies * 1000, 2) if postgres else None,
-        "failed": sum(not outcome.ok for outcome in outcomes),
-        "load_average": load,
-    }
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -131,7 +123,7 @@ if __name__ == "__main__":
         print("| gateway | round | replies/s | CPU ms/reply | PostgreSQL CPU ms/reply | failed |")
         print("| --- | ---: | ---: | ---: | ---: | ---: |")
         for row in report["rounds"]:
-            pg = "–" if row["postgres_cpu_ms"] is None else row["postgres_cpu_ms"]
+            pg = row.get("postgres_cpu_ms", "–")
             print(
                 f"| {row['gateway']} | {row['round']} | {row['replies_per_s']} "
                 f"| {row['server_cpu_ms']} | {pg} | {row['failed']} |"

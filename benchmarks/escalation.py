@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import gateway_parts as parts
-from loadgen import drive, load_average, start_simulator, stop_process
+from loadgen import drive, measured_round, start_simulator, stop_process
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -42,22 +42,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             )
             try:
                 await drive(gateway.reply, args.clients * 4, args.clients)  # warm up
+                clocks = {"server": lambda: parts.cpu_seconds(gateway.pid)}
                 for number in range(1, args.rounds + 1):
-                    load = load_average()
-                    before = parts.cpu_seconds(gateway.pid)
-                    wall_s, _latencies, outcomes = await drive(
-                        gateway.reply, args.replies, args.clients
-                    )
-                    cpu_s = parts.cpu_seconds(gateway.pid) - before
-                    rounds.append(
-                        {
-                            "round": number,
-                            "replies_per_s": round(args.replies / wall_s, 1),
-                            "server_cpu_ms": round(cpu_s / args.replies * 1000, 2),
-                            "failed": sum(not outcome.ok for outcome in outcomes),
-                            "load_average": load,
-                        }
-                    )
+                    cell = await measured_round(gateway.reply, args.replies, args.clients, clocks)
+                    rounds.append({"round": number, **cell})
             finally:
                 await gateway.aclose()
         finally:

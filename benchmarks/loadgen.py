@@ -1,7 +1,8 @@
 """Closed-loop load and the processes behind benchmarks/gateway.py.
 
 * :func:`drive`: ``concurrency`` clients, each sending its next request as soon as the
-  last one is answered, until a fixed number of replies is done (bounded by count).
+  last one is answered, until a fixed number of replies is done (bounded by count);
+  :func:`measured_round`: one such run with the CPU per reply of the given processes.
 * :class:`Cell`: one measured run (system, model latency, clients) and its statistics.
 * :func:`start_process` / :func:`stop_process`: a server subprocess on loopback, its
   output in a log file, ready once an HTTP GET answers.
@@ -106,6 +107,29 @@ async def drive(
     started = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(concurrency)))
     return time.perf_counter() - started, latencies, results
+
+
+async def measured_round(
+    reply: Callable[[int], Awaitable[Any]],
+    replies: int,
+    concurrency: int,
+    clocks: Mapping[str, Callable[[], float]],
+) -> dict[str, Any]:
+    """One :func:`drive` of ``replies`` checked replies, with each clock's CPU per reply.
+
+    ``clocks`` names CPU-second counters (a server's ``/proc`` time, PostgreSQL's); each
+    is reported as ``<name>_cpu_ms``. A reply's result must have an ``ok`` attribute.
+    """
+    load = load_average()
+    before = {name: clock() for name, clock in clocks.items()}
+    wall_s, _latencies, outcomes = await drive(reply, replies, concurrency)
+    cpu = {name: clock() - before[name] for name, clock in clocks.items()}
+    return {
+        "replies_per_s": round(replies / wall_s, 1),
+        **{f"{name}_cpu_ms": round(seconds / replies * 1000, 2) for name, seconds in cpu.items()},
+        "failed": sum(not outcome.ok for outcome in outcomes),
+        "load_average": load,
+    }
 
 
 def http_get(url: str, timeout_s: float = 2.0) -> int:

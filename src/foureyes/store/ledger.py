@@ -269,11 +269,11 @@ class SqlSpendLedger:
         rows = await self._db.run_statement(
             "usage", _USAGE, {"ledger_key": key, "ledger_day": day}, write=False
         )
-        row = rows[0] if rows else None
-        if row is None:
+        if not rows:
             return SpendUsage(
                 key=key, day=day, calls=0, usd=0.0, reserved_calls=0, reserved_usd=0.0
             )
+        row = rows[0]
         return SpendUsage(
             key=key,
             day=day,
