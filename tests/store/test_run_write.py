@@ -229,3 +229,32 @@ async def test_a_sqlite_read_from_another_thread_runs_on_the_reader_thread(
         await db.dispose()
     assert seen[0] == threading.current_thread().name
     assert seen[1].startswith("foureyes-sqlite-reader")
+
+
+async def test_a_write_through_a_sqlite_read_fails_and_writes_nothing(
+    sqlite_url: str,
+) -> None:
+    # Both read connections (the calling thread's and the reader thread's) are read-only:
+    # a read that writes by mistake cannot take the write lock from the event loop's
+    # thread or slip a row in outside the writer.
+    db = await _seeded_sqlite(sqlite_url, 1)
+    seen: list[str] = []
+
+    def writes(conn: Connection) -> None:
+        seen.append(threading.current_thread().name)
+        conn.execute(insert(_NOTES), [{"text": "sneaked"}])
+
+    def elsewhere() -> None:
+        asyncio.run(db.run_read("elsewhere", writes))
+
+    try:
+        with pytest.raises(StoreError, match="readonly") as here:
+            await db.run_read("here", writes)
+        with pytest.raises(StoreError, match="readonly") as there:
+            await asyncio.to_thread(elsewhere)
+        assert await db.run_read("read", _read_noting_thread(seen)) == ["w"]
+    finally:
+        await db.dispose()
+    assert (here.value.operation, there.value.operation) == ("here", "elsewhere")
+    assert seen[0] == seen[2] == threading.current_thread().name
+    assert seen[1].startswith("foureyes-sqlite-reader")

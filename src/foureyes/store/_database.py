@@ -157,10 +157,8 @@ class Database:
         self._sqlite_writer: _SqliteThread | None = None
         self._sqlite_reader: _SqliteThread | None = None
         if sqlite_file:
-            self._sqlite_writer = _SqliteThread(
-                url, timeout_s, name="writer", begin="BEGIN IMMEDIATE"
-            )
-            self._sqlite_reader = _SqliteThread(url, timeout_s, name="reader", begin="BEGIN")
+            self._sqlite_writer = _SqliteThread(url, timeout_s, name="writer", write=True)
+            self._sqlite_reader = _SqliteThread(url, timeout_s, name="reader", write=False)
         self._sqlite_here = _SqliteHere(url) if sqlite_file else None
         self._group = _WriteGroup(self._transaction)
         # Writes of cancelled callers still running, and the undoing of what they wrote.
@@ -367,9 +365,10 @@ class Database:
 
         On SQLite on the calling thread, never waiting for a lock (see :class:`_SqliteHere`),
         or when it would have to wait, in one trip to a dedicated reader thread with its own
-        connection; on PostgreSQL through ``run_sync``. ``work`` must only touch the
-        database through its connection, and read a few rows by an index: on SQLite it
-        runs on the event loop's thread.
+        connection; both connections are read-only, so a write there fails (StoreError)
+        and writes nothing. On PostgreSQL through ``run_sync``. ``work`` must only touch
+        the database through its connection, and read a few rows by an index: on SQLite
+        it runs on the event loop's thread.
 
         Raises:
             StoreError: the database failed (see :func:`translate_errors`).
@@ -708,18 +707,19 @@ class _SqliteThread:
     """Transactions of an SQLite store, each run whole on one dedicated thread.
 
     The thread owns a synchronous engine (the standard ``sqlite3`` driver) on the same
-    file, configured as the async one (the same pragmas; ``begin`` is ``BEGIN IMMEDIATE``
-    for the writer, ``BEGIN`` for the reader). Its connection is opened and used only
-    on that thread, and kept open between transactions (:class:`_KeptConnection`).
+    file, configured as the async one (the same pragmas; the writer's transactions begin
+    with ``BEGIN IMMEDIATE``, the reader's connection is read-only). Its connection is
+    opened and used only on that thread, and kept open between transactions
+    (:class:`_KeptConnection`).
     """
 
-    def __init__(self, url: URL, timeout_s: float, *, name: str, begin: str) -> None:
+    def __init__(self, url: URL, timeout_s: float, *, name: str, write: bool) -> None:
         busy_timeout_ms = max(1, round(timeout_s * 1000))
         self._thread = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix=f"foureyes-sqlite-{name}"
         )
         self._connection = _KeptConnection(
-            url.set(drivername="sqlite+pysqlite"), busy_timeout_ms, begin
+            url.set(drivername="sqlite+pysqlite"), busy_timeout_ms, write=write
         )
 
     async def run(self, work: Callable[[Connection], _T]) -> _T:
@@ -739,20 +739,24 @@ class _KeptConnection:
     Checking a connection out of the pool and back in around every transaction costs
     more than the short transactions of a reply; this begins each on the same open
     connection. A transaction that raises closes it, so a connection in an unknown state
-    is never reused: the next transaction opens a new one.
+    is never reused: the next transaction opens a new one. With ``write`` each
+    transaction begins ``IMMEDIATE`` (it takes the write lock at once); without, the
+    connection is read-only (``PRAGMA query_only``): a write through it fails.
     """
 
-    def __init__(self, url: URL, busy_timeout_ms: int, begin: str) -> None:
+    def __init__(self, url: URL, busy_timeout_ms: int, *, write: bool) -> None:
         self._url = url
         self._busy_timeout_ms = busy_timeout_ms
-        self._begin = begin
+        self._write = write
         self._engine: Engine | None = None
         self._connection: Connection | None = None
 
     def transaction(self, work: Callable[[Connection], _T]) -> _T:
         if self._connection is None:
             if self._engine is None:
-                self._engine = _sync_sqlite_engine(self._url, self._busy_timeout_ms, self._begin)
+                self._engine = _sync_sqlite_engine(
+                    self._url, self._busy_timeout_ms, write=self._write
+                )
             self._connection = self._engine.connect()
         conn = self._connection
         try:
@@ -788,11 +792,13 @@ class _SqliteHere:
     when the read would have to wait (a checkpoint resetting the log, a recovery) it is
     not run here and :meth:`run` raises :class:`_WouldWait`, for the caller to run it on
     the reader thread. The connection belongs to the first thread that reads; a read
-    from another thread is not run here either.
+    from another thread is not run here either. It is read-only (``PRAGMA
+    query_only``): a write through it fails, so a read on the event loop's thread never
+    takes the file's write lock.
     """
 
     def __init__(self, url: URL) -> None:
-        self._connection = _KeptConnection(url.set(drivername="sqlite+pysqlite"), 0, "BEGIN")
+        self._connection = _KeptConnection(url.set(drivername="sqlite+pysqlite"), 0, write=False)
         self._owner: int | None = None
 
     def run(self, work: Callable[[Connection], _T]) -> _T:
@@ -809,8 +815,9 @@ class _SqliteHere:
             raise _WouldWait
         try:
             return self._connection.transaction(work)
-        except OperationalError as exc:
-            code = getattr(exc.orig, "sqlite_errorcode", None)
+        except (OperationalError, sqlite3.OperationalError) as exc:
+            # SQLAlchemy's error wraps the driver's; a failed BEGIN raises the driver's own.
+            code = getattr(getattr(exc, "orig", exc), "sqlite_errorcode", None)
             if code is not None and code & 0xFF in _SQLITE_WAITS:
                 raise _WouldWait from exc
             raise
@@ -819,9 +826,11 @@ class _SqliteHere:
         self._connection.close()
 
 
-def _sync_sqlite_engine(url: URL, busy_timeout_ms: int, begin: str) -> Engine:
+def _sync_sqlite_engine(url: URL, busy_timeout_ms: int, *, write: bool) -> Engine:
     # The thread's only connection: every transaction ends in COMMIT or ROLLBACK. It may
     # be closed from another thread than the one it ran on (a store disposed elsewhere).
+    begin = "BEGIN IMMEDIATE" if write else "BEGIN"
+    pragmas = _sqlite_pragmas(busy_timeout_ms) + (() if write else ("PRAGMA query_only = ON",))
     engine = create_engine(
         url,
         connect_args={"check_same_thread": False},
@@ -833,12 +842,18 @@ def _sync_sqlite_engine(url: URL, busy_timeout_ms: int, begin: str) -> Engine:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
         dbapi_connection.isolation_level = None  # our own BEGIN, below
-        for pragma in _sqlite_pragmas(busy_timeout_ms):
+        for pragma in pragmas:
             dbapi_connection.execute(pragma)
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
-        connection.exec_driver_sql(begin)
+        # Straight on the driver's connection: SQLAlchemy's statement execution around
+        # a bare BEGIN costs more than the statement (benchmarks/README.md, "Read-only
+        # SQLite readers"). Its error (a busy timeout) is sqlite3's own, which
+        # translate_errors turns into StoreError like any other.
+        driver = connection.connection.driver_connection
+        assert driver is not None  # a checked-out connection always has its driver's
+        driver.execute(begin)
 
     return engine
 
