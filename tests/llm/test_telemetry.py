@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -104,3 +106,52 @@ async def test_content_is_captured_only_when_the_standard_variable_says_so(
 
 def test_an_evaluation_outside_any_span_is_dropped_quietly() -> None:
     telemetry.record_verdict(candidate_sha256="a" * 64, label="approve", failure=None)
+
+
+_UNTRACED_THEN_TRACED = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from foureyes.config import RouteConfig
+from foureyes.core.roles import Role
+from foureyes.llm import telemetry
+from foureyes.llm.provider import ChatMessage, ChatRequest, ChatResult
+
+class MustNotBeAsked:
+    def start_as_current_span(self, *args, **kwargs):
+        raise AssertionError("a span was started with no tracer provider set")
+
+route = RouteConfig(kind="scripted", model="m")
+request = ChatRequest(messages=(ChatMessage.user("hi"),))
+
+def one_message():
+    with telemetry.operation_span("foureyes.support_message", trace_id="t") as operation:
+        with telemetry.model_call_span(
+            role=Role.COUNSELOR, route_name="r", route=route, stage="draft", request=request
+        ) as call:
+            call.succeeded(ChatResult(text="ok", model="m", latency_s=0.0, route="r"))
+        telemetry.record_verdict(candidate_sha256="c", label="approve", failure=None)
+        operation.annotate(decision="release")
+
+proxy, telemetry._tracer = telemetry._tracer, MustNotBeAsked()
+one_message()  # nothing traces: no span is asked for
+telemetry._tracer = proxy
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+one_message()  # set after import: used from now on
+call, operation = exporter.get_finished_spans()
+assert (call.name, operation.name) == ("chat m", "foureyes.support_message")
+assert call.parent.span_id == operation.context.span_id
+assert [event.name for event in operation.events] == ["gen_ai.evaluation.result"]
+assert operation.attributes["foureyes.decision"] == "release"
+"""
+
+
+def test_no_span_is_started_until_a_tracer_provider_is_set_and_then_every_one_is() -> None:
+    # The session's tests share one SDK provider (set once per process), so the time
+    # before any provider is set is seen in a process of its own.
+    subprocess.run([sys.executable, "-c", _UNTRACED_THEN_TRACED], check=True, timeout=60)

@@ -1,8 +1,9 @@
 """OpenTelemetry: the one place foureyes uses the tracing API.
 
-foureyes depends on ``opentelemetry-api`` only. Without an SDK installed and configured by
-the application, every call here goes to the API's no-op tracer and costs next to
-nothing; with one, the application's exporter receives:
+foureyes depends on ``opentelemetry-api`` only. Until the application sets a tracer
+provider, no span is started at all (the API's deferred provider would hand out no-op
+spans, at about 30 us of CPU per reply: benchmarks/README.md, "Spans when nothing
+traces"); once one is set, from then on, the application's exporter receives:
 
 - one ``CLIENT`` span per model call (:func:`model_call_span`, used by
   :class:`~foureyes.llm.calls.ModelCaller`), named ``chat {model}``, with the GenAI
@@ -61,6 +62,16 @@ SUPERVISOR_EVALUATION = "foureyes.supervisor"
 _tracer = trace.get_tracer("foureyes", __version__)
 
 
+def _tracing() -> bool:
+    """Whether the application has set a tracer provider; asked at every span.
+
+    Without one, the global provider is the API's deferred proxy, whose spans are no-ops.
+    Asked each time rather than once, so a provider set after foureyes was imported is
+    used from then on.
+    """
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
 def capture_content() -> bool:
     """Whether spans may carry message content (read from the environment on each call)."""
     return os.environ.get(CONTENT_CAPTURE_ENV, "").strip().lower() == "true"
@@ -102,6 +113,9 @@ def model_call_span(
     *, role: Role, route_name: str, route: RouteConfig, stage: str, request: ChatRequest
 ) -> Iterator[CallSpan]:
     """A ``CLIENT`` span around one model call (see the module docstring)."""
+    if not _tracing():
+        yield CallSpan(trace.INVALID_SPAN)
+        return
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": _provider_name(route),
@@ -149,6 +163,9 @@ def operation_span(name: str, **attributes: str | bool | int | float) -> Iterato
 
     Exceptions are recorded by type only: their messages may quote user text.
     """
+    if not _tracing():
+        yield OperationSpan(trace.INVALID_SPAN)
+        return
     with _tracer.start_as_current_span(
         name,
         kind=SpanKind.INTERNAL,
@@ -199,6 +216,8 @@ def record_verdict(
         verdict_sha256: the verdict's digest.
         route: the route that served it.
     """
+    if not trace.get_current_span().is_recording():
+        return
     attributes: dict[str, str | bool | int | float] = {
         "foureyes.candidate_sha256": candidate_sha256
     }
