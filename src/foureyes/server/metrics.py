@@ -13,11 +13,13 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client import generate_latest as _generate_latest
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.metrics import MetricWrapperBase
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from foureyes import __version__
@@ -47,6 +49,28 @@ _MODEL_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 12
 UNMATCHED_ROUTE = "unmatched"
 """The route label of a request no route matched (or answered before routing)."""
 
+_M = TypeVar("_M", bound=MetricWrapperBase)
+
+
+class _Series(Generic[_M]):
+    """A labelled counter's or histogram's children, each looked up once.
+
+    ``labels()`` checks the values and takes the metric's lock on every call; a reply
+    counts five series, so each child is kept here by its label values after the first
+    call. The values come from closed sets (see the module docstring), and the metric
+    keeps every child it made anyway, so this holds nothing the metric does not.
+    """
+
+    def __init__(self, metric: _M) -> None:
+        self._metric: _M = metric
+        self._children: dict[tuple[str, ...], _M] = {}
+
+    def __call__(self, *values: str) -> _M:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self._metric.labels(*values)
+        return child
+
 
 class Metrics:
     """The metrics of one app. Methods are cheap and never raise on valid input.
@@ -57,43 +81,55 @@ class Metrics:
 
     def __init__(self) -> None:
         registry = self.registry = CollectorRegistry(auto_describe=True)
-        self._requests = Counter(
-            "foureyes_http_requests",
-            "HTTP requests by route template, method and status.",
-            ["route", "method", "status"],
-            registry=registry,
+        self._requests = _Series(
+            Counter(
+                "foureyes_http_requests",
+                "HTTP requests by route template, method and status.",
+                ["route", "method", "status"],
+                registry=registry,
+            )
         )
-        self._request_seconds = Histogram(
-            "foureyes_http_request_duration_seconds",
-            "Time from request to the end of the response, by route template.",
-            ["route", "method"],
-            buckets=_LATENCY_BUCKETS,
-            registry=registry,
+        self._request_seconds = _Series(
+            Histogram(
+                "foureyes_http_request_duration_seconds",
+                "Time from request to the end of the response, by route template.",
+                ["route", "method"],
+                buckets=_LATENCY_BUCKETS,
+                registry=registry,
+            )
         )
-        self._decisions = Counter(
-            "foureyes_decisions",
-            "Gate decisions by reason code (approved, or why the fallback went out).",
-            ["reason"],
-            registry=registry,
+        self._decisions = _Series(
+            Counter(
+                "foureyes_decisions",
+                "Gate decisions by reason code (approved, or why the fallback went out).",
+                ["reason"],
+                registry=registry,
+            )
         )
-        self._risk = Counter(
-            "foureyes_risk_triages",
-            "Triages by deepest tier reached and level (unknown: no usable level).",
-            ["tier", "level"],
-            registry=registry,
+        self._risk = _Series(
+            Counter(
+                "foureyes_risk_triages",
+                "Triages by deepest tier reached and level (unknown: no usable level).",
+                ["tier", "level"],
+                registry=registry,
+            )
         )
-        self._model_calls = Counter(
-            "foureyes_model_calls",
-            "Model calls by role, route and outcome (ok, or the error class).",
-            ["role", "route", "outcome"],
-            registry=registry,
+        self._model_calls = _Series(
+            Counter(
+                "foureyes_model_calls",
+                "Model calls by role, route and outcome (ok, or the error class).",
+                ["role", "route", "outcome"],
+                registry=registry,
+            )
         )
-        self._model_seconds = Histogram(
-            "foureyes_model_call_duration_seconds",
-            "Latency of model calls by role and route.",
-            ["role", "route"],
-            buckets=_MODEL_BUCKETS,
-            registry=registry,
+        self._model_seconds = _Series(
+            Histogram(
+                "foureyes_model_call_duration_seconds",
+                "Latency of model calls by role and route.",
+                ["role", "route"],
+                buckets=_MODEL_BUCKETS,
+                registry=registry,
+            )
         )
         self._budget_calls = Gauge(
             "foureyes_budget_remaining_calls",
@@ -113,7 +149,7 @@ class Metrics:
         build.labels(version=__version__).set(1)
         # Every reason is exported from the start, so a rate over it is defined at zero.
         for reason in ReasonCode:
-            self._decisions.labels(reason=reason.value)
+            self._decisions(reason.value)
         self._group_commits = _GroupCommitCollector()
         registry.register(self._group_commits)
 
@@ -124,12 +160,12 @@ class Metrics:
     def observe_request(self, route: str, method: str, status: int, duration_s: float) -> None:
         """Count one HTTP request (called by :class:`MetricsMiddleware`)."""
         method = method if method in _METHODS else "OTHER"
-        self._requests.labels(route=route, method=method, status=str(status)).inc()
-        self._request_seconds.labels(route=route, method=method).observe(max(0.0, duration_s))
+        self._requests(route, method, str(status)).inc()
+        self._request_seconds(route, method).observe(max(0.0, duration_s))
 
     def record_decision(self, reason: ReasonCode) -> None:
         """Count one gate decision."""
-        self._decisions.labels(reason=ReasonCode(reason).value).inc()
+        self._decisions(ReasonCode(reason).value).inc()
 
     def record_risk(self, tier: str, level: RiskLevel | None) -> None:
         """Count one triage: ``tier`` is ``L0``, ``L1`` or ``L2``; ``None`` means unknown.
@@ -139,7 +175,7 @@ class Metrics:
         """
         if tier not in _TIERS:
             raise UsageError(f"risk tier must be one of {sorted(_TIERS)}, got {tier!r}")
-        self._risk.labels(tier=str(tier), level="unknown" if level is None else level.value).inc()
+        self._risk(str(tier), "unknown" if level is None else level.value).inc()
 
     def observe_model_call(self, role: Role, route: str, latency_s: float, outcome: str) -> None:
         """Count one model call and its latency.
@@ -159,8 +195,8 @@ class Metrics:
         if not _OUTCOME.fullmatch(outcome):
             raise UsageError(f"outcome must be an identifier such as 'ok', got {outcome!r}")
         role_name = Role(role).value
-        self._model_calls.labels(role=role_name, route=route, outcome=outcome).inc()
-        self._model_seconds.labels(role=role_name, route=route).observe(latency_s)
+        self._model_calls(role_name, route, outcome).inc()
+        self._model_seconds(role_name, route).observe(latency_s)
 
     def set_budget_remaining(self, key: str, calls: int | None, usd: float | None) -> None:
         """Publish what is left today under the ledger limit ``key``.
