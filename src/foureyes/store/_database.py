@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import functools
 import json
+import operator
 import sqlite3
 import threading
 import time
@@ -30,6 +31,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import (
     ArgumentError,
+    CompileError,
     DisconnectionError,
     OperationalError,
     SQLAlchemyError,
@@ -43,7 +45,7 @@ from foureyes.config import mask_url
 from foureyes.core.errors import ConfigError, StoreDataError, StoreError, UsageError
 from foureyes.store._sqlite_driver import DRIVER_NAME
 
-__all__ = ["Database", "EncodedJSON", "GroupCommits", "translate_errors"]
+__all__ = ["Database", "DriverInsert", "EncodedJSON", "GroupCommits", "translate_errors"]
 
 # Everything raised for a database that is locked, unreachable, or refuses a write.
 # SQLAlchemy wraps the drivers' own errors; OSError comes through bare when a socket
@@ -84,6 +86,75 @@ def _encode_json(value: Any) -> str:
     if isinstance(value, EncodedJSON):
         return str(value)
     return json.dumps(value)
+
+
+class DriverInsert:
+    """An ``INSERT`` whose rows go straight to SQLite's driver, each row's values processed once.
+
+    Through SQLAlchemy a short ``INSERT`` costs several times the statement itself on
+    SQLite: the statement's cache key, an execution context, each row's values processed
+    by generic code, a result object (benchmarks/README.md, "The store's inserts on the
+    driver"). This compiles the statement once per dialect and set of columns, with the
+    same SQL and each column's own bind processing (its type's, as SQLAlchemy would apply
+    it: a timestamp to naive UTC, a JSON document to text), and runs it on the driver's
+    connection inside the caller's transaction. On PostgreSQL the statement goes through
+    SQLAlchemy as before (asyncpg pipelines an ``executemany`` itself).
+
+    The statement must take every value from its rows (no column defaults computed in
+    Python): columns a row leaves out are left to the database, as SQLAlchemy leaves them.
+    """
+
+    __slots__ = ("_compiled", "statement")
+
+    def __init__(self, statement: Insert) -> None:
+        self.statement = statement
+        self._compiled: dict[tuple[str, ...], tuple[str, tuple[_Bind, ...]]] = {}
+
+    def run(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Insert ``rows`` (all with the same columns) in ``conn``'s transaction; how many.
+
+        Raises:
+            sqlite3.Error, SQLAlchemyError, UnicodeError: the insert failed (the caller's
+                transaction then rolls back; :func:`translate_errors` makes it a StoreError).
+        """
+        if not rows:
+            return 0
+        if conn.dialect.name != "sqlite":
+            return conn.execute(self.statement, list(rows)).rowcount
+        sql, binds = self._compiled_for(conn, tuple(rows[0]))
+        values = [tuple(bind(row) for bind in binds) for row in rows]
+        driver = conn.connection.driver_connection
+        assert driver is not None  # a checked-out connection always has its driver's
+        if len(values) == 1:
+            return int(driver.execute(sql, values[0]).rowcount)
+        return int(driver.executemany(sql, values).rowcount)
+
+    def _compiled_for(
+        self, conn: Connection, keys: tuple[str, ...]
+    ) -> tuple[str, tuple[_Bind, ...]]:
+        compiled = self._compiled.get(keys)
+        if compiled is None:
+            unknown = [key for key in keys if key not in self.statement.table.c]
+            if unknown:  # as SQLAlchemy's own execution refuses them
+                raise CompileError(f"Unconsumed column names: {', '.join(unknown)}")
+            dialect = conn.dialect
+            statement = self.statement.compile(dialect=dialect, column_keys=list(keys))
+            binds = []
+            for name in statement.positiontup or ():
+                column_type = statement.binds[name].type.dialect_impl(dialect)
+                binds.append(_bind(name, column_type.bind_processor(dialect)))
+            compiled = self._compiled[keys] = (statement.string, tuple(binds))
+        return compiled
+
+
+_Bind = Callable[[Mapping[str, Any]], Any]
+
+
+def _bind(name: str, process: Callable[[Any], Any] | None) -> _Bind:
+    """The value of column ``name`` of a row, as the driver takes it."""
+    if process is None:
+        return operator.itemgetter(name)
+    return lambda row: process(row[name])
 
 
 @contextlib.asynccontextmanager

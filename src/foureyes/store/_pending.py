@@ -27,9 +27,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Connection, Insert
+from sqlalchemy import Connection
 
-from foureyes.store._database import Database
+from foureyes.store._database import Database, DriverInsert
 from foureyes.store.tables import trace_runs
 
 __all__ = ["Opening", "PendingRuns"]
@@ -52,15 +52,15 @@ class PendingRuns:
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._insert_header = db.insert_ignoring_conflict_of(trace_runs, ["trace_id"])
+        self._insert_header = DriverInsert(db.insert_ignoring_conflict_of(trace_runs, ["trace_id"]))
         self._rows: dict[str, dict[str, Any]] = {}
-        self._held: dict[str, list[tuple[Insert, dict[str, Any]]]] = {}
+        self._held: dict[str, list[tuple[DriverInsert, dict[str, Any]]]] = {}
 
     def reserve(self, row: Mapping[str, Any]) -> None:
         """Hold the header ``row`` (with its ``trace_id``) until a write names the run."""
         self._rows[str(row["trace_id"])] = dict(row)
 
-    def hold(self, trace_id: str, statement: Insert, row: Mapping[str, Any]) -> None:
+    def hold(self, trace_id: str, statement: DriverInsert, row: Mapping[str, Any]) -> None:
         """Insert ``row`` with ``statement`` in the next write that names ``trace_id``."""
         self._held.setdefault(trace_id, []).append((statement, dict(row)))
 
@@ -109,9 +109,9 @@ class PendingRuns:
                 # inserted by a concurrent write naming the same run (PostgreSQL); the
                 # insert is then ignored and the write goes on as for a written run.
                 header = row if opening is None else {**row, **opening.header}
-                opened = conn.execute(self._insert_header, header).rowcount == 1
+                opened = self._insert_header.run(conn, [header]) == 1
             for statement, values in held:
-                conn.execute(statement, values)
+                statement.run(conn, [values])
             return opening.work(conn) if opened and opening is not None else work(conn)
 
         if grouped:

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, bindparam, delete, select
 from foureyes.core.budget import utc_day
 from foureyes.core.errors import UsageError
 from foureyes.store._clock import require_utc
-from foureyes.store._database import Database
+from foureyes.store._database import Database, DriverInsert
 from foureyes.store._pending import PendingRuns
 from foureyes.store.tables import risk_assessments, risk_flights
 from foureyes.store.traces import new_trace_id
@@ -26,7 +26,7 @@ from foureyes.store.traces import new_trace_id
 __all__ = ["NewAssessment", "SqlAssessmentLog", "StoredAssessment"]
 
 # Built once: every message's triage records one row (see store/traces.py).
-_INSERT = risk_assessments.insert()
+_INSERT = DriverInsert(risk_assessments.insert())
 
 
 # The lease's statements, built once (the conversation's row is the lease).
@@ -127,7 +127,7 @@ class SqlAssessmentLog:
         values = self._values(row, text)
 
         def work(conn: Connection) -> None:
-            conn.execute(_INSERT, values)
+            _INSERT.run(conn, [values])
 
         if row.trace_id is None:
             await self._db.run_write("record_assessment", work)

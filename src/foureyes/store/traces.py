@@ -27,7 +27,7 @@ from foureyes.core.digest import text_fingerprint
 from foureyes.core.errors import StoreError, UsageError
 from foureyes.core.trace import EventKind, PrivateText, TraceEvent, TraceRecord, TraceRun
 from foureyes.store._clock import WallClock, require_utc, utc_now
-from foureyes.store._database import Database, EncodedJSON
+from foureyes.store._database import Database, DriverInsert, EncodedJSON
 from foureyes.store._pending import Opening, PendingRuns
 from foureyes.store.tables import gate_open_unknowns, trace_events, trace_runs, trace_texts
 from foureyes.store.trace_list import MAX_LIST, RunFilter, RunSummary, list_query
@@ -62,7 +62,7 @@ _TAKE_SEQ_AND_FINISH = (
     .returning(trace_runs.c.last_seq)
 )
 _INSERT_RUN = trace_runs.insert()
-_INSERT_EVENT = trace_events.insert()
+_INSERT_EVENT = DriverInsert(trace_events.insert())
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +134,9 @@ class SqlTraceWriter:
         self._clock = clock
         self._pending = PendingRuns(db)
         # A run holding the same text twice keeps it once.
-        self._insert_text = db.insert_ignoring_conflict_of(trace_texts, ["trace_id", "fingerprint"])
+        self._insert_text = DriverInsert(
+            db.insert_ignoring_conflict_of(trace_texts, ["trace_id", "fingerprint"])
+        )
 
     @property
     def privacy(self) -> PrivacyConfig:
@@ -288,12 +290,12 @@ class SqlTraceWriter:
 
         def insert(conn: Connection, first: int) -> None:
             if rows:
-                conn.execute(
-                    _INSERT_EVENT,
+                _INSERT_EVENT.run(
+                    conn,
                     [{"trace_id": trace_id, "seq": first + n, **row} for n, row in enumerate(rows)],
                 )
             if kept:
-                conn.execute(self._insert_text, kept)
+                self._insert_text.run(conn, kept)
 
         def work(conn: Connection) -> None:
             last = conn.execute(statement, params).scalar_one_or_none()

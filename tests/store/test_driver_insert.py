@@ -1,0 +1,202 @@
+"""Inserts on SQLite's driver: the same stored values as SQLAlchemy's, the same failures."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import (
+    JSON,
+    Column,
+    Connection,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    insert,
+    select,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+from foureyes.core.errors import StoreError
+from foureyes.store._database import Database, DriverInsert, EncodedJSON
+from foureyes.store.tables import UTCDateTime
+
+_META = MetaData()
+_PARENTS = Table("parents", _META, Column("id", String(8), primary_key=True))
+
+
+def _rows_table(name: str) -> Table:
+    # The column types of the store's hot inserts: text, a nullable count, UTC time, JSON.
+    return Table(
+        name,
+        _META,
+        Column("id", Integer, primary_key=True),
+        Column("parent", String(8), ForeignKey("parents.id"), nullable=False),
+        Column("label", String(64), nullable=True),
+        Column("count", Integer, nullable=True),
+        Column("at", UTCDateTime, nullable=False),
+        Column("doc", JSON().with_variant(JSONB(), "postgresql"), nullable=False),
+    )
+
+
+_URL_FIXTURE = {"sqlite": "sqlite_url", "postgresql": "postgres_url"}
+_DRIVER = _rows_table("by_driver")
+_SQLALCHEMY = _rows_table("by_sqlalchemy")
+
+# Text the driver can encode (a lone surrogate is refused by both ways alike).
+_TEXT_CHARS = st.characters(exclude_categories=["Cs"])
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(_TEXT_CHARS, max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(_TEXT_CHARS, max_size=5), inner)
+    ),
+    max_leaves=6,
+)
+_ZONES = st.builds(
+    dt.timezone, st.integers(-23 * 60, 23 * 60).map(lambda m: dt.timedelta(minutes=m))
+)
+_ROWS = st.lists(
+    st.fixed_dictionaries(
+        {
+            "label": st.none() | st.text(_TEXT_CHARS, max_size=20),
+            "count": st.none() | st.integers(-(2**62), 2**62),
+            "at": st.datetimes(timezones=_ZONES).filter(lambda at: at.year > 1),
+            "doc": st.dictionaries(st.text(max_size=4).filter(str.isalnum), _JSON_VALUES),
+        }
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+async def _database(url: str) -> Database:
+    db = Database.create(url, timeout_s=5.0)
+    await db.probe("open")
+    await db.run_write("create", lambda conn: _META.create_all(conn))
+    await db.run_write("parent", lambda conn: conn.execute(insert(_PARENTS), [{"id": "p"}]))
+    return db
+
+
+def _numbered(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{"id": n, "parent": "p", **row} for n, row in enumerate(rows, 1)]
+
+
+def _stored(path: Path, table: str) -> list[tuple[Any, ...]]:
+    """Each row as SQLite holds it: every column's storage class and value."""
+    with sqlite3.connect(path) as conn:
+        return conn.execute(
+            "SELECT typeof(label), label, typeof(count), count, typeof(at), at,"
+            f" typeof(doc), doc FROM {table} ORDER BY id"
+        ).fetchall()
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(rows=_ROWS, encoded=st.booleans())
+def test_the_driver_stores_exactly_what_sqlalchemy_stores(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[dict[str, Any]], encoded: bool
+) -> None:
+    # Property: whatever the rows, SQLite holds the same storage class and value in every
+    # column, whether the row went through DriverInsert or through SQLAlchemy's insert.
+    path = tmp_path_factory.mktemp("driver") / "store.db"
+    numbered = _numbered(rows)
+    if encoded:  # a document encoded already (the trace writer's) is stored as it is
+        numbered = [{**row, "doc": EncodedJSON(json.dumps(row["doc"]))} for row in numbered]
+    by_driver = DriverInsert(insert(_DRIVER))
+
+    async def scenario() -> None:
+        db = await _database(f"sqlite+aiosqlite:///{path}")
+        try:
+            inserted = await db.run_write("driver", lambda conn: by_driver.run(conn, numbered))
+            await db.run_write(
+                "sqlalchemy", lambda conn: conn.execute(insert(_SQLALCHEMY), numbered)
+            )
+            assert inserted == len(numbered)
+            read = await db.run_read("read", lambda conn: conn.execute(select(_DRIVER)).all())
+        finally:
+            await db.dispose()
+        # Read back through SQLAlchemy, the values are the rows' (times in UTC).
+        assert [(r.label, r.count, r.at, r.doc) for r in read] == [
+            (r["label"], r["count"], r["at"], _document(r["doc"])) for r in numbered
+        ]
+
+    asyncio.run(scenario())
+    assert _stored(path, "by_driver") == _stored(path, "by_sqlalchemy")
+
+
+def _document(doc: Any) -> Any:
+    return json.loads(doc) if isinstance(doc, EncodedJSON) else doc
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+async def test_a_refused_row_fails_the_insert_and_its_transaction_writes_nothing(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    db = await _database(request.getfixturevalue(_URL_FIXTURE[backend]))
+    by_driver = DriverInsert(insert(_DRIVER))
+    at = dt.datetime(2026, 3, 14, 12, 0, tzinfo=dt.UTC)
+    good = {"id": 1, "parent": "p", "label": "a", "count": 1, "at": at, "doc": {}}
+    orphan = good | {"id": 2, "parent": "nobody"}  # no such parent: the foreign key refuses
+
+    def both(conn: Connection) -> int:
+        return by_driver.run(conn, [good, orphan])
+
+    try:
+        with pytest.raises(StoreError) as refused:
+            await db.run_write("insert", both)
+        count = await db.run_read("count", lambda conn: len(conn.execute(select(_DRIVER)).all()))
+        # The connection is usable after the failure; the good row alone goes in.
+        assert await db.run_write("again", lambda conn: by_driver.run(conn, [good])) == 1
+    finally:
+        await db.dispose()
+    assert refused.value.operation == "insert"
+    assert count == 0
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+async def test_a_conflict_ignored_counts_no_row(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    db = await _database(request.getfixturevalue(_URL_FIXTURE[backend]))
+    by_driver = DriverInsert(db.insert_ignoring_conflict_of(_PARENTS, ["id"]))
+
+    def parent(name: str) -> Callable[[Connection], int]:
+        return lambda conn: by_driver.run(conn, [{"id": name}])
+
+    try:
+        counts = [await db.run_write("parent", parent(name)) for name in ("p", "q")]
+    finally:
+        await db.dispose()
+    assert counts == [0, 1]
+
+
+async def test_columns_the_table_lacks_are_refused(sqlite_url: str) -> None:
+    db = await _database(sqlite_url)
+    by_driver = DriverInsert(insert(_PARENTS))
+    try:
+        with pytest.raises(StoreError, match="nickname"):
+            await db.run_write("insert", lambda conn: by_driver.run(conn, [{"nickname": "x"}]))
+        assert await db.run_write("empty", lambda conn: by_driver.run(conn, [])) == 0
+    finally:
+        await db.dispose()
