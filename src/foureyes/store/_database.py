@@ -12,6 +12,7 @@ import operator
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -28,7 +29,7 @@ from sqlalchemy import (
     pool,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL, Dialect, make_url
 from sqlalchemy.exc import (
     ArgumentError,
     CompileError,
@@ -97,8 +98,10 @@ class DriverInsert:
     driver"). This compiles the statement once per dialect and set of columns, with the
     same SQL and each column's own bind processing (its type's, as SQLAlchemy would apply
     it: a timestamp to naive UTC, a JSON document to text), and runs it on the driver's
-    connection inside the caller's transaction. On PostgreSQL the statement goes through
-    SQLAlchemy as before (asyncpg pipelines an ``executemany`` itself).
+    connection inside the caller's transaction. Only on the standard ``sqlite3`` driver (the
+    connections :meth:`Database.run_write` and its kin hand to their work); on any other
+    (PostgreSQL, where asyncpg pipelines an ``executemany`` itself) the statement goes
+    through SQLAlchemy as before.
 
     The statement must take every value from its rows (no column defaults computed in
     Python): columns a row leaves out are left to the database, as SQLAlchemy leaves them.
@@ -108,7 +111,11 @@ class DriverInsert:
 
     def __init__(self, statement: Insert) -> None:
         self.statement = statement
-        self._compiled: dict[tuple[str, ...], tuple[str, tuple[_Bind, ...]]] = {}
+        # Per dialect (an engine's own: its JSON serialiser is part of the processing),
+        # forgotten with the engine.
+        self._compiled: weakref.WeakKeyDictionary[
+            Dialect, dict[tuple[str, ...], tuple[str, tuple[_Bind, ...]]]
+        ] = weakref.WeakKeyDictionary()
 
     def run(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
         """Insert ``rows`` (all with the same columns) in ``conn``'s transaction; how many.
@@ -119,7 +126,7 @@ class DriverInsert:
         """
         if not rows:
             return 0
-        if conn.dialect.name != "sqlite":
+        if conn.dialect.driver != "pysqlite":
             return conn.execute(self.statement, list(rows)).rowcount
         sql, binds = self._compiled_for(conn, tuple(rows[0]))
         values = [tuple(bind(row) for bind in binds) for row in rows]
@@ -132,18 +139,19 @@ class DriverInsert:
     def _compiled_for(
         self, conn: Connection, keys: tuple[str, ...]
     ) -> tuple[str, tuple[_Bind, ...]]:
-        compiled = self._compiled.get(keys)
+        dialect = conn.dialect
+        known = self._compiled.setdefault(dialect, {})
+        compiled = known.get(keys)
         if compiled is None:
             unknown = [key for key in keys if key not in self.statement.table.c]
             if unknown:  # as SQLAlchemy's own execution refuses them
                 raise CompileError(f"Unconsumed column names: {', '.join(unknown)}")
-            dialect = conn.dialect
             statement = self.statement.compile(dialect=dialect, column_keys=list(keys))
             binds = []
             for name in statement.positiontup or ():
                 column_type = statement.binds[name].type.dialect_impl(dialect)
                 binds.append(_bind(name, column_type.bind_processor(dialect)))
-            compiled = self._compiled[keys] = (statement.string, tuple(binds))
+            compiled = known[keys] = (statement.string, tuple(binds))
         return compiled
 
 
