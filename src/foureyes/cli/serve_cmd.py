@@ -70,9 +70,6 @@ def serve(
         run(_preflight(cfg))
     except (ConfigError, StoreError) as exc:
         fail(exc, as_json=as_json)
-    # Imported here so that other commands do not pay for FastAPI's import.
-    from foureyes.server.app import create_app
-
     bind_host = host or cfg.server.host
     bind_port = cfg.server.port if port is None else port
     in_use = ", ".join(sorted({cfg.roles.route_for(role) for role in Role}))
@@ -107,7 +104,7 @@ def serve(
         "limit_concurrency": cfg.server.max_connections + 1,
     }
     if count == 1:
-        uvicorn.run(create_app(effective, dict(os.environ)), **options)  # type: ignore[arg-type]
+        uvicorn.run(serving_app(effective), **options)  # type: ignore[arg-type]
         return
     _supervise(effective, options)
 
@@ -136,10 +133,15 @@ def _supervise(effective: Config, options: dict[str, object]) -> None:
 
 def worker_app() -> FastAPI:
     """The app of one ``serve`` worker process, from the config its parent checked."""
+    return serving_app(Config.model_validate_json(os.environ[_WORKER_CONFIG_ENV]))
+
+
+def serving_app(effective: Config) -> FastAPI:
+    """The app a ``serve`` process runs: it owns the process (see ``create_app``)."""
+    # Imported here so that other commands do not pay for FastAPI's import.
     from foureyes.server.app import create_app
 
-    effective = Config.model_validate_json(os.environ[_WORKER_CONFIG_ENV])
-    return create_app(effective, dict(os.environ))
+    return create_app(effective, dict(os.environ), owns_process=True)
 
 
 async def _preflight(cfg: Config) -> None:
