@@ -8,9 +8,15 @@ conversation per reply. After ``--warmup`` replies it counts ``--replies`` more 
 ``/proc/self/task/*/stat``, each thread's user and system CPU time per reply: the event
 loop's thread, the SQLite writer thread, the reader thread (idle unless a read had to
 wait). ``--rounds`` repeats the measure in new processes, so one machine state does not
-decide it; the medians are printed last.
+decide it; the medians are printed last. ``--settle-collector``: after the warm-up the
+process settles its garbage collector as ``foureyes serve`` does
+(``foureyes.server.app.settle_collector``), as a host of ``Guard`` may. ``--count-garbage``:
+the measured replies also count the objects the cyclic collector had to free (reference
+cycles a reply left behind), per reply; the collector then keeps them, so that round's
+CPU is not comparable.
 
     python benchmarks/reply_threads.py [--replies 3000] [--clients 16] [--rounds 3]
+        [--settle-collector] [--count-garbage]
 
 Linux only (``/proc``). Results and how to read them: benchmarks/README.md.
 """
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import gc
 import json
 import os
 import statistics
@@ -34,6 +41,8 @@ sys.path.insert(0, str(HERE))
 
 from gateway_parts import InProcess, cpu_times, scenario  # noqa: E402
 from loadgen import drive, start_simulator, stop_process  # noqa: E402
+
+from foureyes.server.app import settle_collector  # noqa: E402
 
 
 def thread_cpu() -> dict[str, float]:
@@ -52,7 +61,10 @@ def thread_cpu() -> dict[str, float]:
     return dict(out)
 
 
-async def measure(replies: int, clients: int, warmup: int) -> dict[str, float]:
+async def measure(
+    replies: int, clients: int, warmup: int, *, settle: bool, count_garbage: bool
+) -> dict[str, float]:
+    garbage = 0
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         simulator, url = start_simulator(scenario(0.0), work)
@@ -60,9 +72,19 @@ async def measure(replies: int, clients: int, warmup: int) -> dict[str, float]:
             system = await InProcess.start("threads", url, "reply", work)
             try:
                 await drive(system.reply, warmup, clients)
+                if settle:
+                    settle_collector()
+                if count_garbage:
+                    gc.collect()
+                    gc.set_debug(gc.DEBUG_SAVEALL)  # what the collector frees, it keeps here
                 before = thread_cpu()
                 wall, _, outcomes = await drive(system.reply, replies, clients)
                 after = thread_cpu()
+                if count_garbage:
+                    gc.collect()
+                    garbage = len(gc.garbage)
+                    gc.set_debug(0)
+                    gc.garbage.clear()
             finally:
                 await system.aclose()
         finally:
@@ -75,6 +97,8 @@ async def measure(replies: int, clients: int, warmup: int) -> dict[str, float]:
         if spent > 0:
             result[f"{key} ms/reply"] = 1000 * spent / replies
     result["all threads ms/reply"] = sum(v for k, v in result.items() if k.endswith("ms/reply"))
+    if count_garbage:
+        result["cyclic garbage objects/reply"] = garbage / replies
     return result
 
 
@@ -84,15 +108,21 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--settle-collector", action="store_true")
+    parser.add_argument("--count-garbage", action="store_true")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(asyncio.run(measure(args.replies, args.clients, args.warmup))))
+        options = {"settle": args.settle_collector, "count_garbage": args.count_garbage}
+        result = asyncio.run(measure(args.replies, args.clients, args.warmup, **options))
+        print(json.dumps(result))
         return
     runs: dict[str, list[float]] = collections.defaultdict(list)
     for n in range(args.rounds):
         command = [sys.executable, __file__, "--one", f"--replies={args.replies}"]
         command += [f"--clients={args.clients}", f"--warmup={args.warmup}"]
+        command += ["--settle-collector"] * args.settle_collector
+        command += ["--count-garbage"] * args.count_garbage
         line = subprocess.run(command, check=True, capture_output=True, text=True).stdout
         result = json.loads(line.strip().splitlines()[-1])
         print(f"round {n + 1}: " + ", ".join(f"{k} {v:.3f}" for k, v in result.items()))
