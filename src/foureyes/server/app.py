@@ -69,8 +69,8 @@ from foureyes.store.api_keys import EnvKeySync, KeyScope
 
 __all__ = [
     "GATEWAY_MODEL",
-    "YOUNG_GENERATION_THRESHOLD",
     "Service",
+    "YOUNG_GENERATION_THRESHOLD",
     "create_app",
     "settle_collector",
 ]
