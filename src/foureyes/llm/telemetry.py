@@ -190,8 +190,13 @@ def record_evaluation(name: str, label: str | None, **attributes: str | bool | i
         **attributes: further attributes, named in full (``error.type``, ``foureyes.*``).
     """
     span = trace.get_current_span()
-    if not span.is_recording():
-        return
+    if span.is_recording():
+        _add_evaluation(span, name, label, attributes)
+
+
+def _add_evaluation(
+    span: Span, name: str, label: str | None, attributes: dict[str, str | bool | int | float]
+) -> None:
     event: dict[str, str | bool | int | float] = {"gen_ai.evaluation.name": name}
     if label is not None:
         event["gen_ai.evaluation.score.label"] = label
@@ -216,7 +221,8 @@ def record_verdict(
         verdict_sha256: the verdict's digest.
         route: the route that served it.
     """
-    if not trace.get_current_span().is_recording():
+    span = trace.get_current_span()
+    if not span.is_recording():  # nothing traces: the attributes are not even built
         return
     attributes: dict[str, str | bool | int | float] = {
         "foureyes.candidate_sha256": candidate_sha256
@@ -227,4 +233,4 @@ def record_verdict(
         attributes["foureyes.verdict_sha256"] = verdict_sha256
     if route is not None:
         attributes["foureyes.route"] = route
-    record_evaluation(SUPERVISOR_EVALUATION, label, **attributes)
+    _add_evaluation(span, SUPERVISOR_EVALUATION, label, attributes)

@@ -140,7 +140,9 @@ class DriverInsert:
         self, conn: Connection, keys: tuple[str, ...]
     ) -> tuple[str, tuple[_Bind, ...]]:
         dialect = conn.dialect
-        known = self._compiled.setdefault(dialect, {})
+        known = self._compiled.get(dialect)
+        if known is None:
+            known = self._compiled[dialect] = {}
         compiled = known.get(keys)
         if compiled is None:
             unknown = [key for key in keys if key not in self.statement.table.c]
