@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import datetime as dt
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Connection, select
 
 from foureyes.config import PrivacyConfig
 from foureyes.core.errors import StoreError, UsageError
 from foureyes.core.trace import EventKind, TraceEvent
 from foureyes.store import Store
+from foureyes.store._database import Database
+from foureyes.store._pending import PendingRuns
+from foureyes.store.tables import metadata, trace_runs
 from tests.store._support import OpenStore
 from tests.store.test_assessments import row
 
@@ -288,3 +293,32 @@ async def test_holding_an_assessment_needs_a_run(open_store: OpenStore, store_ur
     store = await open_store(store_url)
     with pytest.raises(UsageError, match="trace_id"):
         store.assessments.hold(row(trace_id=None), text="hello")
+
+
+async def test_only_the_one_run_in_flight_commits_alone(sqlite_url: str) -> None:
+    # The reserved runs are the replies in flight: a run's write is alone (on SQLite,
+    # committed on the calling thread) only while no other run is reserved.
+    db = Database.create(sqlite_url, timeout_s=1)
+    await db.probe("open")
+    seen: list[str] = []
+
+    def work(conn: Connection) -> str:
+        seen.append(threading.current_thread().name)
+        return str(conn.execute(select(trace_runs.c.trace_id)).scalars().all())
+
+    try:
+        await db.run_write("create", lambda conn: metadata.create_all(conn))
+        pending = PendingRuns(db)
+        for trace_id in ("first", "second"):
+            pending.reserve(
+                {"trace_id": trace_id, "kind": "k", "started_at": AT, "last_seq": 0, "meta": {}}
+            )
+        assert await pending.run("first", "first", work) == "['first']"
+        assert await pending.run("second", "second", work) == "['first', 'second']"
+        # Written: no longer reserved, and no other run is; still not alone.
+        assert await pending.run("again", "second", work) == "['first', 'second']"
+    finally:
+        await db.dispose()
+    assert seen[0].startswith("foureyes-sqlite-writer")
+    assert seen[1] == threading.current_thread().name
+    assert seen[2].startswith("foureyes-sqlite-writer")

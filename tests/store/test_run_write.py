@@ -258,3 +258,103 @@ async def test_a_write_through_a_sqlite_read_fails_and_writes_nothing(
     assert (here.value.operation, there.value.operation) == ("here", "elsewhere")
     assert seen[0] == seen[2] == threading.current_thread().name
     assert seen[1].startswith("foureyes-sqlite-reader")
+
+
+def _insert_noting_thread(seen: list[str], text: str) -> Callable[[Connection], int]:
+    def write(conn: Connection) -> int:
+        seen.append(threading.current_thread().name)
+        conn.execute(insert(_NOTES).values(text=text))
+        return len(seen)
+
+    return write
+
+
+async def test_a_grouped_write_alone_commits_on_the_calling_thread(db: Database) -> None:
+    # A lone write skips the writer thread on SQLite (no hand-off there and back); alone
+    # or not, it is committed when it returns, on both backends.
+    seen: list[str] = []
+    before = db.group_commits
+    assert await db.run_grouped_write("alone", _insert_noting_thread(seen, "a"), alone=True) == 1
+    assert await db.run_grouped_write("grouped", _insert_noting_thread(seen, "b")) == 2
+    assert await texts(db) == ["a", "b"]
+    after = db.group_commits
+    assert (after.rounds - before.rounds, after.writes - before.writes) == (2, 2)
+    if db.dialect == "sqlite":
+        assert seen[0] == threading.current_thread().name
+        assert seen[1].startswith("foureyes-sqlite-writer")
+
+
+async def test_a_sqlite_write_alone_that_would_wait_waits_on_the_writer_thread(
+    sqlite_path: Path,
+) -> None:
+    db = await _seeded_sqlite(f"sqlite+aiosqlite:///{sqlite_path}", 10)
+    other = sqlite3.connect(sqlite_path, timeout=1, isolation_level=None)
+    seen: list[str] = []
+    try:
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        write = asyncio.ensure_future(
+            db.run_grouped_write("alone", _insert_noting_thread(seen, "a"), alone=True)
+        )
+        for _ in range(3):
+            await asyncio.sleep(0)
+        # Busy at once here (nothing run, nothing waited for on the event loop's thread),
+        # so handed to the writer thread, which waits for the lock up to the timeout.
+        assert not write.done() and seen == []
+        other.execute("ROLLBACK")
+        assert await write == 1
+        assert await texts(db) == ["w", "a"]
+    finally:
+        other.close()
+        await db.dispose()
+    assert len(seen) == 1 and seen[0].startswith("foureyes-sqlite-writer")
+
+
+async def test_a_sqlite_write_alone_joins_the_writes_under_way(sqlite_url: str) -> None:
+    # Another write holds the writer: a write said to be alone is not, and queues behind
+    # it rather than taking the file's lock from the event loop's thread.
+    db = await _seeded_sqlite(sqlite_url, 10)
+    started, release = threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def slow(conn: Connection) -> None:
+        started.set()
+        release.wait(10)
+        conn.execute(insert(_NOTES).values(text="slow"))
+
+    try:
+        first = asyncio.ensure_future(db.run_grouped_write("slow", slow))
+        assert await asyncio.to_thread(started.wait, 10)
+        alone = asyncio.ensure_future(
+            db.run_grouped_write("alone", _insert_noting_thread(seen, "a"), alone=True)
+        )
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert not alone.done() and seen == []
+        release.set()
+        await first
+        assert await alone == 1
+        assert await texts(db) == ["w", "slow", "a"]
+    finally:
+        release.set()
+        await db.dispose()
+    assert len(seen) == 1 and seen[0].startswith("foureyes-sqlite-writer")
+
+
+async def test_a_failed_write_alone_writes_nothing_and_the_next_one_commits(
+    db: Database,
+) -> None:
+    def half(conn: Connection) -> None:
+        conn.execute(insert(_NOTES).values(text="first"))
+        conn.execute(insert(_NOTES).values(text="first"))  # unique: refused
+
+    with pytest.raises(StoreError, match="alone") as caught:
+        await db.run_grouped_write("alone", half, alone=True)
+    assert caught.value.operation == "alone"
+    assert await texts(db) == []
+    seen: list[str] = []
+    # On SQLite the failed transaction closed its connection; the next opens another.
+    assert await db.run_grouped_write("again", _insert_noting_thread(seen, "b"), alone=True) == 1
+    assert await texts(db) == ["b"]
+    await db.dispose()
+    with pytest.raises(UsageError, match="closed"):
+        await db.run_grouped_write("late", _insert_noting_thread(seen, "c"), alone=True)

@@ -241,6 +241,7 @@ class Database:
             self._sqlite_writer = _SqliteThread(url, timeout_s, name="writer", write=True)
             self._sqlite_reader = _SqliteThread(url, timeout_s, name="reader", write=False)
         self._sqlite_here = _SqliteHere(url) if sqlite_file else None
+        self._sqlite_write_here = _SqliteHere(url, write=True) if sqlite_file else None
         self._group = _WriteGroup(self._transaction)
         # Writes of cancelled callers still running, and the undoing of what they wrote.
         self._abandoned: set[asyncio.Future[Any]] = set()
@@ -382,7 +383,9 @@ class Database:
         async with translate_errors(operation, self._url):
             return await self._transaction(work)
 
-    async def run_grouped_write(self, operation: str, work: Callable[[Connection], _T]) -> _T:
+    async def run_grouped_write(
+        self, operation: str, work: Callable[[Connection], _T], *, alone: bool = False
+    ) -> _T:
         """:meth:`run_write`, sharing one transaction and one commit with concurrent writes.
 
         Group commit: writes that arrive while a grouped transaction runs wait for the
@@ -398,17 +401,43 @@ class Database:
         group raises, the group's transaction is rolled back and run again with each
         write in a savepoint, so ``work`` may run twice.
 
+        ``alone``: the caller knows of no other write of the process under way or about to
+        come (no other reply in flight). On SQLite, when the writer thread is idle and no
+        group is queued, the transaction then runs at once on the calling thread, its log
+        sync included (:class:`_SqliteHere`), instead of a trip to the writer thread and
+        back; if it would wait for a lock it goes to the writer thread as any other. It
+        counts as a round of one. Ignored on PostgreSQL.
+
         Raises:
             StoreError: ``work`` raised it or the database refused it (its savepoint is
                 rolled back; the others in the group still commit), or the group's
                 transaction or commit failed (then nothing of the group is written).
             UsageError: the store is closed.
         """
-        if not self._grouping:
-            return await self.run_write(operation, work)
         self._check_open(operation)
         async with translate_errors(operation, self._url):
+            if alone and self._write_here_free():
+                assert self._sqlite_write_here is not None
+                try:
+                    value = self._sqlite_write_here.run(work)
+                except _WouldWait:
+                    pass
+                else:
+                    if self._grouping:
+                        self._group.count_lone()
+                    return value
+            if not self._grouping:
+                return await self._transaction(work)
             return await self._group.submit(work)
+
+    def _write_here_free(self) -> bool:
+        """Whether no write of this process is running or queued (SQLite only)."""
+        return (
+            self._sqlite_write_here is not None
+            and self._sqlite_writes is not None
+            and not self._sqlite_writes.locked()
+            and self._group.idle
+        )
 
     async def run_shared_write(self, operation: str, work: Callable[[Connection], _T]) -> _T:
         """:meth:`run_write` for a write to rows that concurrent writes share (daily sums).
@@ -575,6 +604,8 @@ class Database:
             await self._sqlite_reader.close()
         if self._sqlite_here is not None:
             self._sqlite_here.close()
+        if self._sqlite_write_here is not None:
+            self._sqlite_write_here.close()
         await self._engine.dispose()
 
     def _check_open(self, operation: str) -> None:
@@ -618,6 +649,16 @@ class _WriteGroup:
         self._drain: asyncio.Task[None] | None = None
         self.rounds = 0
         self.writes = 0
+
+    @property
+    def idle(self) -> bool:
+        """Whether no write is queued and no round is running."""
+        return not self._queue and self._drain is None
+
+    def count_lone(self) -> None:
+        """Count a write that ran alone, outside the group, as a round of one."""
+        self.rounds += 1
+        self.writes += 1
 
     async def submit(self, work: Callable[[Connection], _T]) -> _T:
         loop = asyncio.get_running_loop()
@@ -865,29 +906,37 @@ class _WouldWait(Exception):
 
 
 class _SqliteHere:
-    """Read transactions of an SQLite store run on the calling thread, never waiting.
+    """Transactions of an SQLite store run on the calling thread, never waiting for a lock.
 
-    A read in WAL mode needs no lock a writer holds: it reads the committed pages and
-    the log's index, so a short indexed read costs tens of microseconds, less than the
-    hand-off to a reader thread and back. Its connection has a busy timeout of zero:
-    when the read would have to wait (a checkpoint resetting the log, a recovery) it is
+    Reads: a read in WAL mode needs no lock a writer holds: it reads the committed pages
+    and the log's index, so a short indexed read costs tens of microseconds, less than the
+    hand-off to a reader thread and back. Lone writes (``write``): a write transaction
+    that no other write of the process waits beside skips the two hand-offs to the writer
+    thread and back (about 0.3 ms of a reply at one client, benchmarks/README.md); it
+    blocks the calling thread for its statements and its log sync, so
+    :meth:`Database.run_grouped_write` runs one here only when its caller says it is alone.
+
+    The connection has a busy timeout of zero: when the transaction would have to wait
+    (another connection's write lock, a checkpoint resetting the log, a recovery) it is
     not run here and :meth:`run` raises :class:`_WouldWait`, for the caller to run it on
-    the reader thread. The connection belongs to the first thread that reads; a read
-    from another thread is not run here either. It is read-only (``PRAGMA
+    its thread. The connection belongs to the first thread that uses it; a transaction
+    from another thread is not run here either. A reading one is read-only (``PRAGMA
     query_only``): a write through it fails, so a read on the event loop's thread never
-    takes the file's write lock.
+    takes the file's write lock. A writing one begins ``IMMEDIATE``, as the writer
+    thread's does.
     """
 
-    def __init__(self, url: URL) -> None:
-        self._connection = _KeptConnection(url.set(drivername="sqlite+pysqlite"), 0, write=False)
+    def __init__(self, url: URL, *, write: bool = False) -> None:
+        self._connection = _KeptConnection(url.set(drivername="sqlite+pysqlite"), 0, write=write)
         self._owner: int | None = None
 
     def run(self, work: Callable[[Connection], _T]) -> _T:
-        """``work``'s value, read on this thread.
+        """``work``'s value, its transaction run on this thread.
 
         Raises:
-            _WouldWait: the read would wait for a lock, or this is not the owner thread.
-            sqlalchemy.exc.DBAPIError: the read failed for another reason.
+            _WouldWait: the transaction would wait for a lock (nothing of it is written),
+                or this is not the owner thread.
+            sqlalchemy.exc.DBAPIError, sqlite3.Error: it failed for another reason.
         """
         here = threading.get_ident()
         if self._owner is None:

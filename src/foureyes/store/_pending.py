@@ -92,7 +92,9 @@ class PendingRuns:
         (:meth:`Database.run_grouped_write`): ``work`` must then write only rows of this
         run (its events, texts, assessments), which no other run's write touches, so a
         group cannot deadlock with another process's. A write that touches shared rows
-        passes ``grouped=False`` and gets a transaction of its own.
+        passes ``grouped=False`` and gets a transaction of its own. A grouped write of
+        the only reserved run is *alone* (:meth:`Database.run_grouped_write`): with no
+        other reply in flight, on SQLite it commits on the calling thread.
 
         Raises:
             StoreError: the database failed, or ``work`` raised it; the run stays reserved
@@ -115,7 +117,10 @@ class PendingRuns:
             return opening.work(conn) if opened and opening is not None else work(conn)
 
         if grouped:
-            result = await self._db.run_grouped_write(operation, transaction)
+            # The reserved runs are the process's replies in flight: when this one is the
+            # only one, no other write is coming that its transaction could carry.
+            alone = row is not None and len(self._rows) == 1
+            result = await self._db.run_grouped_write(operation, transaction, alone=alone)
         else:
             result = await self._db.run_write(operation, transaction)
         self._rows.pop(trace_id, None)
