@@ -347,10 +347,13 @@ async def test_a_failed_write_alone_writes_nothing_and_the_next_one_commits(
         conn.execute(insert(_NOTES).values(text="first"))
         conn.execute(insert(_NOTES).values(text="first"))  # unique: refused
 
+    before = db.group_commits
     with pytest.raises(StoreError, match="alone") as caught:
         await db.run_grouped_write("alone", half, alone=True)
     assert caught.value.operation == "alone"
     assert await texts(db) == []
+    after = db.group_commits  # a failed round is a round, alone or grouped
+    assert (after.rounds - before.rounds, after.writes - before.writes) == (1, 1)
     seen: list[str] = []
     # On SQLite the failed transaction closed its connection; the next opens another.
     assert await db.run_grouped_write("again", _insert_noting_thread(seen, "b"), alone=True) == 1

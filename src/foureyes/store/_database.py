@@ -406,7 +406,7 @@ class Database:
         group is queued, the transaction then runs at once on the calling thread, its log
         sync included (:class:`_SqliteHere`), instead of a trip to the writer thread and
         back; if it would wait for a lock it goes to the writer thread as any other. It
-        counts as a round of one. Ignored on PostgreSQL.
+        counts as a round of one, committed or failed. Ignored on PostgreSQL.
 
         Raises:
             StoreError: ``work`` raised it or the database refused it (its savepoint is
@@ -416,28 +416,24 @@ class Database:
         """
         self._check_open(operation)
         async with translate_errors(operation, self._url):
-            if alone and self._write_here_free():
-                assert self._sqlite_write_here is not None
+            if alone and (here := self._idle_write_here()) is not None:
+                ran = True
                 try:
-                    value = self._sqlite_write_here.run(work)
+                    return here.run(work)
                 except _WouldWait:
-                    pass
-                else:
-                    if self._grouping:
+                    ran = False  # nothing of it ran: it goes the usual way, below
+                finally:
+                    if ran and self._grouping:
                         self._group.count_lone()
-                    return value
             if not self._grouping:
                 return await self._transaction(work)
             return await self._group.submit(work)
 
-    def _write_here_free(self) -> bool:
-        """Whether no write of this process is running or queued (SQLite only)."""
-        return (
-            self._sqlite_write_here is not None
-            and self._sqlite_writes is not None
-            and not self._sqlite_writes.locked()
-            and self._group.idle
-        )
+    def _idle_write_here(self) -> _SqliteHere | None:
+        """The calling thread's write connection, if no write of the process runs or waits."""
+        if self._sqlite_writes is None or self._sqlite_writes.locked() or not self._group.idle:
+            return None
+        return self._sqlite_write_here
 
     async def run_shared_write(self, operation: str, work: Callable[[Connection], _T]) -> _T:
         """:meth:`run_write` for a write to rows that concurrent writes share (daily sums).
@@ -656,7 +652,7 @@ class _WriteGroup:
         return not self._queue and self._drain is None
 
     def count_lone(self) -> None:
-        """Count a write that ran alone, outside the group, as a round of one."""
+        """Count a write that ran alone, outside the group, as a round of one (either way)."""
         self.rounds += 1
         self.writes += 1
 
