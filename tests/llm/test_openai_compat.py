@@ -31,6 +31,7 @@ from foureyes.core.errors import (
     RouteTimeout,
     UsageError,
 )
+from foureyes.llm import _http
 from foureyes.llm.openai_compat import (
     NO_KEY,
     OpenAIProvider,
@@ -528,6 +529,22 @@ def test_an_unlisted_sdk_subclass_maps_through_its_parent() -> None:
     with pytest.raises(RouteHTTPError) as caught, translate_errors("r", 1):
         raise original
     assert caught.value.status_code == 402
+
+
+@pytest.mark.parametrize(
+    ("original", "expected"),
+    [
+        (_http.TransportError("could not connect"), RouteConnectionError),
+        (_http.ResponseTooLarge("a response body over 64 bytes"), RouteBadResponse),
+    ],
+    ids=["transport", "too-large"],
+)
+def test_the_lean_clients_failures_translate(
+    original: Exception, expected: type[RouteError]
+) -> None:
+    with pytest.raises(RouteError) as caught, translate_errors("r", 1):
+        raise original
+    assert type(caught.value) is expected and caught.value.__cause__ is original
 
 
 def test_other_exceptions_pass_through_untouched() -> None:

@@ -9,12 +9,14 @@ policy, budgets and deadlines. Every SDK failure is translated into the foureyes
 by :func:`translate_errors`, the one boundary where foreign exceptions are mapped.
 
 By default (``transport = "lean"``) the SDK is not used at all: the same request body is
-posted with a bare aiohttp session (one per route), a stream's server-sent events are read
-by :class:`_EventReader`, the response goes through the same validation, and aiohttp's
-failures and HTTP error statuses become the same typed errors (also in
-:func:`translate_errors`). The SDK's request building and its HTTP layers cost about 0.4 ms
-of CPU per call on the gateway's hot path (benchmarks/README.md); ``transport = "aiohttp"``
-or ``"httpx"`` keeps them. The default is the departure from docs/design.md 6 that
+posted by our own small HTTP/1.1 client (:mod:`foureyes.llm._http`, one connection pool
+per route; through aiohttp when the environment names a proxy for the route), a stream's
+server-sent events are read by :class:`_EventReader`, the response goes through the same
+validation, and the transport's failures and HTTP error statuses become the same typed
+errors (also in :func:`translate_errors`). The SDK's request building and its HTTP layers
+cost about 0.4 ms of CPU per call on the gateway's hot path, aiohttp's own about 0.1 ms
+more than that client (benchmarks/README.md); ``transport = "aiohttp"`` or ``"httpx"``
+keeps the SDK. The default is the departure from docs/design.md 6 that
 docs/architecture.md records.
 """
 
@@ -46,6 +48,13 @@ from foureyes.core.errors import (
     RouteTimeout,
     UsageError,
 )
+from foureyes.llm._http import (
+    AiohttpOrigin,
+    HttpOrigin,
+    Origin,
+    ResponseTooLarge,
+    TransportError,
+)
 from foureyes.llm.provider import (
     ChatRequest,
     ChatResult,
@@ -56,7 +65,6 @@ from foureyes.llm.provider import (
 )
 
 if TYPE_CHECKING:
-    import aiohttp
     from openai import AsyncOpenAI
 
 __all__ = [
@@ -164,8 +172,11 @@ def sdk_error_table() -> dict[type[BaseException], _Translate]:
     return {
         # Our own bound on the whole call (asyncio.timeout), for slow-drip responses.
         TimeoutError: _timeout,
-        # The lean transport: aiohttp's own failures (refused, reset, a cut-off body).
+        # The lean transport: its client's failures (refused, reset, TLS, a malformed or
+        # cut-off response), or aiohttp's behind a proxy; a body too large to read whole.
+        TransportError: _connection,
         aiohttp.ClientError: _connection,
+        ResponseTooLarge: _bad_response,
         # A 200 body that is not JSON or not a chat completion (validated by _Completion).
         pydantic.ValidationError: _bad_response,
         # A stream chunk that is not JSON, as the SDK's stream reader raises it.
@@ -468,8 +479,7 @@ class OpenAIProvider:
         self._base_url = config.base_url
         self._api_key = api_key
         self._client: AsyncOpenAI | None = None
-        self._session: aiohttp.ClientSession | None = None
-        self._proxy: str | None = None
+        self._origin: Origin | None = None
         self._completions_url = self._base_url.rstrip("/") + "/chat/completions"
         self._lean_headers = {
             "Authorization": f"Bearer {api_key}",
@@ -598,65 +608,45 @@ class OpenAIProvider:
     async def _stream_lean(
         self, params: dict[str, Any], joined: _StreamJoin, timeout_s: float
     ) -> None:
-        session = self._lean_session()
+        origin = self._lean_origin()
         headers = self._lean_headers | {"Accept": "text/event-stream"}
         reader = _EventReader(self.route)
+        body = json.dumps(params, ensure_ascii=False).encode()
         with translate_errors(self.route, timeout_s):
-            async with (
-                asyncio.timeout(timeout_s),
-                session.post(
-                    self._completions_url,
-                    data=json.dumps(params, ensure_ascii=False).encode(),
-                    headers=headers,
-                    proxy=self._proxy,
-                ) as response,
-            ):
+            async with asyncio.timeout(timeout_s), origin.stream(body, headers) as response:
                 if response.status >= 400:
-                    body = await response.read()
-                    raise _status_error(self.route, response.status, response.headers, body)
-                async for data in response.content.iter_any():
+                    content = await response.read()
+                    raise _status_error(self.route, response.status, response.headers, content)
+                async for data in response.chunks():
                     for event in reader.feed(data):
                         if event.startswith(b"[DONE]"):
                             return
                         joined.add(_Chunk.model_validate_json(event))
 
     async def _complete_lean(self, request: ChatRequest, timeout_s: float) -> ChatResult:
-        session = self._lean_session()
+        origin = self._lean_origin()
+        body = json.dumps(self._params(request), ensure_ascii=False).encode()
         started = time.monotonic()
         with translate_errors(self.route, timeout_s):
-            async with (
-                asyncio.timeout(timeout_s),
-                session.post(
-                    self._completions_url,
-                    data=json.dumps(self._params(request), ensure_ascii=False).encode(),
-                    headers=self._lean_headers,
-                    proxy=self._proxy,
-                ) as response,
-            ):
-                body = await response.read()
-                if response.status >= 400:
-                    raise _status_error(self.route, response.status, response.headers, body)
-            completion = _Completion.model_validate_json(body)
+            async with asyncio.timeout(timeout_s):
+                response = await origin.post(body, self._lean_headers)
+            if response.status >= 400:
+                raise _status_error(self.route, response.status, response.headers, response.body)
+            completion = _Completion.model_validate_json(response.body)
         return self._result(completion, time.monotonic() - started)
 
-    def _lean_session(self) -> aiohttp.ClientSession:
+    def _lean_origin(self) -> Origin:
         self._check_open()
-        if self._session is None:
-            import aiohttp
-
-            # HTTP(S)_PROXY and NO_PROXY apply, as they do to the SDK's client, but are read
-            # once here: aiohttp's trust_env would look them (and ~/.netrc) up in a thread
-            # on every request. No cookies are kept between calls. No timeouts of aiohttp's
-            # own: each call runs inside ``asyncio.timeout`` of its whole budget (connect,
-            # send and read), so aiohttp's default five-minute timers would only be set up
-            # and cancelled again on every request.
-            self._proxy = _env_proxy(self._completions_url)
-            self._session = aiohttp.ClientSession(
-                cookie_jar=aiohttp.DummyCookieJar(),
-                raise_for_status=False,
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=None),
+        if self._origin is None:
+            # HTTP(S)_PROXY and NO_PROXY apply, as they do to the SDK's client, read once
+            # here; a route behind a proxy is posted through aiohttp, which speaks to it.
+            proxy = _env_proxy(self._completions_url)
+            self._origin = (
+                HttpOrigin(self._completions_url)
+                if proxy is None
+                else AiohttpOrigin(self._completions_url, proxy)
             )
-        return self._session
+        return self._origin
 
     def _check_open(self) -> None:
         if self._closed:
@@ -685,9 +675,9 @@ class OpenAIProvider:
         if self._client is not None:
             client, self._client = self._client, None
             await client.close()
-        if self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
+        if self._origin is not None:
+            origin, self._origin = self._origin, None
+            await origin.aclose()
 
 
 def build_openai_provider(name: str, route: RouteConfig, environ: Mapping[str, str]) -> Provider:
