@@ -180,6 +180,19 @@ async def test_a_connection_that_ends_with_its_response_is_not_reused(
     assert server.connections == 2
 
 
+async def test_a_connection_idle_longer_than_kept_is_not_reused(
+    serve: Callable[..., Awaitable[Server]],
+) -> None:
+    server = await serve(answer(ok(b"one")), answer(ok(b"two")))
+    origin = HttpOrigin(server.url, keep_idle_s=0)  # every idle connection is too old
+    try:
+        assert (await origin.post(b"{}", HEADERS)).body == b"one"
+        assert (await origin.post(b"{}", HEADERS)).body == b"two"
+    finally:
+        await origin.aclose()
+    assert server.connections == 2
+
+
 async def test_an_interim_response_is_skipped(serve: Callable[..., Awaitable[Server]]) -> None:
     server = await serve(answer(b"HTTP/1.1 100 Continue\r\nX-Interim: 1\r\n\r\n", ok(b"final")))
     origin = HttpOrigin(server.url)

@@ -547,6 +547,13 @@ def test_the_lean_clients_failures_translate(
     assert type(caught.value) is expected and caught.value.__cause__ is original
 
 
+@pytest.mark.parametrize("url", ["localhost:8000/v1", "ftp://models.example/v1", "http:///v1"])
+def test_a_base_url_that_is_not_http_with_a_host_is_refused(url: str) -> None:
+    route = RouteConfig(kind="openai", base_url=url, model="m")
+    with pytest.raises(ConfigError, match="http:// or https://"):
+        OpenAIProvider("r", route, api_key="k")
+
+
 def test_other_exceptions_pass_through_untouched() -> None:
     with pytest.raises(KeyError), translate_errors("r", 1):
         raise KeyError("a bug stays a bug")

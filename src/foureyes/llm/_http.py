@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     import aiohttp
 
 __all__ = [
+    "KEEP_IDLE_S",
     "MAX_BODY_BYTES",
     "AiohttpOrigin",
     "HttpOrigin",
@@ -57,6 +58,12 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 
 _MAX_IDLE = 64
 """Idle connections kept per origin; one more is closed when it comes back."""
+KEEP_IDLE_S = 15.0
+"""How long an idle connection is kept for the next call (as aiohttp keeps one).
+
+A server closes idle connections after a while of its own; one it has closed and whose
+closing has not reached us yet fails the next call sent on it (a POST is not resent).
+"""
 _PAUSE_AT = 1024 * 1024
 """Bytes of a stream received and not yet taken at which reading pauses."""
 
@@ -342,11 +349,13 @@ class HttpOrigin:
         *,
         ssl_context: ssl.SSLContext | None = None,
         max_body_bytes: int = MAX_BODY_BYTES,
+        keep_idle_s: float = KEEP_IDLE_S,
     ) -> None:
         """Post to ``url`` (its path and query are the request's target).
 
         ``ssl_context`` (``https``): the certificates trusted, the system's by default.
         ``max_body_bytes``: the largest body read whole (:class:`ResponseTooLarge`).
+        ``keep_idle_s``: how long an idle connection is kept for reuse.
 
         Raises:
             ValueError: ``url`` is not an ``http`` or ``https`` URL with a host.
@@ -363,7 +372,8 @@ class HttpOrigin:
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self._head = f"POST {target} HTTP/1.1\r\nHost: {host}\r\n".encode("latin-1")
         self._max_body_bytes = max_body_bytes
-        self._idle: list[_Connection] = []
+        self._keep_idle_s = keep_idle_s
+        self._idle: list[tuple[_Connection, float]] = []  # each with when it went idle
         self._closed = False
 
     async def post(self, body: bytes, headers: Mapping[str, str]) -> Reply:
@@ -392,7 +402,7 @@ class HttpOrigin:
     async def aclose(self) -> None:
         self._closed = True
         idle, self._idle = self._idle, []
-        for connection in idle:
+        for connection, _ in idle:
             connection.close()
 
     async def _exchange(
@@ -417,11 +427,13 @@ class HttpOrigin:
         return connection
 
     async def _connection(self) -> _Connection:
-        while self._idle:
-            connection = self._idle.pop()
-            if not connection.closed:
-                return connection
         loop = asyncio.get_running_loop()
+        kept_since = loop.time() - self._keep_idle_s
+        while self._idle:
+            connection, since = self._idle.pop()
+            if not connection.closed and since > kept_since:
+                return connection
+            connection.close()
         try:
             _, connection = await loop.create_connection(
                 lambda: _Connection(self._max_body_bytes),
@@ -440,7 +452,7 @@ class HttpOrigin:
         elif len(self._idle) >= _MAX_IDLE:
             connection.close()
         else:
-            self._idle.append(connection)
+            self._idle.append((connection, asyncio.get_running_loop().time()))
 
 
 @dataclass(slots=True)

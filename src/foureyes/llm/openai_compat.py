@@ -468,10 +468,14 @@ class OpenAIProvider:
         """Serve route ``route`` as ``config`` describes, authenticating with ``api_key``.
 
         Raises:
-            ConfigError: ``config`` has no ``base_url``.
+            ConfigError: ``config`` has no ``base_url``, or not an http(s) one with a host.
         """
         if not config.base_url:
             raise ConfigError([f"routes.{route}.base_url is required for kind 'openai'"])
+        parts = urlsplit(config.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            problem = f"routes.{route}.base_url must be an http:// or https:// URL with a host"
+            raise ConfigError([f"{problem}, got {mask_url(config.base_url)!r}"])
         self.route = route
         """The route name."""
         self.config = config
