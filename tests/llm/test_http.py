@@ -228,6 +228,21 @@ async def test_a_broken_response_fails_and_the_next_call_gets_a_new_connection(
     assert server.connections == 2
 
 
+async def test_a_host_name_is_reached_on_whichever_address_answers(
+    serve: Callable[..., Awaitable[Server]],
+) -> None:
+    # "localhost" may name ::1 first; the server listens on 127.0.0.1 only.
+    server = await serve(answer(ok(b"found")))
+    origin = HttpOrigin(server.url.replace("127.0.0.1", "localhost"))
+    try:
+        reply = await origin.post(b"{}", HEADERS)
+    finally:
+        await origin.aclose()
+    assert reply.body == b"found"
+    port = server.url.split(":")[2].split("/")[0]
+    assert f"Host: localhost:{port}" in server.requests[0].head.decode()
+
+
 async def test_a_closed_port_is_a_transport_error_from_the_refusal() -> None:
     probe = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = probe.sockets[0].getsockname()[1]

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -434,11 +435,20 @@ class HttpOrigin:
             if not connection.closed and since > kept_since:
                 return connection
             connection.close()
+        import aiohappyeyeballs
+
         try:
+            # Every address of the name, IPv6 and IPv4 interleaved, the next one tried
+            # 0.25 s after the last if it has not connected yet (RFC 8305, as aiohttp
+            # does): a host whose first address is unreachable is still reached. On any
+            # event loop (uvloop's create_connection has no happy-eyeballs option).
+            addresses = await loop.getaddrinfo(self._host, self._port, type=socket.SOCK_STREAM)
+            sock = await aiohappyeyeballs.start_connection(
+                addresses, happy_eyeballs_delay=0.25, interleave=1
+            )
             _, connection = await loop.create_connection(
                 lambda: _Connection(self._max_body_bytes),
-                self._host,
-                self._port,
+                sock=sock,
                 ssl=self._ssl,
                 server_hostname=self._host if self._ssl is not None else None,
             )
