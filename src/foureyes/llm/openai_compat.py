@@ -14,7 +14,7 @@ per route; through aiohttp when the environment names a proxy for the route), a 
 server-sent events are read by :class:`_EventReader`, the response goes through the same
 validation, and the transport's failures and HTTP error statuses become the same typed
 errors (also in :func:`translate_errors`). The SDK's request building and its HTTP layers
-cost about 0.4 ms of CPU per call on the gateway's hot path, aiohttp's own about 0.1 ms
+cost about 0.4 ms of CPU per call on the gateway's hot path, aiohttp's own 0.1–0.2 ms
 more than that client (benchmarks/README.md); ``transport = "aiohttp"`` or ``"httpx"``
 keeps the SDK. The default is the departure from docs/design.md 6 that
 docs/architecture.md records.
