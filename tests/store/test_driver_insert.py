@@ -1,4 +1,4 @@
-"""Inserts on SQLite's driver: the same stored values as SQLAlchemy's, the same failures."""
+"""Inserts and selects on SQLite's driver: the same values as SQLAlchemy's, the same failures."""
 
 from __future__ import annotations
 
@@ -22,13 +22,14 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    bindparam,
     insert,
     select,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
 from foureyes.core.errors import StoreError
-from foureyes.store._database import Database, DriverInsert, EncodedJSON
+from foureyes.store._database import Database, DriverInsert, DriverSelect, EncodedJSON
 from foureyes.store.tables import UTCDateTime
 
 _META = MetaData()
@@ -207,3 +208,73 @@ async def test_on_another_driver_the_insert_goes_through_sqlalchemy(sqlite_url: 
         await db.dispose()
     assert counts == [0, 1]
     assert sorted(name for (name,) in names) == ["p", "q"]
+
+
+def _counted_at_least() -> DriverSelect:
+    # Parameters of the caller's (a bound, a limit) and one of the statement's own (the
+    # OFFSET SQLite's dialect adds to a LIMIT), every column type of the table.
+    return DriverSelect(
+        select(_DRIVER)
+        .where(_DRIVER.c.count >= bindparam("least"))
+        .order_by(_DRIVER.c.at.desc(), _DRIVER.c.id)
+        .limit(bindparam("limit"))
+    )
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    rows=_ROWS,
+    least=st.integers(-(2**62), 2**62),
+    limit=st.integers(0, 6),
+)
+def test_the_driver_reads_exactly_what_sqlalchemy_reads(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[dict[str, Any]], least: int, limit: int
+) -> None:
+    # Property: whatever the rows and parameters, a DriverSelect returns the rows
+    # SQLAlchemy's execution returns, in the same order, each field processed alike
+    # (times as aware UTC datetimes, documents decoded), read by the columns' keys.
+    path = tmp_path_factory.mktemp("select") / "store.db"
+    numbered = _numbered(rows)
+    by_driver = _counted_at_least()
+    params = {"least": least, "limit": limit}
+
+    async def scenario() -> tuple[Sequence[Any], Sequence[Any]]:
+        db = await _database(f"sqlite+aiosqlite:///{path}")
+        try:
+            await db.run_write("rows", lambda conn: conn.execute(insert(_DRIVER), numbered))
+            driver = await db.run_read("driver", lambda conn: by_driver.run(conn, params))
+            alchemy = await db.run_read(
+                "sqlalchemy", lambda conn: conn.execute(by_driver.statement, params).all()
+            )
+            return driver, alchemy
+        finally:
+            await db.dispose()
+
+    driver, alchemy = asyncio.run(scenario())
+    assert [tuple(row) for row in driver] == [tuple(row) for row in alchemy]
+    assert [(r.id, r.label, r.count, r.at, r.doc) for r in driver] == [
+        (r.id, r.label, r.count, r.at, r.doc) for r in alchemy
+    ]
+
+
+async def test_a_select_through_run_statement_reads_rows_by_key(store_url: str) -> None:
+    # On SQLite on the driver; on PostgreSQL through SQLAlchemy: the same rows either way.
+    db = await _database(store_url)
+    at = dt.datetime(2026, 3, 14, 12, 0, tzinfo=dt.UTC)
+    row = {"id": 1, "parent": "p", "label": "a", "count": 3, "at": at, "doc": {"k": [1]}}
+    by_driver = _counted_at_least()
+    try:
+        await db.run_write("row", lambda conn: conn.execute(insert(_DRIVER), [row]))
+        found = await db.run_statement("read", by_driver, {"least": 2, "limit": 5}, write=False)
+        none = await db.run_statement("none", by_driver, {"least": 4, "limit": 5}, write=False)
+        with pytest.raises(StoreError) as missing:
+            await db.run_statement("missing", by_driver, {"limit": 5}, write=False)
+    finally:
+        await db.dispose()
+    assert [(r.id, r.label, r.count, r.at, r.doc) for r in found] == [(1, "a", 3, at, {"k": [1]})]
+    assert found[0].at.tzinfo is not None and list(none) == []
+    assert missing.value.operation == "missing" and "least" in str(missing.value)

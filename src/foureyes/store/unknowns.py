@@ -27,7 +27,7 @@ from sqlalchemy import ColumnElement, Connection, and_, bindparam, func, or_, se
 from foureyes.config import PrivacyConfig
 from foureyes.core.errors import UsageError
 from foureyes.store._clock import WallClock, require_utc, utc_now
-from foureyes.store._database import Database
+from foureyes.store._database import Database, DriverSelect
 from foureyes.store._pending import PendingRuns
 from foureyes.store.tables import gate_open_unknowns
 
@@ -35,7 +35,7 @@ __all__ = ["OpenUnknown", "SqlOpenUnknowns", "expired_unknown_text", "normalise_
 
 _t = gate_open_unknowns.c
 # Built once: the open unknowns of a conversation, newest first.
-_OPEN = (
+_OPEN = DriverSelect(
     select(gate_open_unknowns)
     .where(_t.conversation_id == bindparam("conversation"), _t.resolved_at.is_(None))
     .order_by(_t.raised_at.desc(), _t.id)
