@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 
+from foureyes.config import GateConfig
 from foureyes.core.digest import Proposal, sha256_hex
 from foureyes.core.locale import Locale
 from foureyes.core.roles import Role
@@ -143,3 +144,21 @@ def test_the_counselor_sees_its_turns_and_a_revision_as_data() -> None:
     assert "- guarantee_claim: Promises or guarantees an outcome." in user
     assert "<<<DATA previous_draft>>>\nYou will be fine, I promise." in user
     assert "<<<DATA reviewer_note>>>\nno promises" in user
+
+
+def test_each_catalogue_gets_its_own_system_prompt() -> None:
+    # System prompts are built once per catalogue and fields: a catalogue with another
+    # rule never gets the prompt built for the first one, nor the first the other's.
+    extra = {
+        "medication": {"en": "Advises on medication.", "zh-Hans": "用药。", "zh-Hant": "用藥。"}
+    }
+    wider = RuleCatalogue.from_config(GateConfig(extra_rules=extra))
+    for _ in range(2):
+        for catalogue, listed in ((CATALOGUE, False), (wider, True)):
+            request = supervisor_request(review(), catalogue, region=None, max_chars=900)
+            system = request.messages[0].content or ""
+            assert ("- medication: Advises on medication." in system) is listed
+            counsel = counselor_request(
+                "hi", (), catalogue=catalogue, locale=Locale.EN, max_chars=400, history_turns=1
+            )
+            assert ("- medication: " in (counsel.messages[0].content or "")) is listed

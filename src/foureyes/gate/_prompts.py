@@ -11,7 +11,15 @@ from foureyes.core.locale import Locale
 from foureyes.gate.rules import RuleCatalogue
 from foureyes.llm.prompting import data_block
 
-__all__ = ["LANGUAGE_NAMES", "NONE", "UNKEPT_UNKNOWN", "rules_list", "template", "unknowns_list"]
+__all__ = [
+    "LANGUAGE_NAMES",
+    "NONE",
+    "UNKEPT_UNKNOWN",
+    "rules_list",
+    "system_prompt",
+    "template",
+    "unknowns_list",
+]
 
 NONE = "(none)"
 """What a prompt section with nothing in it says."""
@@ -39,6 +47,29 @@ def template(name: str) -> Template:
 def rules_list(catalogue: RuleCatalogue) -> str:
     """The catalogue as prompt lines: ``- id: description`` (English descriptions)."""
     return "\n".join(f"- {rule.id}: {rule.description[Locale.EN]}" for rule in catalogue.rules)
+
+
+_SYSTEM_PROMPTS: dict[tuple[str, int, tuple[tuple[str, object], ...]], tuple[object, str]] = {}
+_MAX_SYSTEM_PROMPTS = 64
+
+
+def system_prompt(name: str, catalogue: RuleCatalogue, **fields: str | int) -> str:
+    """The template ``name`` with ``catalogue``'s :func:`rules_list` as ``$rules`` and ``fields``.
+
+    Built once per catalogue and fields: a deployment's system prompts do not change from
+    one reply to the next, and each took a few microseconds to build on every call. The
+    catalogue is matched by identity (it holds mappings, so it has no hash) and kept
+    with its prompt, so a new catalogue never meets an old one's prompt.
+    """
+    key = (name, id(catalogue), tuple(sorted(fields.items())))
+    cached = _SYSTEM_PROMPTS.get(key)
+    if cached is not None and cached[0] is catalogue:
+        return cached[1]
+    text = template(name).substitute(rules=rules_list(catalogue), **fields)
+    if len(_SYSTEM_PROMPTS) >= _MAX_SYSTEM_PROMPTS:
+        _SYSTEM_PROMPTS.clear()
+    _SYSTEM_PROMPTS[key] = (catalogue, text)
+    return text
 
 
 def unknowns_list(unknowns: Sequence[str | None]) -> str:

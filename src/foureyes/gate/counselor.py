@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from foureyes.core.digest import Proposal
 from foureyes.core.locale import Locale
 from foureyes.core.roles import Role
-from foureyes.gate._prompts import LANGUAGE_NAMES, NONE, rules_list, template, unknowns_list
+from foureyes.gate._prompts import (
+    LANGUAGE_NAMES,
+    NONE,
+    system_prompt,
+    template,
+    unknowns_list,
+)
 from foureyes.gate.review_input import Turn
 from foureyes.gate.rules import RuleCatalogue
 from foureyes.llm.prompting import DATA_RULE, data_block
@@ -58,11 +64,12 @@ def counselor_request(
     Its ``subject`` carries the user's words bare for the offline Counselor.
     """
     earlier = tuple(history[-history_turns:]) if history_turns else ()
-    system = template("counselor_system").substitute(
+    system = system_prompt(
+        "counselor_system",
+        catalogue,
         language=LANGUAGE_NAMES[locale],
         max_chars=max_chars,
         data_rule=DATA_RULE,
-        rules=rules_list(catalogue),
     )
     revision_text = ""
     if revision is not None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from foureyes.core.digest import canonical_json
 from foureyes.core.roles import Role
-from foureyes.gate._prompts import NONE, rules_list, template, unknowns_list
+from foureyes.gate._prompts import NONE, system_prompt, template, unknowns_list
 from foureyes.gate.candidate import tool_calls_json
 from foureyes.gate.review_input import ReviewInput, Turn
 from foureyes.gate.rules import RuleCatalogue
@@ -43,9 +43,7 @@ def supervisor_request(
     digest, the region and the length limit for the offline Supervisor; they are never
     sent to an endpoint.
     """
-    system = template("supervisor_system").substitute(
-        data_rule=DATA_RULE, rules=rules_list(catalogue)
-    )
+    system = system_prompt("supervisor_system", catalogue, data_rule=DATA_RULE)
     summary = review.counselor_summary
     user = template("supervisor_user").substitute(
         candidate_sha256=review.candidate_sha256,
