@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Column, Connection, Integer, MetaData, String, Table, insert, select
 
 from foureyes.core.errors import StoreError, UsageError
-from foureyes.store._database import Database
+from foureyes.store._database import Database, DriverSelect
 
 _META = MetaData()
 _NOTES = Table(
@@ -361,3 +361,28 @@ async def test_a_failed_write_alone_writes_nothing_and_the_next_one_commits(
     await db.dispose()
     with pytest.raises(UsageError, match="closed"):
         await db.run_grouped_write("late", _insert_noting_thread(seen, "c"), alone=True)
+
+
+async def test_a_sqlite_select_on_the_driver_that_would_wait_waits_on_the_reader_thread(
+    sqlite_path: Path, sqlite_url: str
+) -> None:
+    # A DriverSelect runs as one statement on the calling thread's connection (no BEGIN
+    # and COMMIT around it); when that statement would wait, it goes to the reader thread
+    # as any read does, and reads what the lock's holder committed.
+    await (await _seeded_sqlite(sqlite_url, 1)).dispose()
+    other = sqlite3.connect(sqlite_path, timeout=1, isolation_level=None)
+    db = Database.create(sqlite_url, timeout_s=10)
+    texts_of = DriverSelect(select(_NOTES.c.text).order_by(_NOTES.c.id))
+    try:
+        other.execute("SELECT 1 FROM run_write_notes").fetchall()
+        other.execute("PRAGMA locking_mode = EXCLUSIVE")
+        other.execute("INSERT INTO run_write_notes (text) VALUES ('x')")
+        read = asyncio.ensure_future(db.run_statement("there", texts_of, {}, write=False))
+        await asyncio.sleep(0)
+        assert not read.done()  # busy here at once: handed to the reader thread, waiting
+        other.execute("PRAGMA locking_mode = NORMAL")
+        other.execute("SELECT 1 FROM run_write_notes").fetchall()  # lets the lock go
+        assert [r.text for r in await read] == ["w", "x"]
+    finally:
+        other.close()
+        await db.dispose()

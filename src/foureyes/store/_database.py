@@ -567,7 +567,9 @@ class Database:
         async with self._sqlite_writes:
             return await self._sqlite_writer.run(work)
 
-    async def run_read(self, operation: str, work: Callable[[Connection], _T]) -> _T:
+    async def run_read(
+        self, operation: str, work: Callable[[Connection], _T], *, statement: bool = False
+    ) -> _T:
         """Run ``work`` (synchronous, on a plain SQLAlchemy connection) in a read transaction.
 
         On SQLite on the calling thread, never waiting for a lock (see :class:`_SqliteHere`),
@@ -587,7 +589,7 @@ class Database:
                 async with self._engine.connect() as conn:
                     return await conn.run_sync(work)
             try:
-                return self._sqlite_here.run(work)
+                return self._sqlite_here.run(work, statement=statement)
             except _WouldWait:
                 return await self._sqlite_reader.run(work)
 
@@ -621,7 +623,12 @@ class Database:
             return result.all() if result.returns_rows else ()
 
         if self._sqlite_here is not None:
-            return await (self.run_write if write else self.run_read)(operation, work)
+            if write:
+                return await self.run_write(operation, work)
+            # On the driver a DriverSelect is one statement: no BEGIN/COMMIT around it.
+            return await self.run_read(
+                operation, work, statement=isinstance(statement, DriverSelect)
+            )
         self._check_open(operation)
         async with translate_errors(operation, self._url), self._autocommit.connect() as conn:
             result = await conn.execute(executable, params)
@@ -975,13 +982,7 @@ class _KeptConnection:
         self._connection: Connection | None = None
 
     def transaction(self, work: Callable[[Connection], _T]) -> _T:
-        if self._connection is None:
-            if self._engine is None:
-                self._engine = _sync_sqlite_engine(
-                    self._url, self._busy_timeout_ms, write=self._write
-                )
-            self._connection = self._engine.connect()
-        conn = self._connection
+        conn = self._open()
         try:
             with conn.begin():
                 return work(conn)
@@ -989,6 +990,30 @@ class _KeptConnection:
             self._connection = None
             conn.close()
             raise
+
+    def statement(self, work: Callable[[Connection], _T]) -> _T:
+        """``work`` outside any explicit transaction: for one statement on the driver.
+
+        The driver's connection is in autocommit mode, so a single statement is a
+        transaction of its own (a ``SELECT`` reads one snapshot); SQLAlchemy's ``BEGIN``
+        and ``COMMIT`` around it would cost more than the statement.
+        """
+        conn = self._open()
+        try:
+            return work(conn)
+        except BaseException:
+            self._connection = None
+            conn.close()
+            raise
+
+    def _open(self) -> Connection:
+        if self._connection is None:
+            if self._engine is None:
+                self._engine = _sync_sqlite_engine(
+                    self._url, self._busy_timeout_ms, write=self._write
+                )
+            self._connection = self._engine.connect()
+        return self._connection
 
     def close(self) -> None:
         if self._connection is not None:
@@ -1031,8 +1056,11 @@ class _SqliteHere:
         self._connection = _KeptConnection(url.set(drivername="sqlite+pysqlite"), 0, write=write)
         self._owner: int | None = None
 
-    def run(self, work: Callable[[Connection], _T]) -> _T:
+    def run(self, work: Callable[[Connection], _T], *, statement: bool = False) -> _T:
         """``work``'s value, its transaction run on this thread.
+
+        ``statement``: ``work`` runs one statement on the driver, which is a transaction
+        of its own there (:meth:`_KeptConnection.statement`).
 
         Raises:
             _WouldWait: the transaction would wait for a lock (nothing of it is written),
@@ -1045,6 +1073,8 @@ class _SqliteHere:
         if here != self._owner:
             raise _WouldWait
         try:
+            if statement:
+                return self._connection.statement(work)
             return self._connection.transaction(work)
         except (OperationalError, sqlite3.OperationalError) as exc:
             # SQLAlchemy's error wraps the driver's; a failed BEGIN raises the driver's own.
