@@ -8,13 +8,14 @@ from importlib import resources
 from string import Template
 
 from foureyes.core.locale import Locale
-from foureyes.gate.rules import RuleCatalogue
+from foureyes.gate.rules import Rule, RuleCatalogue
 from foureyes.llm.prompting import data_block
 
 __all__ = [
     "LANGUAGE_NAMES",
     "NONE",
     "UNKEPT_UNKNOWN",
+    "rule_line",
     "rules_list",
     "system_prompt",
     "template",
@@ -44,9 +45,14 @@ def template(name: str) -> Template:
     return Template(path.read_text(encoding="utf-8"))
 
 
+def rule_line(rule: Rule) -> str:
+    """A rule as a prompt line: ``- id: description`` (its English description)."""
+    return f"- {rule.id}: {rule.description[Locale.EN]}"
+
+
 def rules_list(catalogue: RuleCatalogue) -> str:
-    """The catalogue as prompt lines: ``- id: description`` (English descriptions)."""
-    return "\n".join(f"- {rule.id}: {rule.description[Locale.EN]}" for rule in catalogue.rules)
+    """The catalogue as prompt lines (:func:`rule_line`)."""
+    return "\n".join(rule_line(rule) for rule in catalogue.rules)
 
 
 _SYSTEM_PROMPTS: dict[tuple[str, int, tuple[tuple[str, object], ...]], tuple[object, str]] = {}

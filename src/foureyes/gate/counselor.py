@@ -19,6 +19,7 @@ from foureyes.core.roles import Role
 from foureyes.gate._prompts import (
     LANGUAGE_NAMES,
     NONE,
+    rule_line,
     system_prompt,
     template,
     unknowns_list,
@@ -75,9 +76,7 @@ def counselor_request(
     if revision is not None:
         described = [catalogue.get(rule) for rule in revision.broken]
         revision_text = template("counselor_revision").substitute(
-            broken="\n".join(
-                f"- {rule.id}: {rule.description[Locale.EN]}" for rule in described if rule
-            ),
+            broken="\n".join(rule_line(rule) for rule in described if rule),
             notes="\n".join(data_block("reviewer_note", note) for note in revision.notes) or NONE,
             previous=data_block("previous_draft", revision.previous),
         )

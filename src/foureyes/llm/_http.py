@@ -256,9 +256,7 @@ class _Connection(asyncio.Protocol):
             raise _Unsolicited  # stops the parser: nothing after the response is read
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        key = name.decode("latin-1").lower()
-        text = value.decode("latin-1")
-        self.headers[key] = f"{self.headers[key]}, {text}" if key in self.headers else text
+        _add_header(self.headers, name.decode("latin-1"), value.decode("latin-1"))
 
     def on_headers_complete(self) -> None:
         status = self._parser.get_status_code()
@@ -520,6 +518,11 @@ class AiohttpOrigin:
 def _lower(headers: Any) -> dict[str, str]:
     joined: dict[str, str] = {}
     for name, value in headers.items():
-        key = name.lower()
-        joined[key] = f"{joined[key]}, {value}" if key in joined else value
+        _add_header(joined, name, value)
     return joined
+
+
+def _add_header(headers: dict[str, str], name: str, value: str) -> None:
+    """Add header ``name`` to ``headers`` as :class:`Reply` keeps them (lower case, joined)."""
+    key = name.lower()
+    headers[key] = f"{headers[key]}, {value}" if key in headers else value

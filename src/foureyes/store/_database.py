@@ -97,6 +97,13 @@ def _encode_json(value: Any) -> str:
     return json.dumps(value)
 
 
+def _driver_of(conn: Connection) -> Any:
+    """The driver's own connection under ``conn`` (checked out, so it always has one)."""
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    return driver
+
+
 class DriverInsert:
     """An ``INSERT`` whose rows go straight to SQLite's driver, each row's values processed once.
 
@@ -138,8 +145,7 @@ class DriverInsert:
             return conn.execute(self.statement, list(rows)).rowcount
         sql, binds = self._compiled_for(conn, tuple(rows[0]))
         values = [tuple(bind(row) for bind in binds) for row in rows]
-        driver = conn.connection.driver_connection
-        assert driver is not None  # a checked-out connection always has its driver's
+        driver = _driver_of(conn)
         if len(values) == 1:
             return int(driver.execute(sql, values[0]).rowcount)
         return int(driver.executemany(sql, values).rowcount)
@@ -211,9 +217,7 @@ class DriverSelect:
             compiled = self._compiled[conn.dialect] = _CompiledSelect.of(
                 self.statement, conn.dialect
             )
-        driver = conn.connection.driver_connection
-        assert driver is not None  # a checked-out connection always has its driver's
-        rows = driver.execute(compiled.sql, compiled.values(params)).fetchall()
+        rows = _driver_of(conn).execute(compiled.sql, compiled.values(params)).fetchall()
         return [compiled.row(found) for found in rows]
 
 
@@ -918,9 +922,7 @@ def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
         # a cursor through SQLAlchemy costs three (open, execute, close). Its failure (a
         # busy timeout) propagates as sqlite3.Error, which translate_errors turns into
         # StoreError like any other.
-        driver = connection.connection.driver_connection
-        assert driver is not None  # a checked-out connection always has its driver's
-        await_(driver.execute("BEGIN IMMEDIATE" if immediate else "BEGIN"))
+        await_(_driver_of(connection).execute("BEGIN IMMEDIATE" if immediate else "BEGIN"))
 
     @event.listens_for(engine.sync_engine, "reset")
     def _on_reset(
@@ -981,26 +983,20 @@ class _KeptConnection:
         self._engine: Engine | None = None
         self._connection: Connection | None = None
 
-    def transaction(self, work: Callable[[Connection], _T]) -> _T:
-        conn = self._open()
-        try:
-            with conn.begin():
-                return work(conn)
-        except BaseException:
-            self._connection = None
-            conn.close()
-            raise
+    def transaction(self, work: Callable[[Connection], _T], *, explicit: bool = True) -> _T:
+        """``work``'s value, in a transaction of its own.
 
-    def statement(self, work: Callable[[Connection], _T]) -> _T:
-        """``work`` outside any explicit transaction: for one statement on the driver.
-
-        The driver's connection is in autocommit mode, so a single statement is a
-        transaction of its own (a ``SELECT`` reads one snapshot); SQLAlchemy's ``BEGIN``
-        and ``COMMIT`` around it would cost more than the statement.
+        ``explicit=False``: no ``BEGIN`` and ``COMMIT`` around ``work``, for one statement
+        on the driver. The driver's connection is in autocommit mode, so that statement is
+        a transaction of its own (a ``SELECT`` reads one snapshot), and SQLAlchemy's
+        ``BEGIN`` and ``COMMIT`` around it would cost more than the statement.
         """
         conn = self._open()
         try:
-            return work(conn)
+            if not explicit:
+                return work(conn)
+            with conn.begin():
+                return work(conn)
         except BaseException:
             self._connection = None
             conn.close()
@@ -1060,7 +1056,7 @@ class _SqliteHere:
         """``work``'s value, its transaction run on this thread.
 
         ``statement``: ``work`` runs one statement on the driver, which is a transaction
-        of its own there (:meth:`_KeptConnection.statement`).
+        of its own there (:meth:`_KeptConnection.transaction`).
 
         Raises:
             _WouldWait: the transaction would wait for a lock (nothing of it is written),
@@ -1073,9 +1069,7 @@ class _SqliteHere:
         if here != self._owner:
             raise _WouldWait
         try:
-            if statement:
-                return self._connection.statement(work)
-            return self._connection.transaction(work)
+            return self._connection.transaction(work, explicit=not statement)
         except (OperationalError, sqlite3.OperationalError) as exc:
             # SQLAlchemy's error wraps the driver's; a failed BEGIN raises the driver's own.
             code = getattr(getattr(exc, "orig", exc), "sqlite_errorcode", None)
@@ -1112,9 +1106,7 @@ def _sync_sqlite_engine(url: URL, busy_timeout_ms: int, *, write: bool) -> Engin
         # a bare BEGIN costs more than the statement (benchmarks/README.md, "Read-only
         # SQLite readers"). Its error (a busy timeout) is sqlite3's own, which
         # translate_errors turns into StoreError like any other.
-        driver = connection.connection.driver_connection
-        assert driver is not None  # a checked-out connection always has its driver's
-        driver.execute(begin)
+        _driver_of(connection).execute(begin)
 
     return engine
 
