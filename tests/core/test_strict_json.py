@@ -1,10 +1,15 @@
+import datetime as dt
+import enum
 import json
+import math
+import uuid
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from foureyes.core.strict_json import NotStrictJson, loads_strict
+from foureyes.core.strict_json import NotStrictJson, dumps, loads_strict
 
 JSON = st.recursive(
     st.none()
@@ -36,3 +41,124 @@ def test_refuses_what_python_would_guess(text: str) -> None:
 def test_refuses_bytes_that_are_not_utf8(raw: bytes) -> None:
     with pytest.raises(ValueError):
         loads_strict(raw)
+
+
+# --- dumps: json.dumps' document, written by orjson where orjson writes the same one.
+
+
+class Colour(enum.Enum):
+    RED = "red"
+
+
+class Level(enum.StrEnum):
+    LOW = "low"
+
+
+class Tagged(dict):  # type: ignore[type-arg]
+    pass
+
+
+class Opaque:
+    """Neither encoder knows it: ``default`` writes it (or refuses it)."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+def _write_opaque(item: object) -> object:
+    if isinstance(item, Opaque):
+        return {"opaque": item.value}
+    raise TypeError(f"{type(item).__name__} is not JSON")
+
+
+ODD = (
+    st.floats()  # NaN and infinities included
+    | st.integers(min_value=-(2**70), max_value=2**70)  # past orjson's 64 bits
+    | st.text()  # lone surrogates included, which orjson refuses
+    | st.sampled_from([Colour.RED, Level.LOW, uuid.UUID(int=7), dt.date(2026, 1, 2)])
+    | st.builds(Opaque, st.floats() | st.text(max_size=3))
+)
+ANY = st.recursive(
+    st.none() | st.booleans() | ODD,
+    lambda inner: st.lists(inner, max_size=4)
+    | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    | st.dictionaries(st.integers(-3, 3) | st.none(), inner, max_size=2)
+    | st.builds(Tagged, st.dictionaries(st.text(max_size=4), inner, max_size=2)),
+    max_leaves=12,
+)
+
+
+def _outcome(write: Any) -> tuple[str, Any]:
+    """What ``write()`` gave: the document it reads back as, or the type of what it raised.
+
+    NaN and the infinities read back as strings, so that documents holding them compare.
+    """
+    try:
+        text = write()
+    except (TypeError, ValueError) as exc:
+        return "raised", type(exc)
+    return "wrote", json.loads(text, parse_constant=lambda name: f"constant {name}")
+
+
+@given(ANY, st.booleans(), st.booleans())
+def test_dumps_writes_the_document_json_writes_or_refuses_as_it_does(
+    value: object, allow_nan: bool, ensure_ascii: bool
+) -> None:
+    options: dict[str, Any] = {
+        "allow_nan": allow_nan,
+        "ensure_ascii": ensure_ascii,
+        "default": _write_opaque,
+    }
+    assert _outcome(lambda: dumps(value, **options)) == _outcome(
+        lambda: json.dumps(value, **options)
+    )
+
+
+def test_dumps_is_written_by_orjson_when_the_documents_agree() -> None:
+    document = {"a": [1, 2.5, None, True], "b": {"c": "ü"}, "d": Level.LOW}
+
+    text = dumps(document, allow_nan=False)
+
+    assert text == '{"a":[1,2.5,null,true],"b":{"c":"ü"},"d":"low"}'  # orjson's spacing
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        ({"x": math.nan}, '{"x": NaN}'),
+        ({"x": 2**64}, '{"x": 18446744073709551616}'),
+        ({1: "a"}, '{"1": "a"}'),
+        ({"x": "\ud800"}, '{"x": "\\ud800"}'),
+        (Tagged(x=1), '{"x": 1}'),
+        ({"x": Opaque(math.inf)}, '{"x": {"opaque": Infinity}}'),
+    ],
+    ids=["nan", "big-int", "int-key", "lone-surrogate", "dict-subclass", "default-writes-inf"],
+)
+def test_what_orjson_would_write_otherwise_is_written_by_json(value: object, written: str) -> None:
+    assert dumps(value, default=_write_opaque) == written
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ({"x": math.nan}, ValueError),
+        ({"x": Opaque(math.nan)}, ValueError),
+        ({"x": object()}, TypeError),
+        ({"x": Colour.RED}, TypeError),
+        ({"x": uuid.UUID(int=1)}, TypeError),
+        ({"x": dt.datetime(2026, 1, 1, tzinfo=dt.UTC)}, TypeError),
+    ],
+    ids=["nan", "default-writes-nan", "object", "enum", "uuid", "datetime"],
+)
+def test_what_json_refuses_is_refused(value: object, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        dumps(value, allow_nan=False, default=_write_opaque)
+
+
+def test_a_cycle_is_refused_as_json_refuses_it() -> None:
+    loop: list[object] = []
+    loop.append({"again": loop})
+
+    with pytest.raises(ValueError, match="Circular"):
+        dumps(loop)

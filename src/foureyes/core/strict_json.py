@@ -1,17 +1,28 @@
-"""Strict JSON: the decoder every parser of untrusted JSON in foureyes uses.
+"""JSON both ways: the strict decoder of untrusted JSON, and the encoder of what is stored.
+
+The decoder is the one every parser of untrusted JSON in foureyes uses; the encoder writes
+the documents foureyes stores and the request bodies it sends.
 
 Python's ``json`` module accepts things JSON does not (``NaN``, ``Infinity``) and settles
 a repeated key silently by keeping the last value. For text written by a model or handed in
 by a caller, either is a guess about what was meant, so both are refused here.
+
+:func:`dumps` writes what ``json.dumps`` writes, as fast as orjson writes it where orjson
+writes the same document (benchmarks/README.md, "Documents written by orjson").
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import math
+import uuid
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["NotStrictJson", "STRICT_DECODER", "loads_strict"]
+import orjson
+
+__all__ = ["NotStrictJson", "STRICT_DECODER", "dumps", "loads_strict"]
 
 
 class NotStrictJson(ValueError):
@@ -54,3 +65,84 @@ def loads_strict(text: str | bytes) -> Any:
             (:class:`NotStrictJson`).
     """
     return STRICT_DECODER.decode(text.decode("utf-8") if isinstance(text, bytes) else text)
+
+
+_LEAVES = frozenset({str, int, bool, type(None)})
+_MAX_ITEMS = 100_000
+"""A document with more values than this besides strings, integers, booleans and nulls is
+written by ``json`` (a cycle ends here too)."""
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+# Types orjson writes and ``json`` hands to ``default``: dataclasses and datetimes are passed
+# through to ``default`` by the options above, enum members and UUIDs are caught by _same.
+_OWN_TYPES = (dict, list, tuple, float, enum.Enum, uuid.UUID)
+
+
+def _same(value: Any) -> bool:
+    """Whether orjson writes the same document as ``json`` for ``value``, as far as types go.
+
+    It does when every float is finite (orjson writes NaN as ``null``, where ``json``
+    refuses it or writes ``NaN``) and every container is a plain dict, list or tuple (a
+    subclass may be written differently), with no enum member or UUID (``json`` hands those
+    to ``default``). What orjson refuses (big integers, keys that are not strings, text
+    that is not valid UTF-8, deep nesting) it says itself.
+    """
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    budget = _MAX_ITEMS
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind in _LEAVES:
+            continue
+        budget -= 1
+        if budget < 0:
+            return False
+        if kind is dict:
+            extend(item.values())
+        elif kind is list or kind is tuple:
+            extend(item)
+        elif kind is float:
+            if not math.isfinite(item):
+                return False
+        elif isinstance(item, (str, int)):
+            continue  # a subclass (a StrEnum or IntEnum member): both write its str or int
+        elif isinstance(item, _OWN_TYPES):
+            return False
+    return True
+
+
+def _checked(default: Callable[[Any], Any] | None) -> Callable[[Any], Any] | None:
+    """``default``, refusing to hand orjson what it would write differently from ``json``."""
+    if default is None:
+        return None
+
+    def checked(item: Any) -> Any:
+        written = default(item)
+        if not _same(written):
+            raise TypeError("written by json")
+        return written
+
+    return checked
+
+
+def dumps(
+    value: Any,
+    *,
+    allow_nan: bool = True,
+    ensure_ascii: bool = True,
+    default: Callable[[Any], Any] | None = None,
+) -> str:
+    """``value`` as JSON: the document ``json.dumps(value, ...)`` writes with these arguments.
+
+    orjson writes it when it writes the same document (see :func:`_same`), about ten times
+    faster; otherwise ``json.dumps`` does, so what it refuses is refused as it refuses it
+    (``TypeError``, ``ValueError``). The text may differ from ``json.dumps``' in spacing,
+    in escapes (orjson writes non-ASCII characters as they are, whatever ``ensure_ascii``)
+    and in how a float is spelled, never in the document it reads back as.
+    """
+    if _same(value):
+        try:
+            return orjson.dumps(value, default=_checked(default), option=_ORJSON_OPTIONS).decode()
+        except orjson.JSONEncodeError:
+            pass  # what orjson refuses, json may write (or refuse in its own words)
+    return json.dumps(value, allow_nan=allow_nan, ensure_ascii=ensure_ascii, default=default)

@@ -38,6 +38,7 @@ import pydantic
 
 from foureyes import __version__
 from foureyes.config import RouteConfig, mask_url
+from foureyes.core import strict_json
 from foureyes.core.errors import (
     ConfigError,
     RouteBadResponse,
@@ -615,7 +616,7 @@ class OpenAIProvider:
         origin = self._lean_origin()
         headers = self._lean_headers | {"Accept": "text/event-stream"}
         reader = _EventReader(self.route)
-        body = json.dumps(params, ensure_ascii=False).encode()
+        body = strict_json.dumps(params, ensure_ascii=False).encode()
         with translate_errors(self.route, timeout_s):
             async with asyncio.timeout(timeout_s), origin.stream(body, headers) as response:
                 if response.status >= 400:
@@ -629,7 +630,7 @@ class OpenAIProvider:
 
     async def _complete_lean(self, request: ChatRequest, timeout_s: float) -> ChatResult:
         origin = self._lean_origin()
-        body = json.dumps(self._params(request), ensure_ascii=False).encode()
+        body = strict_json.dumps(self._params(request), ensure_ascii=False).encode()
         started = time.monotonic()
         with translate_errors(self.route, timeout_s):
             async with asyncio.timeout(timeout_s):

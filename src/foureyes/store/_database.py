@@ -8,7 +8,6 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import functools
-import json
 import operator
 import sqlite3
 import threading
@@ -44,6 +43,7 @@ from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 from sqlalchemy.util import await_only as await_
 
 from foureyes.config import mask_url
+from foureyes.core import strict_json
 from foureyes.core.errors import ConfigError, StoreDataError, StoreError, UsageError
 from foureyes.store._sqlite_driver import DRIVER_NAME
 
@@ -91,10 +91,10 @@ class EncodedJSON(str):
 
 
 def _encode_json(value: Any) -> str:
-    """The engines' JSON serialiser: ``json.dumps``, except for :class:`EncodedJSON`."""
+    """The engines' JSON serialiser: ``json.dumps``' document, except for :class:`EncodedJSON`."""
     if isinstance(value, EncodedJSON):
         return str(value)
-    return json.dumps(value)
+    return strict_json.dumps(value)
 
 
 def _driver_of(conn: Connection) -> Any:

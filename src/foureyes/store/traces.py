@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +22,7 @@ from sqlalchemy import (
 )
 
 from foureyes.config import PrivacyConfig
+from foureyes.core import strict_json
 from foureyes.core.digest import text_fingerprint
 from foureyes.core.errors import StoreError, UsageError
 from foureyes.core.trace import EventKind, PrivateText, TraceEvent, TraceRecord, TraceRun
@@ -523,7 +523,8 @@ def _json_document(
 
     try:
         # NaN and infinities are not JSON, and PostgreSQL's jsonb refuses them.
-        return EncodedJSON(json.dumps(dict(value), allow_nan=False, default=default))
+        document = value if type(value) is dict else dict(value)
+        return EncodedJSON(strict_json.dumps(document, allow_nan=False, default=default))
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{what} is not JSON-serialisable: {exc}") from None
 
