@@ -80,11 +80,13 @@ ODD = (
 )
 ANY = st.recursive(
     st.none() | st.booleans() | ODD,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.tuples(inner, inner)
-    | st.dictionaries(st.text(max_size=4), inner, max_size=4)
-    | st.dictionaries(st.integers(-3, 3) | st.none(), inner, max_size=2)
-    | st.builds(Tagged, st.dictionaries(st.text(max_size=4), inner, max_size=2)),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+        | st.dictionaries(st.integers(-3, 3) | st.none(), inner, max_size=2)
+        | st.builds(Tagged, st.dictionaries(st.text(max_size=4), inner, max_size=2))
+    ),
     max_leaves=12,
 )
 
@@ -126,12 +128,12 @@ def test_dumps_is_written_by_orjson_when_the_documents_agree() -> None:
 @pytest.mark.parametrize(
     ("value", "written"),
     [
-        ({"x": math.nan}, '{"x": NaN}'),
-        ({"x": 2**64}, '{"x": 18446744073709551616}'),
-        ({1: "a"}, '{"1": "a"}'),
-        ({"x": "\ud800"}, '{"x": "\\ud800"}'),
-        (Tagged(x=1), '{"x": 1}'),
-        ({"x": Opaque(math.inf)}, '{"x": {"opaque": Infinity}}'),
+        ({"x": math.nan}, '{"x":NaN}'),
+        ({"x": 2**64}, '{"x":18446744073709551616}'),
+        ({1: "a"}, '{"1":"a"}'),
+        ({"x": "\ud800"}, '{"x":"\\ud800"}'),
+        (Tagged(x=1), '{"x":1}'),
+        ({"x": Opaque(math.inf)}, '{"x":{"opaque":Infinity}}'),
     ],
     ids=["nan", "big-int", "int-key", "lone-surrogate", "dict-subclass", "default-writes-inf"],
 )

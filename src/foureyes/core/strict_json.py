@@ -68,6 +68,8 @@ def loads_strict(text: str | bytes) -> Any:
 
 
 _LEAVES = frozenset({str, int, bool, type(None)})
+_COMPACT = (",", ":")
+"""``json``'s separators when it writes: the spacing orjson writes."""
 _MAX_ITEMS = 100_000
 """A document with more values than this besides strings, integers, booleans and nulls is
 written by ``json`` (a cycle ends here too)."""
@@ -136,13 +138,16 @@ def dumps(
 
     orjson writes it when it writes the same document (see :func:`_same`), about ten times
     faster; otherwise ``json.dumps`` does, so what it refuses is refused as it refuses it
-    (``TypeError``, ``ValueError``). The text may differ from ``json.dumps``' in spacing,
-    in escapes (orjson writes non-ASCII characters as they are, whatever ``ensure_ascii``)
-    and in how a float is spelled, never in the document it reads back as.
+    (``TypeError``, ``ValueError``). Both write without spaces (``json`` with separators
+    ``,`` and ``:``); the text may differ from ``json.dumps``' in escapes (orjson writes
+    non-ASCII characters as they are, whatever ``ensure_ascii``) and in how a float is
+    spelled, never in the document it reads back as.
     """
     if _same(value):
         try:
             return orjson.dumps(value, default=_checked(default), option=_ORJSON_OPTIONS).decode()
         except orjson.JSONEncodeError:
             pass  # what orjson refuses, json may write (or refuse in its own words)
-    return json.dumps(value, allow_nan=allow_nan, ensure_ascii=ensure_ascii, default=default)
+    return json.dumps(
+        value, allow_nan=allow_nan, ensure_ascii=ensure_ascii, default=default, separators=_COMPACT
+    )

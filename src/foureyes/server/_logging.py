@@ -13,7 +13,6 @@ uvicorn (or calls :func:`configure_logging`), so uvicorn's lines are JSON too.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import logging.config
 import re
@@ -25,6 +24,7 @@ from typing import Any, Literal
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from foureyes.core import strict_json
 from foureyes.core.errors import FoureyesError
 from foureyes.server.metrics import route_label
 
@@ -131,7 +131,7 @@ class JsonFormatter(logging.Formatter):
             document |= {"event": "log", "message": message}
         if record.exc_info is not None and record.exc_info[1] is not None:
             document["error"] = describe_exception(record.exc_info[1])
-        return json.dumps(document, ensure_ascii=False, default=str, separators=(",", ":"))
+        return strict_json.dumps(document, ensure_ascii=False, default=str)
 
 
 def logging_config(level: LogLevel = "info") -> dict[str, Any]:
