@@ -85,6 +85,7 @@ the decision, its headers naming only the trace.
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
@@ -110,6 +111,7 @@ from foureyes.gate import GivenDraft, Outcome, Source, ToolCall, ToolCallRefused
 from foureyes.llm.provider import ChatMessage, ChatRequest
 from foureyes.llm.provider import ToolCall as RawToolCall
 from foureyes.pipeline import SupportMessage, SupportOutcome, SupportPipeline
+from foureyes.server._fast_route import FastJsonRoute
 from foureyes.server._logging import log_event, server_logger
 from foureyes.server.auth import ClientKey
 from foureyes.server.draft_stream import (
@@ -224,6 +226,7 @@ _CHECK_STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
     },
     **error_responses(400, 401, 408, 413, 422, 429, 503),
 }
+_TAGS: list[str | enum.Enum] = ["gateway"]
 _NDJSON_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
@@ -796,14 +799,19 @@ def _recorded(request: Request, outcome: SupportOutcome) -> None:
     _report(request.app.state.service.metrics, outcome)
 
 
-def gateway_router() -> APIRouter:
-    """The router of ``POST /v1/chat/completions`` and ``POST /v1/check``.
+def gateway_router(router: APIRouter | None = None) -> APIRouter:
+    """The routes of ``POST /v1/chat/completions``, ``/v1/check`` and ``/v1/check/stream``.
 
-    Both run through ``app.state.service.pipeline``: the same triage, gate and record.
+    All run through ``app.state.service.pipeline``: the same triage, gate and record.
+    They are added to ``router`` when one is given, else to a new router, which is returned
+    either way. ``create_app`` gives the app's own router (see there), and on a given
+    router ``/v1/chat/completions``' well-formed requests skip FastAPI's solving
+    (``_fast_route``): give no router that is later included with dependencies of its
+    own, which that would not run. A new router's routes are FastAPI's alone.
     """
-    router = APIRouter(tags=["gateway"])
+    fast = FastJsonRoute if router is not None else None
+    router = APIRouter() if router is None else router
 
-    @router.post("/v1/chat/completions", response_model=None, responses=_RESPONSES)
     async def chat_completions(
         body: ChatCompletionRequest, request: Request, principal: ClientKey
     ) -> Response:
@@ -847,7 +855,17 @@ def gateway_router() -> APIRouter:
             headers=headers | {"cache-control": "no-cache", "x-accel-buffering": "no"},
         )
 
-    @router.post("/v1/check", response_model=None, responses=_CHECK_RESPONSES)
+    router.add_api_route(
+        "/v1/chat/completions",
+        chat_completions,
+        methods=["POST"],
+        response_model=None,
+        responses=_RESPONSES,
+        tags=_TAGS,
+        route_class_override=fast,
+    )
+
+    @router.post("/v1/check", response_model=None, responses=_CHECK_RESPONSES, tags=_TAGS)
     async def check(body: CheckRequest, request: Request, principal: ClientKey) -> Response:
         """Triage the conversation's last user message and judge the caller's own draft."""
         message = support_message(body, tenant=principal.tenant, tool_turns=True)
@@ -862,6 +880,7 @@ def gateway_router() -> APIRouter:
         response_model=None,
         responses=_CHECK_STREAM_RESPONSES,
         openapi_extra=_NDJSON_BODY,
+        tags=_TAGS,
     )
     async def check_stream(request: Request, principal: ClientKey) -> Response:
         """Judge a draft the caller streams in (NDJSON: the request, then its chunks)."""
