@@ -3,8 +3,8 @@
 FastAPI answers a request to a route by reading its body, parsing its content type,
 solving the dependency tree (with telemetry hooks, overrides and an exit stack),
 validating the body and calling the endpoint: about 240 Python calls of each reply on the
-gateway's hot route (benchmarks/README.md, "The gateway's hot route without FastAPI's
-solving"), more than the route's own HTTP work.
+gateway's hot route (benchmarks/README.md, "The gateway's routes on the app itself"),
+more than the route's own work outside the pipeline.
 
 :class:`FastJsonRoute` is a FastAPI route (a route class is FastAPI's own way to change how
 a route handles its requests): FastAPI builds and documents it, and answers every request
