@@ -33,7 +33,6 @@ from tests.helpers.data import require_data
 from tests.review._session_support import (
     CASSETTES,
     REAL_NAMES,
-    TRAJECTORIES,
     TRAJECTORY_FILES,
     canary_sessions,
     cassette_chat,
@@ -264,7 +263,7 @@ def test_deepseek_chat_keeps_reasoning_parallel_calls_and_tools() -> None:
 
 @pytest.mark.parametrize("name", list(CASSETTES))
 def test_a_vcr_cassette_is_imported_as_its_last_chat_call(name: str) -> None:
-    path = TRAJECTORIES / "cassettes" / CASSETTES[name]
+    path = require_data(f"trajectories/cassettes/{CASSETTES[name]}")
 
     session = load_session(path)  # detected as a cassette
 
@@ -275,7 +274,7 @@ def test_a_vcr_cassette_is_imported_as_its_last_chat_call(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["deepseek-thinking", "deepseek-stream"])
 def test_a_deepseek_cassette_keeps_its_reasoning_content_as_reasoning(name: str) -> None:
-    session = load_session(TRAJECTORIES / "cassettes" / CASSETTES[name])
+    session = load_session(require_data(f"trajectories/cassettes/{CASSETTES[name]}"))
 
     (reasoning,) = _blocks(session, ReasoningBlock)
     (answer,) = _blocks(session, TextBlock)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -15,9 +13,9 @@ from foureyes.risk.l0 import ESCALATION_THRESHOLD, L0Gate, L0Result, L0Signal, L
 from foureyes.risk.lexicon_report import Dataset, load_risk_data
 from foureyes.risk.screen_model import language_of
 from foureyes.risk.screen_train import is_positive
+from tests.helpers.data import require_data
 from tests.helpers.work import lines_run
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "risk"
 GATE = L0Gate.default()
 LEXICON = L0Gate(Lexicon.packaged())
 
@@ -102,7 +100,7 @@ def test_a_calibration_text_the_lexicon_misses_escalates_by_the_scorer_alone() -
     # Look in the training data (SOS-1K folds 1-4 and the English sets in ../shared) for
     # an at-risk text the lexicon does not escalate: the scorer learned it.
     found = None
-    for item in load_risk_data(DATA):
+    for item in load_risk_data(require_data("risk")):
         if not is_positive(item) or LEXICON.scan(item.text).escalate:
             continue
         result = GATE.scan(item.text)

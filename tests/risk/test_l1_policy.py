@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,6 +22,7 @@ from foureyes.risk.offline import offline_report
 from foureyes.risk.triage import ScreenPath, Triage, TriageRequest, conversation_score, outcome
 from foureyes.store import Store
 from tests.helpers.answers import answer
+from tests.helpers.data import require_data
 from tests.risk._support import ScriptedProvider
 from tests.risk.conftest import MakeTriage
 
@@ -32,7 +32,6 @@ CALM = "Long day at work, but dinner with friends was nice."
 LIGHT = ("I feel so hopeless", "I feel like a burden")
 HISTORY = [Turn("user", LIGHT[0]), Turn("assistant", "I'm here with you."), Turn("user", LIGHT[1])]
 CURRENT = "I feel worthless"
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "risk"
 UNCOVERED = ("Ich will nicht mehr leben", "Quiero morir", "Je veux mourir ce soir")
 
 
@@ -91,7 +90,7 @@ def _scored_between_thresholds(gate: L0Gate, lexicon: L0Gate) -> str:
     """
     screen = gate.screen
     assert screen is not None
-    for item in load_risk_data(DATA):
+    for item in load_risk_data(require_data("risk")):
         text = item.text[:2000]
         result = gate.scan(text)
         if (
