@@ -278,3 +278,11 @@ def test_the_gateway_takes_the_short_way_only_on_a_router_it_is_given() -> None:
 
     assert type(chat(given)) is FastJsonRoute and plan_of(chat(given)) is not None
     assert type(chat(new)) is APIRoute
+
+
+def test_a_fastapi_that_describes_endpoints_otherwise_leaves_the_route_to_fastapi() -> None:
+    route = _route(_ok, response_model=None)
+    # A Dependant without the fields this reads, as a FastAPI that renamed them would give.
+    route.dependant = type("Dependant", (), {"body_params": route.dependant.body_params})()  # type: ignore[assignment]
+
+    assert plan_of(route) is None

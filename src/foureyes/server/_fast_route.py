@@ -102,7 +102,18 @@ def _dependency(dependant: Dependant) -> tuple[str, _Dependency] | None:
 
 
 def plan_of(route: APIRoute) -> _Plan | None:
-    """How the short way calls ``route``'s endpoint, or ``None`` if it cannot."""
+    """How the short way calls ``route``'s endpoint, or ``None`` if it cannot.
+
+    Also ``None`` when FastAPI's description of the endpoint lacks a field this reads (a
+    FastAPI that renamed one): the route is then FastAPI's alone.
+    """
+    try:
+        return _plan(route)
+    except AttributeError:
+        return None
+
+
+def _plan(route: APIRoute) -> _Plan | None:
     dependant = route.dependant
     if route.response_model is not None or len(dependant.body_params) != 1:
         return None
