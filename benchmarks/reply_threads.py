@@ -7,13 +7,14 @@ conversation per reply. After ``--warmup`` replies it counts ``--replies`` more 
 ``--clients`` concurrent callers and reports replies/s and, from
 ``/proc/self/task/*/stat``, each thread's user and system CPU time per reply: the event
 loop's thread, the SQLite writer thread, the reader thread (idle unless a read had to
-wait). ``--rounds`` repeats the measure in new processes, so one machine state does not
-decide it; the medians are printed last. ``--settle-collector``: after the warm-up the
-process settles its garbage collector as ``foureyes serve`` does
-(``foureyes.server.app.settle_collector``), as a host of ``Guard`` may. ``--count-garbage``:
-the measured replies also count the objects the cyclic collector had to free (reference
-cycles a reply left behind), per reply; the collector then keeps them, so that round's
-CPU is not comparable.
+wait); and from ``/proc/self/task/*/status`` each thread's context switches per reply,
+voluntary (it waited: for the interpreter's lock, I/O, work) and involuntary (preempted).
+``--rounds`` repeats the measure in new processes, so one machine state does not decide it;
+the medians are printed last. ``--settle-collector``: after the warm-up the process settles
+its garbage collector as ``foureyes serve`` does (``foureyes.server.app.settle_collector``),
+as a host of ``Guard`` may. ``--count-garbage``: the measured replies also count the objects
+the cyclic collector had to free (reference cycles a reply left behind), per reply; the
+collector then keeps them, so that round's CPU is not comparable.
 
     python benchmarks/reply_threads.py [--replies 3000] [--clients 16] [--rounds 3]
         [--settle-collector] [--count-garbage]
@@ -45,17 +46,42 @@ from loadgen import drive, start_simulator, stop_process  # noqa: E402
 from foureyes.server.app import settle_collector  # noqa: E402
 
 
+def _threads() -> list[tuple[str, str]]:
+    """(thread name, ``/proc`` task id) of each live thread; a pool's threads share a name."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    # A pool thread's name ends in its number; threads of one pool are summed.
+    return [
+        (names.get(int(tid), "other").rstrip("_0123456789"), tid)
+        for tid in os.listdir("/proc/self/task")
+    ]
+
+
+def thread_switches() -> dict[str, float]:
+    """Context switches of each live thread so far, by thread name, voluntary and not.
+
+    A thread that waits (for the interpreter's lock, a lock, I/O) switches voluntarily;
+    one the kernel preempts, involuntarily.
+    """
+    out: dict[str, float] = collections.defaultdict(float)
+    for name, tid in _threads():
+        try:
+            status = Path(f"/proc/self/task/{tid}/status").read_text(encoding="ascii")
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        out[f"{name} voluntary"] += int(fields["voluntary_ctxt_switches"])
+        out[f"{name} involuntary"] += int(fields["nonvoluntary_ctxt_switches"])
+    return dict(out)
+
+
 def thread_cpu() -> dict[str, float]:
     """CPU seconds of each live thread of this process, by thread name, user and system."""
-    names = {t.native_id: t.name for t in threading.enumerate()}
     out: dict[str, float] = collections.defaultdict(float)
-    for tid in os.listdir("/proc/self/task"):
+    for name, tid in _threads():
         try:
             user, system = cpu_times(Path(f"/proc/self/task/{tid}/stat"))
         except FileNotFoundError:  # the thread ended meanwhile
             continue
-        # A pool thread's name ends in its number; threads of one pool are summed.
-        name = names.get(int(tid), "other").rstrip("_0123456789")
         out[f"{name} user"] += user
         out[f"{name} system"] += system
     return dict(out)
@@ -77,9 +103,9 @@ async def measure(
                 if count_garbage:
                     gc.collect()
                     gc.set_debug(gc.DEBUG_SAVEALL)  # what the collector frees, it keeps here
-                before = thread_cpu()
+                before, switched = thread_cpu(), thread_switches()
                 wall, _, outcomes = await drive(system.reply, replies, clients)
-                after = thread_cpu()
+                after, switches = thread_cpu(), thread_switches()
                 if count_garbage:
                     gc.collect()
                     garbage = len(gc.garbage)
@@ -97,6 +123,9 @@ async def measure(
         if spent > 0:
             result[f"{key} ms/reply"] = 1000 * spent / replies
     result["all threads ms/reply"] = sum(v for k, v in result.items() if k.endswith("ms/reply"))
+    for key, count in switches.items():
+        if count > switched.get(key, 0.0):
+            result[f"{key} switches/reply"] = (count - switched.get(key, 0.0)) / replies
     if count_garbage:
         result["cyclic garbage objects/reply"] = garbage / replies
     return result

@@ -12,10 +12,9 @@ touch each other's state, and no unscoped id reaches the store.
 
 from __future__ import annotations
 
-import secrets
-
 from foureyes.core.digest import sha256_hex
 from foureyes.core.errors import UsageError
+from foureyes.core.ids import random_hex
 
 __all__ = [
     "CONVERSATION_KEY_MAX",
@@ -62,4 +61,4 @@ def scoped_conversation(tenant: str, conversation_id: str) -> str:
 
 def new_conversation_id() -> str:
     """A fresh conversation id, for a message that names none."""
-    return f"anon:{secrets.token_hex(12)}"
+    return f"anon:{random_hex(12)}"

@@ -18,7 +18,6 @@ import logging.config
 import re
 import time
 import traceback
-import uuid
 from typing import Any, Literal
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -26,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from foureyes.core import strict_json
 from foureyes.core.errors import FoureyesError
+from foureyes.core.ids import random_hex
 from foureyes.server.metrics import route_label
 
 __all__ = [
@@ -186,7 +186,7 @@ class RequestLogMiddleware:
             await self.app(scope, receive, send)
             return
         supplied = Headers(scope=scope).get("x-request-id")
-        request_id = supplied if supplied and _REQUEST_ID.fullmatch(supplied) else uuid.uuid4().hex
+        request_id = supplied if supplied and _REQUEST_ID.fullmatch(supplied) else random_hex(16)
         state: dict[str, Any] = scope.setdefault("state", {})
         state["request_id"] = request_id
         status = 500

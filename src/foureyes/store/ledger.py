@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +23,7 @@ from sqlalchemy import (
 
 from foureyes.core.budget import Reservation, SpendLimit, SpendUsage, utc_day
 from foureyes.core.errors import BudgetExhausted, StoreError, UsageError
+from foureyes.core.ids import random_hex
 from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database
 from foureyes.store.tables import spend_days, spend_reservations
@@ -199,7 +199,7 @@ class SqlSpendLedger:
         if limit.max_usd is not None:
             params["max_usd_nano"] = _nano(limit.max_usd, "max_usd")
         limits = (limit.max_calls is not None, limit.max_usd is not None)
-        reservation = Reservation(id=uuid.uuid4().hex, key=limit.key, day=day, calls=calls, usd=usd)
+        reservation = Reservation(id=random_hex(16), key=limit.key, day=day, calls=calls, usd=usd)
         if self._db.dialect == "postgresql":
             params |= {"reservation": reservation.id, "created": now}
             write = self._reserve_in_one(limit, limits, params)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,7 @@ from foureyes.config import PrivacyConfig
 from foureyes.core import strict_json
 from foureyes.core.digest import text_fingerprint
 from foureyes.core.errors import StoreError, UsageError
+from foureyes.core.ids import random_hex
 from foureyes.core.trace import EventKind, PrivateText, TraceEvent, TraceRecord, TraceRun
 from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database, DriverInsert, EncodedJSON
@@ -101,7 +101,7 @@ def new_trace_id(now: dt.datetime) -> str:
     bits, so ids from several instances never collide and list in start order.
     """
     millis = int(require_utc(now, "now").timestamp() * 1000)
-    return f"{millis:012x}{secrets.token_hex(10)}"
+    return f"{millis:012x}{random_hex(10)}"
 
 
 class SqlTraceWriter:

@@ -17,7 +17,6 @@ still matches it.
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ from sqlalchemy import ColumnElement, Connection, and_, bindparam, func, or_, se
 
 from foureyes.config import PrivacyConfig
 from foureyes.core.errors import UsageError
+from foureyes.core.ids import random_hex
 from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database, DriverSelect
 from foureyes.store._pending import PendingRuns
@@ -202,7 +202,7 @@ class SqlOpenUnknowns:
                 conn.execute(
                     self._insert,
                     {
-                        "id": uuid.uuid4().hex,
+                        "id": random_hex(16),
                         "conversation_id": conversation_id,
                         "text_sha256": key,
                         "raised_by": trace_id,
