@@ -4,9 +4,9 @@
 process against ``foureyes simulate`` at zero model latency, with the gateway benchmark's
 config (``gateway_parts.InProcess``: SQLite store, both model roles on the simulator), a new
 conversation per reply. After ``--warmup`` replies it counts ``--replies`` more at
-``--clients`` concurrent callers and reports replies/s and, from
-``/proc/self/task/*/stat``, each thread's user and system CPU time per reply: the event
-loop's thread, the SQLite writer thread, the reader thread (idle unless a read had to
+``--clients`` concurrent callers and reports replies/s, the replies' latency percentiles
+and, from ``/proc/self/task/*/stat``, each thread's user and system CPU time per reply: the
+event loop's thread, the SQLite writer thread, the reader thread (idle unless a read had to
 wait); and from ``/proc/self/task/*/status`` each thread's context switches per reply,
 voluntary (it waited: for the interpreter's lock, I/O, work) and involuntary (preempted).
 ``--rounds`` repeats the measure in new processes, so one machine state does not decide it;
@@ -104,7 +104,7 @@ async def measure(
                     gc.collect()
                     gc.set_debug(gc.DEBUG_SAVEALL)  # what the collector frees, it keeps here
                 before, switched = thread_cpu(), thread_switches()
-                wall, _, outcomes = await drive(system.reply, replies, clients)
+                wall, latencies, outcomes = await drive(system.reply, replies, clients)
                 after, switches = thread_cpu(), thread_switches()
                 if count_garbage:
                     gc.collect()
@@ -118,6 +118,10 @@ async def measure(
     if not all(outcome.ok for outcome in outcomes):
         raise SystemExit("a reply was not released as drafted")
     result = {"replies/s": replies / wall}
+    latencies.sort()
+    for name, share in (("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999)):
+        result[f"latency {name} ms"] = latencies[min(len(latencies) - 1, int(share * replies))]
+    result["latency max ms"] = latencies[-1]
     for key, seconds in after.items():
         spent = seconds - before.get(key, 0.0)
         if spent > 0:
