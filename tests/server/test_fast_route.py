@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from foureyes.server._fast_route import FastJsonRoute, plan_of
 from foureyes.server.gateway import gateway_router
+from tests.helpers.otel import fresh_exporter
 
 
 class Item(BaseModel):
@@ -60,8 +61,15 @@ async def endpoint(body: Item, request: Request, who: Key) -> Response:
     return JSONResponse({"item": item, "who": who}, headers={"x-count": str(body.count)})
 
 
-def _app(calls: Calls) -> FastAPI:
-    app = FastAPI()
+# FastAPI's telemetry off for the app: with it on (a tracer, meter or logger provider set
+# for the process, as another test of the session may have set one) every request goes
+# to FastAPI's handler, which test_with_fastapis_telemetry_on_every_request_goes_to_fastapi
+# shows; the other tests see the short way whatever the session set.
+_NO_TELEMETRY: Any = {"tracing": False, "metrics": False, "logs": False}
+
+
+def _app(calls: Calls, *, telemetry: bool = False) -> FastAPI:
+    app = FastAPI() if telemetry else FastAPI(telemetry=_NO_TELEMETRY)
     app.state.calls = calls
     for copy, route_class in (("plain", APIRoute), ("fast", FastJsonRoute)):
         app.router.add_api_route(
@@ -175,6 +183,20 @@ async def test_a_well_formed_request_skips_fastapis_solving(solved: list[str]) -
     assert solved == ["/plain", "/plain", "/fast"]  # only the invalid body's went to FastAPI
 
 
+async def test_with_fastapis_telemetry_on_every_request_goes_to_fastapi(
+    solved: list[str],
+) -> None:
+    # FastAPI records its spans while it solves; the short way would leave them out.
+    exporter = fresh_exporter()  # the session's tracer provider, installed if need be
+    app = _app(Calls(), telemetry=True)
+
+    plain, fast = await _both(app, json.dumps(GOOD).encode(), _JSON)
+
+    assert fast[:2] == plain[:2]
+    assert solved == ["/plain", "/fast"]
+    assert {span.name for span in exporter.get_finished_spans()} >= {"POST /plain", "POST /fast"}
+
+
 async def test_an_overridden_dependency_is_left_to_fastapi(solved: list[str]) -> None:
     app = _app(Calls())
     app.dependency_overrides[principal] = lambda: "overridden"
@@ -237,7 +259,7 @@ def test_the_short_way_is_planned_only_for_the_endpoints_it_can_call() -> None:
 
 
 async def test_an_endpoint_it_cannot_call_is_answered_by_fastapi(solved: list[str]) -> None:
-    app = FastAPI()
+    app = FastAPI(telemetry=_NO_TELEMETRY)
     app.router.add_api_route(
         "/x", _query, methods=["POST"], response_model=None, route_class_override=FastJsonRoute
     )
@@ -253,7 +275,7 @@ async def test_an_endpoint_that_does_not_return_a_response_is_a_bug() -> None:
     async def returns_a_dict(body: Item) -> Any:
         return {"not": "a response"}
 
-    app = FastAPI()
+    app = FastAPI(telemetry=_NO_TELEMETRY)
     app.router.add_api_route(
         "/x",
         returns_a_dict,
