@@ -34,19 +34,14 @@ def test_each_byte_read_ahead_is_handed_out_once() -> None:
     # consecutive slices of what the pool read (no byte skipped twice or reused).
     drawn = [random_hex(10) for _ in range(2_000)]
     assert len(set(drawn)) == len(drawn)
-    pool = ids._Pool()
     reads: list[bytes] = []
-    real = os.urandom
 
     def urandom(count: int) -> bytes:
-        reads.append(real(count))
+        reads.append(os.urandom(count))
         return reads[-1]
 
-    original, ids.os.urandom = ids.os.urandom, urandom  # type: ignore[attr-defined]
-    try:
-        taken = b"".join(pool.take(n) for n in [7, 4000, 100, 5000, 3])
-    finally:
-        ids.os.urandom = original  # type: ignore[attr-defined]
+    pool = ids._Pool(urandom)
+    taken = b"".join(pool.take(n) for n in [7, 4000, 100, 5000, 3])
     # 7 + 4000 fit the first block; 100 needs a new one; 5000 is bigger than a block and
     # gets a read of its own; 3 starts the last.
     assert [len(r) for r in reads] == [4096, 4096, 5000, 4096]
@@ -117,14 +112,12 @@ def test_run_and_conversation_ids_cost_a_read_per_block_not_per_id(
     # from the pool, a read serves about 4096 bytes of ids (benchmarks/README.md,
     # "Random ids from a pool").
     reads: list[int] = []
-    real = os.urandom
 
     def urandom(count: int) -> bytes:
         reads.append(count)
-        return real(count)
+        return os.urandom(count)
 
-    monkeypatch.setattr(ids, "_POOL", ids._Pool())
-    monkeypatch.setattr(ids.os, "urandom", urandom)
+    monkeypatch.setattr(ids, "_POOL", ids._Pool(urandom))
     now = dt.datetime(2026, 12, 5, tzinfo=dt.UTC)
     runs = {new_trace_id(now) for _ in range(1_000)}
     conversations = {new_conversation_id() for _ in range(1_000)}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 
 from foureyes.core.errors import UsageError
 
@@ -29,9 +30,10 @@ _BLOCK = 4096
 
 
 class _Pool:
-    """Random bytes read ahead from ``os.urandom``; each byte is handed out once."""
+    """Random bytes read ahead from ``read`` (``os.urandom``); each byte is handed out once."""
 
-    def __init__(self) -> None:
+    def __init__(self, read: Callable[[int], bytes] = os.urandom) -> None:
+        self._read = read
         self._lock = threading.Lock()
         self._bytes = b""
         self._at = 0
@@ -40,7 +42,7 @@ class _Pool:
         with self._lock:
             end = self._at + count
             if end > len(self._bytes):
-                self._bytes = os.urandom(max(_BLOCK, count))
+                self._bytes = self._read(max(_BLOCK, count))
                 self._at, end = 0, count
             taken = self._bytes[self._at : end]
             self._at = end
