@@ -1,18 +1,27 @@
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+from collections.abc import Awaitable
 
 import httpx
 import pytest
 
 from foureyes.config import PrivacyConfig, ServerConfig, StoreConfig
-from foureyes.core.errors import ConfigError
+from foureyes.core.errors import ConfigError, StoreError
 from foureyes.server import auth
 from foureyes.server.app import create_app
-from foureyes.server.auth import AuthMode, env_api_keys, is_loopback
+from foureyes.server.auth import AuthMode, KeyAuthenticator, env_api_keys, is_loopback
+from foureyes.server.errors import ApiError, ErrorCode
 from foureyes.store import Store
-from foureyes.store.api_keys import KeyScope, SqlApiKeys, api_key_digest
+from foureyes.store.api_keys import (
+    ApiKeyRecord,
+    KeyCensus,
+    KeyScope,
+    SqlApiKeys,
+    api_key_digest,
+)
 from tests.helpers.server import app_client
 from tests.server._support import ADMIN_KEY, CLIENT_KEY, KEYS_ENV, bearer, config, keyed
 
@@ -271,3 +280,185 @@ async def test_admins_create_list_and_revoke_keys_over_http() -> None:
     assert refused.status_code == 401
     assert unknown.status_code == 404 and _error(unknown)["code"] == "not_found"
     assert bad_scope.status_code == 422 and _error(bad_scope)["param"] == "scope"
+
+
+# --- one store read per expired cache entry ---------------------------------------------
+
+
+class _HeldKeys(SqlApiKeys):
+    """The store's keys, with their reads counted and held until the test lets them go.
+
+    A census waits at ``census_gate``, a key's read at ``find_gate``, once it has read the
+    store, so a test can make callers arrive while a read is under way; ``failures`` makes
+    that many census reads fail as an unreachable store would.
+    """
+
+    def __init__(self, keys: SqlApiKeys) -> None:
+        self._keys = keys
+        self.census_gate = asyncio.Event()
+        self.find_gate = asyncio.Event()
+        self.census_gate.set()
+        self.find_gate.set()
+        self.census_reads = 0
+        self.find_reads = 0
+        self.failures = 0
+
+    async def census(self) -> KeyCensus:
+        self.census_reads += 1
+        census = await self._keys.census()
+        await self.census_gate.wait()
+        if self.failures:
+            self.failures -= 1
+            raise StoreError("count_api_keys", "unreachable")
+        return census
+
+    async def find(self, digest: str) -> ApiKeyRecord | None:
+        self.find_reads += 1
+        record = await self._keys.find(digest)
+        await self.find_gate.wait()
+        return record
+
+
+async def _settle() -> None:
+    """Let every task run until it waits (each step of a task is one turn of the loop)."""
+    for _ in range(8):
+        await asyncio.sleep(0)
+
+
+async def _held_auth(
+    cache_s: float = 300,
+) -> tuple[Store, str, _HeldKeys, KeyAuthenticator, list[float]]:
+    store, keys = await _open_keys()
+    new = await keys.create(scope=KeyScope.CLIENT)
+    held = _HeldKeys(keys)
+    now = [0.0]
+    auth = KeyAuthenticator(held, loopback_host=False, cache_s=cache_s, clock=lambda: now[0])
+    return store, f"Bearer {new.key}", held, auth, now
+
+
+async def test_requests_after_an_entry_expires_share_one_read_of_the_store() -> None:
+    store, header, held, auth, now = await _held_auth(cache_s=5)
+    try:
+        for round_ in (1, 2):
+            held.census_gate.clear()
+            held.find_gate.clear()
+            callers = [asyncio.ensure_future(auth.authenticate(header, REMOTE)) for _ in range(16)]
+            await _settle()  # all sixteen wait for the one census
+            assert held.census_reads == round_ and held.find_reads == round_ - 1
+            held.census_gate.set()
+            await _settle()  # and then for the one read of their key
+            assert held.census_reads == round_ and held.find_reads == round_
+            held.find_gate.set()
+            principals = await asyncio.gather(*callers)
+            assert {p.scope for p in principals} == {KeyScope.CLIENT}
+            assert held.census_reads == round_ and held.find_reads == round_
+            now[0] += 6  # both entries expire
+    finally:
+        await store.close()
+
+
+async def test_a_failed_read_fails_every_caller_waiting_for_it_and_the_next_reads_again() -> None:
+    store, header, held, auth, _ = await _held_auth()
+    try:
+        held.census_gate.clear()
+        held.failures = 1
+        callers = [asyncio.ensure_future(auth.authenticate(header, REMOTE)) for _ in range(8)]
+        await _settle()
+        held.census_gate.set()
+        outcomes = await asyncio.gather(*callers, return_exceptions=True)
+        assert all(isinstance(o, StoreError) for o in outcomes)
+        assert held.census_reads == 1
+        # Nothing of the failure is kept: the next request reads again, and is served.
+        assert (await auth.authenticate(header, REMOTE)).scope is KeyScope.CLIENT
+        assert held.census_reads == 2
+    finally:
+        await store.close()
+
+
+async def test_a_caller_cancelled_while_waiting_leaves_the_read_to_the_others() -> None:
+    store, header, held, auth, _ = await _held_auth()
+    try:
+        held.census_gate.clear()
+        first = asyncio.ensure_future(auth.authenticate(header, REMOTE))
+        second = asyncio.ensure_future(auth.authenticate(header, REMOTE))
+        await _settle()
+        first.cancel()  # the caller that started the read
+        await _settle()
+        held.census_gate.set()
+        assert (await second).scope is KeyScope.CLIENT
+        assert first.cancelled()
+        # The read finished and filled the cache: another request reads nothing.
+        await auth.authenticate(header, REMOTE)
+        assert held.census_reads == 1 and held.find_reads == 1
+    finally:
+        await store.close()
+
+
+async def _revoke(store: Store, header: str, auth: KeyAuthenticator) -> None:
+    """Revoke the key ``header`` sends (another stays active), as ``DELETE /v1/keys`` does."""
+    keys = store.api_keys
+    await keys.create(scope=KeyScope.CLIENT)
+    token = header.removeprefix("Bearer ")
+    (record,) = [r for r in await keys.list() if token.startswith(r.prefix + "_")]
+    await keys.revoke(record.prefix)
+    auth.forget()
+
+
+async def _refused(request: Awaitable[object]) -> ErrorCode:
+    with pytest.raises(ApiError) as refused:
+        await request
+    return refused.value.code
+
+
+async def test_a_key_read_before_a_revocation_is_not_cached() -> None:
+    store, header, held, auth, _ = await _held_auth()
+    try:
+        await auth.authenticate(header, REMOTE)  # the mode and the key are cached
+        auth.forget()
+        held.find_gate.clear()
+        before = asyncio.ensure_future(auth.authenticate(header, REMOTE))
+        await _settle()  # it has read the key, still active, and waits
+        await _revoke(store, header, auth)
+        held.find_gate.set()
+        # The request under way when the key was revoked is served; what it read is
+        # not kept, so the next request reads the store and is refused.
+        assert (await before).scope is KeyScope.CLIENT
+        assert await _refused(auth.authenticate(header, REMOTE)) is ErrorCode.INVALID_API_KEY
+    finally:
+        await store.close()
+
+
+async def test_a_request_after_a_revocation_does_not_join_a_read_begun_before_it() -> None:
+    store, header, held, auth, _ = await _held_auth()
+    try:
+        held.find_gate.clear()
+        before = asyncio.ensure_future(auth.authenticate(header, REMOTE))
+        await _settle()
+        await _revoke(store, header, auth)
+        after = asyncio.ensure_future(auth.authenticate(header, REMOTE))
+        await _settle()
+        held.find_gate.set()
+        assert (await before).scope is KeyScope.CLIENT
+        assert await _refused(after) is ErrorCode.INVALID_API_KEY
+        assert held.find_reads == 2
+    finally:
+        await store.close()
+
+
+async def test_a_census_read_before_the_first_key_was_created_is_not_cached() -> None:
+    store, keys = await _open_keys()
+    held = _HeldKeys(keys)
+    auth = KeyAuthenticator(held, loopback_host=True, cache_s=300)
+    try:
+        held.census_gate.clear()
+        before = asyncio.ensure_future(auth.authenticate(None, "127.0.0.1"))
+        await _settle()  # it has counted no key, and waits
+        await keys.create(scope=KeyScope.CLIENT)
+        auth.forget()  # what POST /v1/keys does on this instance
+        held.census_gate.set()
+        # Served as the store was when it asked; the next request finds the service keyed.
+        assert (await before).scope is KeyScope.ADMIN
+        assert await _refused(auth.authenticate(None, "127.0.0.1")) is ErrorCode.MISSING_API_KEY
+        assert held.census_reads == 2
+    finally:
+        await store.close()

@@ -26,17 +26,20 @@ unknowns or alerts.
 ``/healthz`` and the start-up log line say which mode is in effect. A verified key and
 the mode are cached for ``server.key_cache_s`` seconds, so revocation through the CLI
 reaches running instances within that time (at once on the instance that revoked a
-key over ``DELETE /v1/keys/{ref}``).
+key over ``DELETE /v1/keys/{ref}``). When an entry expires, one read of the store
+refreshes it: requests that need it meanwhile wait for that read rather than each
+starting its own.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse
@@ -188,6 +191,12 @@ def env_api_keys(server: ServerConfig, environ: Mapping[str, str]) -> list[EnvKe
     return keys
 
 
+_T = TypeVar("_T")
+
+_MODE = "mode"
+"""What :meth:`KeyAuthenticator.mode`'s read refreshes (key digests are 64 hex digits)."""
+
+
 class KeyAuthenticator:
     """Checks the key of each request against the store, with a short cache.
 
@@ -210,6 +219,10 @@ class KeyAuthenticator:
         self._clock = clock
         self._mode: tuple[AuthMode, float] | None = None
         self._verified: dict[str, tuple[ApiKeyRecord, float]] = {}
+        # The store reads under way, by what they refresh (``_MODE`` or a key's digest).
+        self._reading: dict[str, asyncio.Future[Any]] = {}
+        # Counts calls of forget(): a read begun before one does not fill the cache.
+        self._generation = 0
 
     @classmethod
     async def start(
@@ -231,9 +244,12 @@ class KeyAuthenticator:
         Raises:
             StoreError: the store could not be read.
         """
-        now = self._clock()
-        if self._mode is not None and now < self._mode[1]:
+        if self._mode is not None and self._clock() < self._mode[1]:
             return self._mode[0]
+        return await self._read_once(_MODE, self._read_mode)
+
+    async def _read_mode(self, generation: int) -> AuthMode:
+        now = self._clock()
         census = await self.keys.census()
         if census.active > 0:
             mode = AuthMode.KEYS
@@ -241,7 +257,8 @@ class KeyAuthenticator:
             mode = AuthMode.OPEN_LOOPBACK
         else:
             mode = AuthMode.CLOSED
-        self._mode = (mode, now + self._cache_s)
+        if generation == self._generation:
+            self._mode = (mode, now + self._cache_s)
         return mode
 
     async def authenticate(self, authorization: str | None, client_host: str | None) -> Principal:
@@ -274,13 +291,22 @@ class KeyAuthenticator:
         """Drop the cache, so a change to the keys takes effect on the next request."""
         self._mode = None
         self._verified.clear()
+        # Reads under way may have read the keys as they were: they fill no cache, and
+        # the next request reads anew.
+        self._generation += 1
+        self._reading.clear()
 
     async def _lookup(self, digest: str) -> ApiKeyRecord | None:
-        now = self._clock()
         cached = self._verified.get(digest)
-        if cached is not None and now < cached[1]:
+        if cached is not None and self._clock() < cached[1]:
             return cached[0]
+        return await self._read_once(digest, lambda generation: self._read_key(digest, generation))
+
+    async def _read_key(self, digest: str, generation: int) -> ApiKeyRecord | None:
+        now = self._clock()
         record = await self.keys.find(digest)
+        if generation != self._generation:
+            return record
         # Only known keys are cached: their number is bounded by the store, while a
         # caller could send endless unknown ones.
         if record is None:
@@ -288,6 +314,26 @@ class KeyAuthenticator:
         elif self._cache_s > 0:
             self._verified[digest] = (record, now + self._cache_s)
         return record
+
+    async def _read_once(self, what: str, read: Callable[[int], Coroutine[Any, Any, _T]]) -> _T:
+        """``read``'s result, one read at a time for ``what``.
+
+        A caller that comes while the read runs waits for it (for its error too) instead
+        of reading again; one cancelled while it waits leaves the read to the others.
+        """
+        reading = self._reading.get(what)
+        if reading is None:
+            reading = asyncio.ensure_future(read(self._generation))
+            self._reading[what] = reading
+            reading.add_done_callback(lambda done: self._read_done(what, done))
+        value: _T = await asyncio.shield(reading)
+        return value
+
+    def _read_done(self, what: str, done: asyncio.Future[Any]) -> None:
+        if self._reading.get(what) is done:
+            del self._reading[what]
+        if not done.cancelled():
+            done.exception()  # retrieved here: every caller may have been cancelled
 
 
 def require_scope(

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import case, func, select, update
+from sqlalchemy import Connection, case, func, select, update
 
 from foureyes.core.digest import sha256_hex
 from foureyes.core.errors import UsageError
@@ -221,11 +221,15 @@ class SqlApiKeys:
         Raises:
             StoreError: the store could not be read.
         """
-        async with self._db.read("find_api_key") as conn:
-            row = (
-                await conn.execute(select(api_keys).where(api_keys.c.key_sha256 == digest))
-            ).first()
-        return None if row is None else _record(row)
+        query = select(api_keys).where(api_keys.c.key_sha256 == digest)
+
+        def work(conn: Connection) -> ApiKeyRecord | None:
+            row = conn.execute(query).first()
+            return None if row is None else _record(row)
+
+        # A request's key check: an indexed read, on the store's fast read path (on SQLite
+        # the calling thread), not a pooled driver connection of its own.
+        return await self._db.run_read("find_api_key", work)
 
     async def list(self) -> list[ApiKeyRecord]:
         """Every key, revoked ones included, oldest first.
@@ -246,9 +250,14 @@ class SqlApiKeys:
             StoreError: the store could not be read.
         """
         active = func.coalesce(func.sum(case((api_keys.c.revoked_at.is_(None), 1), else_=0)), 0)
-        async with self._db.read("count_api_keys") as conn:
-            row = (await conn.execute(select(active, func.count()).select_from(api_keys))).one()
-        return KeyCensus(active=int(row[0]), total=int(row[1]))
+        query = select(active, func.count()).select_from(api_keys)
+
+        def work(conn: Connection) -> KeyCensus:
+            row = conn.execute(query).one()
+            return KeyCensus(active=int(row[0]), total=int(row[1]))
+
+        # Read by every request once its cached mode expires; the table holds a few keys.
+        return await self._db.run_read("count_api_keys", work)
 
     async def revoke(self, ref: str) -> Revocation:
         """Revoke the key whose prefix or id is ``ref``.
