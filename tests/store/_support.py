@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Coroutine, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import pytest
 
@@ -43,3 +43,18 @@ async def cancel_under_way(write: Coroutine[Any, Any, Any]) -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+_T = TypeVar("_T")
+
+
+async def without_a_turn(write: Awaitable[_T]) -> tuple[_T, bool]:
+    """``write``'s value, and whether it returned before the event loop's next turn.
+
+    A callback scheduled just before ``write`` is awaited runs on the loop's next turn;
+    if it has not run when ``write`` returns, nothing in ``write`` waited for the loop.
+    """
+    turned: list[bool] = []
+    asyncio.get_running_loop().call_soon(turned.append, True)
+    value = await write
+    return value, not turned

@@ -13,6 +13,7 @@ from sqlalchemy import Column, Connection, Integer, MetaData, String, Table, ins
 
 from foureyes.core.errors import StoreError, UsageError
 from foureyes.store._database import Database, DriverSelect
+from tests.store._support import without_a_turn
 
 _META = MetaData()
 _NOTES = Table(
@@ -269,19 +270,82 @@ def _insert_noting_thread(seen: list[str], text: str) -> Callable[[Connection], 
     return write
 
 
-async def test_a_grouped_write_alone_commits_on_the_calling_thread(db: Database) -> None:
-    # A lone write skips the writer thread on SQLite (no hand-off there and back); alone
-    # or not, it is committed when it returns, on both backends.
+async def test_grouped_writes_commit_on_the_calling_thread(db: Database) -> None:
+    # On SQLite a round of group commit runs on the event loop's thread (no hand-off to
+    # the writer thread and back); a write alone does not even wait for the loop's next
+    # turn, where a grouped one waits for the commit point the writes of that turn share.
+    # Alone or not, a write is committed when it returns, on both backends.
     seen: list[str] = []
     before = db.group_commits
-    assert await db.run_grouped_write("alone", _insert_noting_thread(seen, "a"), alone=True) == 1
-    assert await db.run_grouped_write("grouped", _insert_noting_thread(seen, "b")) == 2
+    alone = await without_a_turn(
+        db.run_grouped_write("alone", _insert_noting_thread(seen, "a"), alone=True)
+    )
+    grouped = await without_a_turn(
+        db.run_grouped_write("grouped", _insert_noting_thread(seen, "b"))
+    )
     assert await texts(db) == ["a", "b"]
     after = db.group_commits
     assert (after.rounds - before.rounds, after.writes - before.writes) == (2, 2)
     if db.dialect == "sqlite":
-        assert seen[0] == threading.current_thread().name
-        assert seen[1].startswith("foureyes-sqlite-writer")
+        assert alone == (1, True) and grouped == (2, False)
+        assert seen == [threading.current_thread().name] * 2
+
+
+async def test_concurrent_grouped_sqlite_writes_share_one_round_on_the_calling_thread(
+    sqlite_url: str,
+) -> None:
+    db = await _seeded_sqlite(sqlite_url, 10)
+    seen: list[str] = []
+    try:
+        before = db.group_commits
+        writes = [
+            db.run_grouped_write(f"w{n}", _insert_noting_thread(seen, f"n{n}")) for n in range(6)
+        ]
+        assert sorted(await asyncio.gather(*writes)) == [1, 2, 3, 4, 5, 6]
+        after = db.group_commits
+        assert (after.rounds - before.rounds, after.writes - before.writes) == (1, 6)
+        assert await texts(db) == ["w"] + [f"n{n}" for n in range(6)]
+    finally:
+        await db.dispose()
+    assert seen == [threading.current_thread().name] * 6
+
+
+async def test_grouped_sqlite_writes_that_would_wait_wait_on_the_writer_thread(
+    sqlite_path: Path,
+) -> None:
+    db = await _seeded_sqlite(f"sqlite+aiosqlite:///{sqlite_path}", 10)
+    other = sqlite3.connect(sqlite_path, timeout=1, isolation_level=None)
+    seen: list[str] = []
+    try:
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        writes = asyncio.gather(
+            *(db.run_grouped_write(f"w{n}", _insert_noting_thread(seen, f"n{n}")) for n in range(3))
+        )
+        for _ in range(3):
+            await asyncio.sleep(0)
+        # Busy at once at the commit point (nothing written, no waiting on the event
+        # loop's thread), so the round went to the writer thread, which waits for the lock.
+        assert not writes.done() and seen == []
+        other.execute("ROLLBACK")
+        assert sorted(await writes) == [1, 2, 3]
+        assert await texts(db) == ["w", "n0", "n1", "n2"]
+    finally:
+        other.close()
+        await db.dispose()
+    assert len(seen) == 3 and all(name.startswith("foureyes-sqlite-writer") for name in seen)
+
+
+async def test_closing_runs_a_round_that_was_due_before_anything_is_closed(
+    sqlite_path: Path,
+) -> None:
+    db = await _seeded_sqlite(f"sqlite+aiosqlite:///{sqlite_path}", 10)
+    write = asyncio.ensure_future(db.run_grouped_write("due", _insert_noting_thread([], "due")))
+    await asyncio.sleep(0)  # queued, its commit point set for the loop's next turn
+    await db.dispose()
+    with sqlite3.connect(sqlite_path) as conn:
+        rows = conn.execute("SELECT text FROM run_write_notes ORDER BY id").fetchall()
+    assert rows == [("w",), ("due",)]
+    assert await write == 1
 
 
 async def test_a_sqlite_write_alone_that_would_wait_waits_on_the_writer_thread(
@@ -311,7 +375,7 @@ async def test_a_sqlite_write_alone_that_would_wait_waits_on_the_writer_thread(
 
 async def test_a_sqlite_write_alone_joins_the_writes_under_way(sqlite_url: str) -> None:
     # Another write holds the writer: a write said to be alone is not, and queues behind
-    # it rather than taking the file's lock from the event loop's thread.
+    # it (its round too) rather than taking the file's lock from the event loop's thread.
     db = await _seeded_sqlite(sqlite_url, 10)
     started, release = threading.Event(), threading.Event()
     seen: list[str] = []
@@ -322,7 +386,7 @@ async def test_a_sqlite_write_alone_joins_the_writes_under_way(sqlite_url: str) 
         conn.execute(insert(_NOTES).values(text="slow"))
 
     try:
-        first = asyncio.ensure_future(db.run_grouped_write("slow", slow))
+        first = asyncio.ensure_future(db.run_write("slow", slow))
         assert await asyncio.to_thread(started.wait, 10)
         alone = asyncio.ensure_future(
             db.run_grouped_write("alone", _insert_noting_thread(seen, "a"), alone=True)

@@ -347,7 +347,9 @@ class Database:
             self._sqlite_reader = _SqliteThread(url, timeout_s, name="reader", write=False)
         self._sqlite_here = _SqliteHere(url) if sqlite_file else None
         self._sqlite_write_here = _SqliteHere(url, write=True) if sqlite_file else None
-        self._group = _WriteGroup(self._transaction)
+        # On SQLite a round of group commit runs on the event loop's thread when it can.
+        here = None if self._sqlite_write_here is None else self._grouped_write_here
+        self._group = _WriteGroup(self._transaction, here=here)
         # Writes of cancelled callers still running, and the undoing of what they wrote.
         self._abandoned: set[asyncio.Future[Any]] = set()
         self._closed = False
@@ -493,25 +495,28 @@ class Database:
     ) -> _T:
         """:meth:`run_write`, sharing one transaction and one commit with concurrent writes.
 
-        Group commit: writes that arrive while a grouped transaction runs wait for the
-        next one, which runs them all in arrival order and commits once, so N concurrent
-        records cost one commit and one log sync instead of N. A write alone is not
-        delayed: it starts a transaction at once. This returns only after the commit that
-        holds ``work`` succeeded, so a caller that delivers after it still delivers only
-        what is durable (invariant 10).
+        Group commit: writes that arrive while a grouped transaction runs, or in the
+        same turn of the event loop, wait for the next one, which runs them all in
+        arrival order and commits once, so N concurrent records cost one commit and one
+        log sync instead of N. On SQLite that transaction runs on the event loop's thread
+        at the loop's next turn (:class:`_WriteGroup`), and on the writer thread when it
+        would wait for a lock. This returns only after the commit that holds ``work``
+        succeeded, so a caller that delivers after it still delivers only what is
+        durable (invariant 10).
 
         ``work`` must touch only rows no concurrent grouped write touches in another
         order (the trace writes of one run), so a group cannot deadlock with another
         process's group. It must act only through the connection: when a write of the
         group raises, the group's transaction is rolled back and run again with each
-        write in a savepoint, so ``work`` may run twice.
+        write in a savepoint (and a round that would wait for a lock is run again on the
+        writer thread), so ``work`` may run more than once.
 
         ``alone``: the caller knows of no other write of the process under way or about to
         come (no other reply in flight). On SQLite, when the writer thread is idle and no
-        group is queued, the transaction then runs at once on the calling thread, its log
-        sync included (:class:`_SqliteHere`), instead of a trip to the writer thread and
-        back; if it would wait for a lock it goes to the writer thread as any other. It
-        counts as a round of one, committed or failed. Ignored on PostgreSQL.
+        group is queued or due, the transaction then runs at once on the calling thread,
+        its log sync included (:class:`_SqliteHere`), without waiting for the loop's next
+        turn; if it would wait for a lock it goes the way of any other. It counts as a
+        round of one, committed or failed. Ignored on PostgreSQL.
 
         Raises:
             StoreError: ``work`` raised it or the database refused it (its savepoint is
@@ -533,6 +538,18 @@ class Database:
             if not self._grouping:
                 return await self._transaction(work)
             return await self._group.submit(work)
+
+    def _grouped_write_here(self, work: Callable[[Connection], _T]) -> _T:
+        """A round of group commit on this thread (SQLite); :class:`_WouldWait` if it cannot.
+
+        Not while another write of the process holds the writers' lock: its transaction
+        may hold the file's write lock, which this connection would find busy anyway.
+        """
+        if self._sqlite_write_here is None or (
+            self._sqlite_writes is not None and self._sqlite_writes.locked()
+        ):
+            raise _WouldWait
+        return self._sqlite_write_here.run(work)
 
     def _idle_write_here(self) -> _SqliteHere | None:
         """The calling thread's write connection, if no write of the process runs or waits."""
@@ -748,24 +765,37 @@ class _Queued:
 class _WriteGroup:
     """Concurrent writes folded into one transaction (see :meth:`Database.run_grouped_write`).
 
-    The first write to arrive while none is queued starts a drain task; each round of
-    the drain takes every write queued so far (up to ``_MAX_GROUP``) into one
-    transaction, and the writes that arrive meanwhile make the next round. A write whose
+    Writes queue; each round takes every write queued so far (up to ``_MAX_GROUP``) into
+    one transaction, and the writes that arrive meanwhile make the next round. With
+    ``here`` (SQLite), the first write queued while none is sets a commit point for the
+    loop's next turn, by which time the writes ready in this turn have joined it, and
+    the round runs there, synchronously on the event loop's thread: no hand-off to a
+    writer thread and back, and no other coroutine runs while it does. A round that
+    ``here`` cannot run (it raises :class:`_WouldWait`: a lock it would wait for),
+    and every round without ``here`` (PostgreSQL), runs in a drain task through
+    ``transaction``; writes that arrive while a drain task runs join it. A write whose
     caller was cancelled before its round began is left out; once its round began it is
     written, as :meth:`Database.run_write` writes a cancelled caller's transaction.
     """
 
-    def __init__(self, transaction: Callable[[Callable[[Connection], Any]], Any]) -> None:
+    def __init__(
+        self,
+        transaction: Callable[[Callable[[Connection], Any]], Any],
+        *,
+        here: Callable[[Callable[[Connection], Any]], Any] | None = None,
+    ) -> None:
         self._transaction = transaction
+        self._here = here
         self._queue: list[_Queued] = []
         self._drain: asyncio.Task[None] | None = None
+        self._commit_point: asyncio.Handle | None = None
         self.rounds = 0
         self.writes = 0
 
     @property
     def idle(self) -> bool:
-        """Whether no write is queued and no round is running."""
-        return not self._queue and self._drain is None
+        """Whether no write is queued and no round is running or due."""
+        return not self._queue and self._drain is None and self._commit_point is None
 
     def count_lone(self) -> None:
         """Count a write that ran alone, outside the group, as a round of one (either way)."""
@@ -776,14 +806,50 @@ class _WriteGroup:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[_T] = loop.create_future()
         self._queue.append(_Queued(work, done))
-        if self._drain is None:
-            self._drain = loop.create_task(self._run_rounds(), name="foureyes-group-commit")
+        if self._drain is None and self._commit_point is None:
+            if self._here is None:
+                self._start_drain(loop)
+            else:
+                self._commit_point = loop.call_soon(self._commit_here, loop)
         return await done
 
     async def drained(self) -> None:
         """Wait until every queued write has had its round."""
-        if self._drain is not None:
-            await asyncio.shield(self._drain)
+        while not self.idle:
+            if self._commit_point is not None:
+                self._commit_point.cancel()  # due anyway: its round runs now
+                self._commit_here(asyncio.get_running_loop())
+            if self._drain is not None:
+                await asyncio.shield(self._drain)
+
+    def _start_drain(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._drain = loop.create_task(self._run_rounds(), name="foureyes-group-commit")
+
+    def _commit_here(self, loop: asyncio.AbstractEventLoop) -> None:
+        assert self._here is not None
+        self._commit_point = None
+        while self._queue and self._drain is None:
+            taken, self._queue = self._queue[:_MAX_GROUP], self._queue[_MAX_GROUP:]
+            batch = [queued for queued in taken if not queued.done.done()]
+            if not batch:
+                continue
+            works = [queued.work for queued in batch]
+            try:
+                outcomes = self._run(self._here, works)
+            except _WouldWait:
+                # Nothing of it was written: the round goes to the drain task, which
+                # waits for the lock as long as the store's timeout allows.
+                self._queue[:0] = batch
+                self._start_drain(loop)
+                return
+            except BaseException as exc:  # the transaction or its commit
+                self._count(batch)
+                self._fail(batch, exc)
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            self._count(batch)
+            self._settle(batch, outcomes)
 
     async def _run_rounds(self) -> None:
         try:
@@ -796,8 +862,7 @@ class _WriteGroup:
             self._drain = None
 
     async def _round(self, batch: list[_Queued]) -> None:
-        self.rounds += 1
-        self.writes += len(batch)
+        self._count(batch)
         works = [queued.work for queued in batch]
         try:
             try:
@@ -807,12 +872,38 @@ class _WriteGroup:
                 # runs again with each write in a savepoint, kept apart from the others.
                 outcomes = await self._transaction(lambda conn: _each_in_savepoint(conn, works))
         except BaseException as exc:  # the transaction or its commit: the whole round failed
-            for queued in batch:
-                if not queued.done.done():
-                    queued.done.set_exception(exc)
+            self._fail(batch, exc)
             if not isinstance(exc, Exception):
                 raise
             return
+        self._settle(batch, outcomes)
+
+    @staticmethod
+    def _run(
+        here: Callable[[Callable[[Connection], Any]], Any],
+        works: Sequence[Callable[[Connection], Any]],
+    ) -> list[tuple[Any, Exception | None]]:
+        """A round on ``here``, as :meth:`_round` runs one through the transaction."""
+        try:
+            outcomes: list[tuple[Any, Exception | None]] = here(
+                lambda conn: _all_or_none(conn, works)
+            )
+        except _Refused:
+            outcomes = here(lambda conn: _each_in_savepoint(conn, works))
+        return outcomes
+
+    def _count(self, batch: list[_Queued]) -> None:
+        self.rounds += 1
+        self.writes += len(batch)
+
+    @staticmethod
+    def _fail(batch: list[_Queued], error: BaseException) -> None:
+        for queued in batch:
+            if not queued.done.done():
+                queued.done.set_exception(error)
+
+    @staticmethod
+    def _settle(batch: list[_Queued], outcomes: list[tuple[Any, Exception | None]]) -> None:
         for queued, (value, error) in zip(batch, outcomes, strict=True):
             if queued.done.done():
                 continue
@@ -1024,7 +1115,7 @@ _SQLITE_WAITS = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 
 
 class _WouldWait(Exception):
-    """A read :class:`_SqliteHere` does not run: it would wait, or comes from elsewhere."""
+    """A transaction :class:`_SqliteHere` does not run: it would wait, or comes from elsewhere."""
 
 
 class _SqliteHere:
@@ -1032,11 +1123,11 @@ class _SqliteHere:
 
     Reads: a read in WAL mode needs no lock a writer holds: it reads the committed pages
     and the log's index, so a short indexed read costs tens of microseconds, less than the
-    hand-off to a reader thread and back. Lone writes (``write``): a write transaction
-    that no other write of the process waits beside skips the two hand-offs to the writer
-    thread and back (about 0.3 ms of a reply at one client, benchmarks/README.md); it
-    blocks the calling thread for its statements and its log sync, so
-    :meth:`Database.run_grouped_write` runs one here only when its caller says it is alone.
+    hand-off to a reader thread and back. Grouped writes (``write``): a round of group
+    commit, or a write alone, skips the two hand-offs to the writer thread and back
+    (about 0.3 ms of a reply at one client, and the waits for the interpreter's lock
+    beside a busy loop under load; benchmarks/README.md); it blocks the calling thread
+    for its statements and its log sync, which the replies of the round wait for anyway.
 
     The connection has a busy timeout of zero: when the transaction would have to wait
     (another connection's write lock, a checkpoint resetting the log, a recovery) it is

@@ -94,7 +94,8 @@ class PendingRuns:
         group cannot deadlock with another process's. A write that touches shared rows
         passes ``grouped=False`` and gets a transaction of its own. A grouped write of
         the only reserved run is *alone* (:meth:`Database.run_grouped_write`): with no
-        other reply in flight, on SQLite it commits on the calling thread.
+        other reply in flight, on SQLite it commits at once, without waiting for the
+        commit point of the loop's next turn.
 
         Raises:
             StoreError: the database failed, or ``work`` raised it; the run stays reserved
