@@ -310,31 +310,6 @@ async def test_concurrent_grouped_sqlite_writes_share_one_round_on_the_calling_t
     assert seen == [threading.current_thread().name] * 6
 
 
-async def test_grouped_sqlite_writes_that_would_wait_wait_on_the_writer_thread(
-    sqlite_path: Path,
-) -> None:
-    db = await _seeded_sqlite(f"sqlite+aiosqlite:///{sqlite_path}", 10)
-    other = sqlite3.connect(sqlite_path, timeout=1, isolation_level=None)
-    seen: list[str] = []
-    try:
-        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
-        writes = asyncio.gather(
-            *(db.run_grouped_write(f"w{n}", _insert_noting_thread(seen, f"n{n}")) for n in range(3))
-        )
-        for _ in range(3):
-            await asyncio.sleep(0)
-        # Busy at once at the commit point (nothing written, no waiting on the event
-        # loop's thread), so the round went to the writer thread, which waits for the lock.
-        assert not writes.done() and seen == []
-        other.execute("ROLLBACK")
-        assert sorted(await writes) == [1, 2, 3]
-        assert await texts(db) == ["w", "n0", "n1", "n2"]
-    finally:
-        other.close()
-        await db.dispose()
-    assert len(seen) == 3 and all(name.startswith("foureyes-sqlite-writer") for name in seen)
-
-
 async def test_closing_runs_a_round_that_was_due_before_anything_is_closed(
     sqlite_path: Path,
 ) -> None:
@@ -348,29 +323,36 @@ async def test_closing_runs_a_round_that_was_due_before_anything_is_closed(
     assert await write == 1
 
 
-async def test_a_sqlite_write_alone_that_would_wait_waits_on_the_writer_thread(
-    sqlite_path: Path,
+@pytest.mark.parametrize("alone", [True, False])
+async def test_sqlite_writes_that_would_wait_wait_on_the_writer_thread(
+    sqlite_path: Path, alone: bool
 ) -> None:
+    # Alone, or a round of three at the commit point: busy at once on the event loop's
+    # thread (nothing run, nothing waited for there), so handed to the writer thread,
+    # which waits for the lock up to the timeout.
     db = await _seeded_sqlite(f"sqlite+aiosqlite:///{sqlite_path}", 10)
     other = sqlite3.connect(sqlite_path, timeout=1, isolation_level=None)
     seen: list[str] = []
+    names = ["a"] if alone else ["n0", "n1", "n2"]
     try:
         other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
-        write = asyncio.ensure_future(
-            db.run_grouped_write("alone", _insert_noting_thread(seen, "a"), alone=True)
+        writes = asyncio.gather(
+            *(
+                db.run_grouped_write(name, _insert_noting_thread(seen, name), alone=alone)
+                for name in names
+            )
         )
         for _ in range(3):
             await asyncio.sleep(0)
-        # Busy at once here (nothing run, nothing waited for on the event loop's thread),
-        # so handed to the writer thread, which waits for the lock up to the timeout.
-        assert not write.done() and seen == []
+        assert not writes.done() and seen == []
         other.execute("ROLLBACK")
-        assert await write == 1
-        assert await texts(db) == ["w", "a"]
+        assert sorted(await writes) == list(range(1, len(names) + 1))
+        assert await texts(db) == ["w", *names]
     finally:
         other.close()
         await db.dispose()
-    assert len(seen) == 1 and seen[0].startswith("foureyes-sqlite-writer")
+    assert len(seen) == len(names)
+    assert all(name.startswith("foureyes-sqlite-writer") for name in seen)
 
 
 async def test_a_sqlite_write_alone_joins_the_writes_under_way(sqlite_url: str) -> None:
