@@ -822,6 +822,11 @@ class _WriteGroup:
             if self._drain is not None:
                 await asyncio.shield(self._drain)
 
+    def _take(self) -> list[_Queued]:
+        """The next round's writes: the first ``_MAX_GROUP`` queued, less cancelled callers'."""
+        taken, self._queue = self._queue[:_MAX_GROUP], self._queue[_MAX_GROUP:]
+        return [queued for queued in taken if not queued.done.done()]
+
     def _start_drain(self, loop: asyncio.AbstractEventLoop) -> None:
         self._drain = loop.create_task(self._run_rounds(), name="foureyes-group-commit")
 
@@ -829,8 +834,7 @@ class _WriteGroup:
         assert self._here is not None
         self._commit_point = None
         while self._queue and self._drain is None:
-            taken, self._queue = self._queue[:_MAX_GROUP], self._queue[_MAX_GROUP:]
-            batch = [queued for queued in taken if not queued.done.done()]
+            batch = self._take()
             if not batch:
                 continue
             works = [queued.work for queued in batch]
@@ -854,9 +858,7 @@ class _WriteGroup:
     async def _run_rounds(self) -> None:
         try:
             while self._queue:
-                taken, self._queue = self._queue[:_MAX_GROUP], self._queue[_MAX_GROUP:]
-                batch = [queued for queued in taken if not queued.done.done()]
-                if batch:
+                if batch := self._take():
                     await self._round(batch)
         finally:
             self._drain = None
