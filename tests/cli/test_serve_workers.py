@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from foureyes.cli import app
+from foureyes.cli.serve_cmd import crowded_workers
 
 runner = CliRunner()
 
@@ -50,3 +51,13 @@ def test_pools_that_do_not_fit_in_postgres_stop_serve_before_it_listens(
     assert body["error"] == "ConfigError"
     [problem] = body["problems"]
     assert problem.startswith("server.workers = 3: 3 x store.pool_size 80 = 240 connections")
+
+
+@pytest.mark.parametrize(
+    ("workers", "cpus", "crowded"),
+    [(1, 1, None), (2, 2, None), (2, 8, None), (3, 2, 2), (2, 1, 1), (4, None, None)],
+)
+def test_workers_crowd_only_when_they_outnumber_the_cpus(
+    workers: int, cpus: int | None, crowded: int | None
+) -> None:
+    assert crowded_workers(workers, cpus) == crowded

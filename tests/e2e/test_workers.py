@@ -122,3 +122,42 @@ def test_two_workers_on_one_sqlite_file_share_the_rate_limit(tmp_path: Path) -> 
     served = output.count("Application startup complete.")
     assert served >= 1 and output.count("Finished server process") == served
     assert server.process.returncode == 0
+
+
+_TWO_CPUS_TO_PIN = pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs Linux's CPU affinity and two CPUs to pin the server to",
+)
+
+
+@_TWO_CPUS_TO_PIN
+@pytest.mark.parametrize(
+    ("pinned", "flags", "note"),
+    [
+        (1, [], "note: 2 workers on the 1 CPU(s) this process may use"),
+        (1, ["--json"], '{"warning": "workers_exceed_cpus", "workers": 2, "cpus": 1}'),
+        (2, [], None),
+    ],
+)
+def test_serve_says_when_its_workers_outnumber_its_cpus(
+    tmp_path: Path, pinned: int, flags: list[str], note: str | None
+) -> None:
+    # Two workers on one CPU: said once at start-up (a line, or a JSON object with --json),
+    # and the server still serves; on two CPUs nothing is said.
+    server = start_serve_process(
+        ["--workers", "2", *flags],
+        env=_env(f"sqlite+aiosqlite:///{tmp_path / 'serve.db'}"),
+        cwd=tmp_path,
+        cpus=set(sorted(os.sched_getaffinity(0))[:pinned]),
+    )
+    assert server.process is not None
+    try:
+        outcomes = asyncio.run(_rate_outcomes([server], RATE_KEY, 1))
+    finally:
+        output = stop_process(server.process)
+    assert outcomes == ["ok"]
+    said = [line for line in output.splitlines() if line.startswith(("note:", '{"warning"'))]
+    if note is None:
+        assert said == [], output
+    else:
+        assert len(said) == 1 and said[0].startswith(note), output

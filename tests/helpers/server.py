@@ -122,8 +122,16 @@ def start_server() -> Iterator[Callable[..., RunningServer]]:
         yield start
 
 
-def start_serve_process(args: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> RunningServer:
+def start_serve_process(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    cpus: set[int] | None = None,
+) -> RunningServer:
     """Run ``foureyes serve --port P ARGS`` and wait until ``/healthz`` answers.
+
+    ``cpus``: the only CPUs the process (and its workers) may run on (Linux).
 
     Raises:
         RuntimeError: the process exited or did not answer in time (with its output).
@@ -133,6 +141,7 @@ def start_serve_process(args: Sequence[str], *, env: Mapping[str, str], cwd: Pat
         [sys.executable, "-m", "foureyes.cli", "serve", "--port", str(port), *args],
         env=dict(env),
         cwd=cwd,
+        preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
         # Never the terminal: uvicorn's workers reopen stdin, and one read from a
         # terminal by a background process stops it.
         stdin=subprocess.DEVNULL,

@@ -12,6 +12,7 @@ requests before it exits.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import TYPE_CHECKING, Annotated
 
@@ -74,6 +75,18 @@ def serve(
     bind_port = cfg.server.port if port is None else port
     in_use = ", ".join(sorted({cfg.roles.route_for(role) for role in Role}))
     count = cfg.server.workers
+    crowded = crowded_workers(count, usable_cpus())
+    if crowded is not None:
+        # Said, not refused: a container's CPU quota, or the set of CPUs later, may differ.
+        note = {"warning": "workers_exceed_cpus", "workers": count, "cpus": crowded}
+        typer.echo(
+            json.dumps(note)
+            if as_json
+            else f"note: {count} workers on the {crowded} CPU(s) this process may use: each "
+            "worker is one event loop, about a core's work at most, so the extra ones only "
+            'take turns (docs/gateway.md, "Deployment")',
+            err=True,
+        )
     if not as_json:
         processes = f", {count} workers" if count > 1 else ""
         console.print(
@@ -107,6 +120,25 @@ def serve(
         uvicorn.run(serving_app(effective), **options)  # type: ignore[arg-type]
         return
     _supervise(effective, options)
+
+
+def usable_cpus() -> int | None:
+    """How many CPUs this process may run on (its affinity where the system tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count()
+
+
+def crowded_workers(workers: int, cpus: int | None) -> int | None:
+    """``cpus`` when ``workers`` processes would outnumber them; ``None`` when they fit.
+
+    A worker runs one event loop, so it does at most about one core's work; workers beyond
+    the CPUs the process may use add turns, not throughput (benchmarks/README.md, "One
+    worker against two on PostgreSQL"). ``None`` too when the count of CPUs is unknown.
+    """
+    if cpus is None or workers <= cpus:
+        return None
+    return cpus
 
 
 def _supervise(effective: Config, options: dict[str, object]) -> None:
