@@ -12,7 +12,10 @@ reply is checked (approved, the draft released). Runs are interleaved (1 worker,
 workers, 1, 2, ...).
 
 On two cores the simulator and the load generator share the cores with the workers, so
-the ratio is the scaling left over after them, not the workers' alone.
+the ratio is the scaling left over after them, not the workers' alone. So it also prints,
+for each run, how many CPUs one worker's cell kept busy (every measured process's CPU per
+reply times replies/s) and the most two workers could make of it on this machine's CPUs
+at the same CPU per reply: its ceiling.
 
     python benchmarks/workers.py [--replies 1500] [--clients 64] [--repeats 2] [--json]
 
@@ -138,6 +141,24 @@ async def measure(
     }
 
 
+def busy_cpus(cell: dict[str, Any]) -> float:
+    """How many CPUs a cell kept busy: every measured process's CPU per reply x replies/s."""
+    per_reply_ms = sum(
+        cell[name]
+        for name in ("server_cpu_ms", "postgres_cpu_ms", "simulator_cpu_ms", "client_cpu_ms")
+    )
+    return float(cell["replies_per_s"]) * per_reply_ms / 1000
+
+
+def ceiling(one_worker: dict[str, Any], cpus: int) -> float:
+    """The most two workers can make of one worker's cell on ``cpus`` CPUs.
+
+    Two workers do twice one worker's work at best, and no more than the CPUs allow at
+    the same CPU per reply of every process (server, PostgreSQL, simulator, client).
+    """
+    return round(min(2.0, cpus / busy_cpus(one_worker)), 2)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replies", type=int, default=1500)
@@ -169,8 +190,16 @@ async def main() -> None:
         round(two["replies_per_s"] / one["replies_per_s"], 2)
         for one, two in zip(runs[1], runs[2], strict=True)
     ]
+    cpus = parts.cpu_count()
+    ceilings = [ceiling(one, cpus) for one in runs[1]]
     if args.json:
-        report = {"python": platform.python_version(), "runs": runs, "ratios": ratios}
+        report = {
+            "python": platform.python_version(),
+            "runs": runs,
+            "ratios": ratios,
+            "cpus": cpus,
+            "ceilings": ceilings,
+        }
         print(json.dumps(report, indent=2))
         return
     print(f"{args.replies} replies per run at {args.clients} clients, PostgreSQL (durable)")
@@ -188,6 +217,12 @@ async def main() -> None:
             )
     print(f"\ntwo workers / one, per run: {' / '.join(f'{r:.2f}x' for r in ratios)}")
     print(f"median: {statistics.median(ratios):.2f}x")
+    for n, (one, bound) in enumerate(zip(runs[1], ceilings, strict=True), 1):
+        print(
+            f"run {n}: one worker kept {busy_cpus(one):.2f} of the {cpus} CPUs busy (every "
+            f"process's CPU per reply x replies/s); at the same costs per reply two workers "
+            f"can reach at most {bound:.2f}x"
+        )
 
 
 if __name__ == "__main__":
