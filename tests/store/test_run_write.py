@@ -310,6 +310,28 @@ async def test_concurrent_grouped_sqlite_writes_share_one_round_on_the_calling_t
     assert seen == [threading.current_thread().name] * 6
 
 
+async def test_a_sqlite_write_of_the_next_turn_joins_the_round_of_the_first(
+    sqlite_url: str,
+) -> None:
+    # The commit point comes two turns of the loop after the first write: a write queued
+    # in the turn after the first one's joins its round, one commit for both.
+    db = await _seeded_sqlite(sqlite_url, 10)
+    seen: list[str] = []
+    try:
+        before = db.group_commits
+        first = asyncio.ensure_future(db.run_grouped_write("a", _insert_noting_thread(seen, "a")))
+        await asyncio.sleep(0)  # the first write is queued and its commit point set
+        assert seen == []
+        second = asyncio.ensure_future(db.run_grouped_write("b", _insert_noting_thread(seen, "b")))
+        assert sorted(await asyncio.gather(first, second)) == [1, 2]
+        after = db.group_commits
+        assert (after.rounds - before.rounds, after.writes - before.writes) == (1, 2)
+        assert await texts(db) == ["w", "a", "b"]
+    finally:
+        await db.dispose()
+    assert seen == [threading.current_thread().name] * 2
+
+
 async def test_closing_runs_a_round_that_was_due_before_anything_is_closed(
     sqlite_path: Path,
 ) -> None:

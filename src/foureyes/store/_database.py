@@ -499,7 +499,8 @@ class Database:
         same turn of the event loop, wait for the next one, which runs them all in
         arrival order and commits once, so N concurrent records cost one commit and one
         log sync instead of N. On SQLite that transaction runs on the event loop's thread
-        at the loop's next turn (:class:`_WriteGroup`), and on the writer thread when it
+        two turns of the loop after the first write of the round, so the writes of the
+        next turn join it too (:class:`_WriteGroup`), and on the writer thread when it
         would wait for a lock. This returns only after the commit that holds ``work``
         succeeded, so a caller that delivers after it still delivers only what is
         durable (invariant 10).
@@ -767,10 +768,12 @@ class _WriteGroup:
 
     Writes queue; each round takes every write queued so far (up to ``_MAX_GROUP``) into
     one transaction, and the writes that arrive meanwhile make the next round. With
-    ``here`` (SQLite), the first write queued while none is sets a commit point for the
-    loop's next turn, by which time the writes ready in this turn have joined it, and
-    the round runs there, synchronously on the event loop's thread: no hand-off to a
-    writer thread and back, and no other coroutine runs while it does. A round that
+    ``here`` (SQLite), the first write queued while none is sets a commit point two turns
+    of the loop later, by which time the writes that became ready in this turn and the
+    next have joined it, and the round runs there, synchronously on the event loop's
+    thread: no hand-off to a writer thread and back, and no other coroutine runs while it
+    does. The second turn makes rounds larger under load (replies finishing in the turn
+    after the first one's join it) at the cost of that turn's wait. A round that
     ``here`` cannot run (it raises :class:`_WouldWait`: a lock it would wait for),
     and every round without ``here`` (PostgreSQL), runs in a drain task through
     ``transaction``; writes that arrive while a drain task runs join it. A write whose
@@ -810,7 +813,7 @@ class _WriteGroup:
             if self._here is None:
                 self._start_drain(loop)
             else:
-                self._commit_point = loop.call_soon(self._commit_here, loop)
+                self._commit_point = loop.call_soon(self._next_turn, loop)
         return await done
 
     async def drained(self) -> None:
@@ -829,6 +832,11 @@ class _WriteGroup:
 
     def _start_drain(self, loop: asyncio.AbstractEventLoop) -> None:
         self._drain = loop.create_task(self._run_rounds(), name="foureyes-group-commit")
+
+    def _next_turn(self, loop: asyncio.AbstractEventLoop) -> None:
+        # The commit point's first turn: the writes of the turn after the first one's
+        # join too (benchmarks/README.md, "A commit point one turn later").
+        self._commit_point = loop.call_soon(self._commit_here, loop)
 
     def _commit_here(self, loop: asyncio.AbstractEventLoop) -> None:
         assert self._here is not None

@@ -95,7 +95,7 @@ class PendingRuns:
         passes ``grouped=False`` and gets a transaction of its own. A grouped write of
         the only reserved run is *alone* (:meth:`Database.run_grouped_write`): with no
         other reply in flight, on SQLite it commits at once, without waiting for the
-        commit point of the loop's next turn.
+        group's commit point two turns of the loop later.
 
         Raises:
             StoreError: the database failed, or ``work`` raised it; the run stays reserved
