@@ -137,11 +137,16 @@ def start_serve_process(
         RuntimeError: the process exited or did not answer in time (with its output).
     """
     port = free_port()
+    command = [sys.executable, "-m", "foureyes.cli", "serve", "--port", str(port), *args]
+    if cpus is not None:
+        # Pinned by the child itself before it becomes the server (no preexec_fn, which
+        # is unsafe beside threads): the affinity is inherited through exec and by forks.
+        pin = "import os, sys; os.sched_setaffinity(0, {0}); os.execv(sys.executable, {1})"
+        command = [sys.executable, "-c", pin.format(sorted(cpus), command)]
     process = subprocess.Popen(
-        [sys.executable, "-m", "foureyes.cli", "serve", "--port", str(port), *args],
+        command,
         env=dict(env),
         cwd=cwd,
-        preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
         # Never the terminal: uvicorn's workers reopen stdin, and one read from a
         # terminal by a background process stops it.
         stdin=subprocess.DEVNULL,
