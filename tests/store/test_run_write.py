@@ -291,45 +291,33 @@ async def test_grouped_writes_commit_on_the_calling_thread(db: Database) -> None
         assert seen == [threading.current_thread().name] * 2
 
 
-async def test_concurrent_grouped_sqlite_writes_share_one_round_on_the_calling_thread(
-    sqlite_url: str,
+@pytest.mark.parametrize("turns", [(6,), (1, 1)], ids=["one turn", "and the next"])
+async def test_grouped_sqlite_writes_of_a_turn_and_the_next_share_one_round_on_this_thread(
+    sqlite_url: str, turns: tuple[int, ...]
 ) -> None:
+    # The commit point comes two turns of the loop after the first write: the writes
+    # queued in that turn and in the next join its round, one commit for all of them.
     db = await _seeded_sqlite(sqlite_url, 10)
     seen: list[str] = []
+    names: list[str] = []
+    writes: list[asyncio.Future[int]] = []
     try:
         before = db.group_commits
-        writes = [
-            db.run_grouped_write(f"w{n}", _insert_noting_thread(seen, f"n{n}")) for n in range(6)
-        ]
-        assert sorted(await asyncio.gather(*writes)) == [1, 2, 3, 4, 5, 6]
+        for turn, count in enumerate(turns):
+            if turn:
+                await asyncio.sleep(0)  # the writes so far are queued, the commit point set
+                assert seen == []
+            for name in (f"n{len(names) + n}" for n in range(count)):
+                names.append(name)
+                write = db.run_grouped_write(name, _insert_noting_thread(seen, name))
+                writes.append(asyncio.ensure_future(write))
+        assert sorted(await asyncio.gather(*writes)) == list(range(1, len(names) + 1))
         after = db.group_commits
-        assert (after.rounds - before.rounds, after.writes - before.writes) == (1, 6)
-        assert await texts(db) == ["w"] + [f"n{n}" for n in range(6)]
+        assert (after.rounds - before.rounds, after.writes - before.writes) == (1, len(names))
+        assert await texts(db) == ["w", *names]
     finally:
         await db.dispose()
-    assert seen == [threading.current_thread().name] * 6
-
-
-async def test_a_sqlite_write_of_the_next_turn_joins_the_round_of_the_first(
-    sqlite_url: str,
-) -> None:
-    # The commit point comes two turns of the loop after the first write: a write queued
-    # in the turn after the first one's joins its round, one commit for both.
-    db = await _seeded_sqlite(sqlite_url, 10)
-    seen: list[str] = []
-    try:
-        before = db.group_commits
-        first = asyncio.ensure_future(db.run_grouped_write("a", _insert_noting_thread(seen, "a")))
-        await asyncio.sleep(0)  # the first write is queued and its commit point set
-        assert seen == []
-        second = asyncio.ensure_future(db.run_grouped_write("b", _insert_noting_thread(seen, "b")))
-        assert sorted(await asyncio.gather(first, second)) == [1, 2]
-        after = db.group_commits
-        assert (after.rounds - before.rounds, after.writes - before.writes) == (1, 2)
-        assert await texts(db) == ["w", "a", "b"]
-    finally:
-        await db.dispose()
-    assert seen == [threading.current_thread().name] * 2
+    assert seen == [threading.current_thread().name] * len(names)
 
 
 async def test_closing_runs_a_round_that_was_due_before_anything_is_closed(
