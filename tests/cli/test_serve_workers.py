@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from foureyes.cli import app
-from foureyes.cli.serve_cmd import crowded_workers
+from foureyes.cli.serve_cmd import outnumber
 
 runner = CliRunner()
 
@@ -55,9 +55,9 @@ def test_pools_that_do_not_fit_in_postgres_stop_serve_before_it_listens(
 
 @pytest.mark.parametrize(
     ("workers", "cpus", "crowded"),
-    [(1, 1, None), (2, 2, None), (2, 8, None), (3, 2, 2), (2, 1, 1), (4, None, None)],
+    [(1, 1, False), (2, 2, False), (2, 8, False), (3, 2, True), (2, 1, True), (4, None, False)],
 )
 def test_workers_crowd_only_when_they_outnumber_the_cpus(
-    workers: int, cpus: int | None, crowded: int | None
+    workers: int, cpus: int | None, crowded: bool
 ) -> None:
-    assert crowded_workers(workers, cpus) == crowded
+    assert outnumber(workers, cpus) is crowded

@@ -75,14 +75,14 @@ def serve(
     bind_port = cfg.server.port if port is None else port
     in_use = ", ".join(sorted({cfg.roles.route_for(role) for role in Role}))
     count = cfg.server.workers
-    crowded = crowded_workers(count, usable_cpus())
-    if crowded is not None:
+    cpus = usable_cpus()
+    if outnumber(count, cpus):
         # Said, not refused: a container's CPU quota, or the set of CPUs later, may differ.
-        note = {"warning": "workers_exceed_cpus", "workers": count, "cpus": crowded}
+        note = {"warning": "workers_exceed_cpus", "workers": count, "cpus": cpus}
         typer.echo(
             json.dumps(note)
             if as_json
-            else f"note: {count} workers on the {crowded} CPU(s) this process may use: each "
+            else f"note: {count} workers on the {cpus} CPU(s) this process may use: each "
             "worker is one event loop, about a core's work at most, so the extra ones only "
             'take turns (docs/gateway.md, "Deployment")',
             err=True,
@@ -129,16 +129,14 @@ def usable_cpus() -> int | None:
     return os.cpu_count()
 
 
-def crowded_workers(workers: int, cpus: int | None) -> int | None:
-    """``cpus`` when ``workers`` processes would outnumber them; ``None`` when they fit.
+def outnumber(workers: int, cpus: int | None) -> bool:
+    """Whether ``workers`` processes would outnumber the ``cpus`` the process may use.
 
     A worker runs one event loop, so it does at most about one core's work; workers beyond
-    the CPUs the process may use add turns, not throughput (benchmarks/README.md, "One
-    worker against two on PostgreSQL"). ``None`` too when the count of CPUs is unknown.
+    the CPUs add turns, not throughput (benchmarks/README.md, "One worker against two on
+    PostgreSQL"). ``False`` when the count of CPUs is unknown.
     """
-    if cpus is None or workers <= cpus:
-        return None
-    return cpus
+    return cpus is not None and workers > cpus
 
 
 def _supervise(effective: Config, options: dict[str, object]) -> None:
