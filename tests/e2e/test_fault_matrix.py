@@ -18,9 +18,11 @@ transport is a failing case until this table says what it must become.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
 import json
+import time
 import typing
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -73,7 +75,11 @@ from tests.review._runner_support import REQUEST as REVIEW_REQUEST
 from tests.review._runner_support import packet
 
 ROUTE_TIMEOUT_S = 0.4
-"""Every route's timeout: what ``hang`` costs a case."""
+"""The timeout of the role under test in a ``hang`` case: what that case costs."""
+GENEROUS_TIMEOUT_S = 60.0
+"""Every other route's timeout. A loaded machine can stall this process for a second or
+more (a full garbage collection of a large test worker, the other worker's browser); a
+short timeout on a call that should succeed turns such a stall into a wrong reason code."""
 DELAY_S = 0.05
 """The ``delay`` fault's wait: well inside the route timeout, so the answer counts."""
 
@@ -345,23 +351,58 @@ CASES = _cases()
 
 
 @dataclass
+class Stack:
+    """One transport's entry points over routes built from one config."""
+
+    pipeline: SupportPipeline
+    reviewer: ReviewRunner
+    selector: EvidenceSelector
+    caller: ModelCaller
+    routes: Routes
+
+
+@dataclass
 class World:
-    """What the whole module shares: one store, the alert service, one stack per transport."""
+    """What the whole module shares: one store, the alert service, the stacks it built."""
 
     store: Store
     alerts: GuardianAlerts
-    pipelines: dict[str, SupportPipeline]
-    reviewers: dict[str, ReviewRunner]
-    selectors: dict[str, EvidenceSelector]
     owner: DurableOwner
-    callers: dict[str, ModelCaller]
+    simulator: RunningSimulator
     folder: Path
+    stacks: dict[tuple[str, Role | None], Stack] = dataclasses.field(default_factory=dict)
+
+    def stack(self, transport: str, short: Role | None) -> Stack:
+        """The stack of ``transport`` in which only ``short`` (if any) has the short timeout.
+
+        Built once per key: a case reuses its transport's pooled connections, as a
+        deployment does.
+        """
+        key = (transport, short)
+        if key not in self.stacks:
+            config = _config(self.simulator, transport, short)
+            routes = Routes.build(config, {})
+            caller = ModelCaller(routes, ledger=self.store.ledger, trace=self.store.traces)
+            self.stacks[key] = Stack(
+                pipeline=SupportPipeline(
+                    config, routes, self.store, alerts=self.alerts, l0=L0Gate.default()
+                ),
+                reviewer=ReviewRunner(caller, packet_max_chars=10_000),
+                selector=EvidenceSelector(caller, example_kinds()),
+                caller=caller,
+                routes=routes,
+            )
+        return self.stacks[key]
 
 
-def _config(simulator: RunningSimulator, transport: str) -> Config:
+def _config(simulator: RunningSimulator, transport: str, short: Role | None) -> Config:
     return Config(
         routes={
-            role.value: simulator.route(role.value, timeout_s=ROUTE_TIMEOUT_S, transport=transport)
+            role.value: simulator.route(
+                role.value,
+                timeout_s=ROUTE_TIMEOUT_S if role is short else GENEROUS_TIMEOUT_S,
+                transport=transport,
+            )
             for role in Role
         },
         roles=RolesConfig(**{role.value: role.value for role in Role}),
@@ -373,7 +414,7 @@ def _config(simulator: RunningSimulator, transport: str) -> Config:
 async def world(
     simulator_process: RunningSimulator, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[World]:
-    """One store and, per transport, the routes and entry points every case drives."""
+    """One store and the alert service; stacks are built as the cases ask for them."""
     folder = tmp_path_factory.mktemp("fault-matrix")
     store = await Store.open(
         StoreConfig(url=f"sqlite+aiosqlite:///{folder / 'matrix.db'}"), PrivacyConfig(), {}
@@ -384,45 +425,29 @@ async def world(
         store.alerts,
         FileNotifier(outbox),
     )
-    kinds = example_kinds()
-    built: list[Routes] = []
     world = World(
         store=store,
         alerts=alerts,
-        pipelines={},
-        reviewers={},
-        selectors={},
-        owner=DurableOwner(JsonFileCatalogSource(CATALOG_FILE), kinds, store.observations),
-        callers={},
+        owner=DurableOwner(
+            JsonFileCatalogSource(CATALOG_FILE), example_kinds(), store.observations
+        ),
+        simulator=simulator_process,
         folder=folder,
     )
-    l0 = L0Gate.default()
-    for transport in TRANSPORTS:
-        config = _config(simulator_process, transport)
-        routes = Routes.build(config, {})
-        built.append(routes)
-        caller = ModelCaller(routes, ledger=store.ledger, trace=store.traces)
-        world.pipelines[transport] = SupportPipeline(config, routes, store, alerts=alerts, l0=l0)
-        world.reviewers[transport] = ReviewRunner(caller, packet_max_chars=10_000)
-        world.selectors[transport] = EvidenceSelector(caller, kinds)
-        world.callers[transport] = caller
     try:
         yield world
     finally:
-        for pipeline in world.pipelines.values():
-            await pipeline.aclose()
-        for routes in built:
-            await routes.aclose()
+        for stack in world.stacks.values():
+            await stack.pipeline.aclose()
+            await stack.routes.aclose()
         await store.close()
 
 
 # --- the entry points ---------------------------------------------------------------------
 
 
-async def _gate(world: World, transport: str, case: str) -> Seen:
-    outcome = await world.pipelines[transport].handle(
-        SupportMessage(text=CALM, conversation_id=case)
-    )
+async def _gate(world: World, stack: Stack, case: str) -> Seen:
+    outcome = await stack.pipeline.handle(SupportMessage(text=CALM, conversation_id=case))
     assert not outcome.triage.l0.escalate  # only the gate's roles were called
     released = outcome.decision is Outcome.RELEASED
     if not released:
@@ -431,14 +456,12 @@ async def _gate(world: World, transport: str, case: str) -> Seen:
     return Seen(released, outcome.reason.value, errors, outcome.trace_id)
 
 
-async def _risk(world: World, transport: str, case: str) -> Seen:
+async def _risk(world: World, stack: Stack, case: str) -> Seen:
     # Everything an alert needs but a confirmation is in place, so "no alert" means something.
     await world.alerts.opt_in(case)
     contact = await world.alerts.add_contact(case, f"{case}@example.org", Locale.EN)
     await world.alerts.verify_contact(contact.id)
-    outcome = await world.pipelines[transport].handle(
-        SupportMessage(text=CRISIS, conversation_id=case)
-    )
+    outcome = await stack.pipeline.handle(SupportMessage(text=CRISIS, conversation_id=case))
     triage = outcome.triage
     if triage.confirmed:
         assert outcome.alert is not None and outcome.alert["status"] in {"sent", "pending"}
@@ -456,20 +479,20 @@ async def _risk(world: World, transport: str, case: str) -> Seen:
     return Seen(False, triage.reasons[0].value, detail, outcome.trace_id)
 
 
-async def _reviewer(world: World, transport: str, case: str) -> Seen:
-    outcome = await world.reviewers[transport].run(
-        REVIEW_REQUEST, deadline=Deadline.after(5), conversation_id=case
+async def _reviewer(world: World, stack: Stack, case: str) -> Seen:
+    outcome = await stack.reviewer.run(
+        REVIEW_REQUEST, deadline=Deadline.after(GENEROUS_TIMEOUT_S), conversation_id=case
     )
     if not outcome.published:
         assert outcome.packet is None
     return Seen(outcome.published, outcome.reason.value, outcome.detail, outcome.trace_id)
 
 
-async def _selector(world: World, transport: str, case: str) -> Seen:
+async def _selector(world: World, stack: Stack, case: str) -> Seen:
     outcome = await select_facts(
         example_catalog(),
         FactsRequest(subject=case, task="plan the week's training"),
-        selector=world.selectors[transport],
+        selector=stack.selector,
         owner=world.owner,
         traces=world.store.traces,
     )
@@ -481,20 +504,20 @@ async def _selector(world: World, transport: str, case: str) -> Seen:
     return Seen(bool(committed), outcome.status.value, detail, outcome.trace_id)
 
 
-async def _primary(world: World, transport: str, case: str) -> Seen:
+async def _primary(world: World, stack: Stack, case: str) -> Seen:
     # One step: a complete answer ends the turn (it acted); any other stops the loop.
     workspace = world.folder / case
     workspace.mkdir()
     trace_id = await world.store.traces.start_run("agent_run", conversation_id=case)
     result = await AgentLoop(
-        world.callers[transport], Workspace(workspace), max_steps=1, trace_id=trace_id
+        stack.caller, Workspace(workspace), max_steps=1, trace_id=trace_id
     ).run("Check the workspace and say when you are done.")
     failed = result.stop is StopReason.MODEL_FAILED
     reason = result.failure if failed and result.failure else result.stop.value
     return Seen(result.stop is StopReason.COMPLETED, reason, result.failure or "", trace_id)
 
 
-ENTRY_POINTS: Mapping[Role, Callable[[World, str, str], Awaitable[Seen]]] = {
+ENTRY_POINTS: Mapping[Role, Callable[[World, Stack, str], Awaitable[Seen]]] = {
     Role.COUNSELOR: _gate,
     Role.SUPERVISOR: _gate,
     Role.RISK_L1: _risk,
@@ -530,13 +553,14 @@ async def test_no_call_site_acts_on_a_failed_call(
     case = f"{transport}-{role}-{injection.name}"
     simulator_process.load(_scenario(role, injection))
 
-    seen = await ENTRY_POINTS[role](world, transport, case)
+    short = role if injection.failure is Failure.TIMEOUT else None
+    seen = await ENTRY_POINTS[role](world, world.stack(transport, short), case)
 
     if injection.failure is Failure.NONE:
         assert (seen.acted, seen.reason) == (True, site.success)
     else:
         assert not seen.acted, f"{role} acted on a call that failed with {injection.name}"
-        assert seen.reason == site.reasons[injection.failure]
+        assert seen.reason == site.reasons[injection.failure], seen
         parse_failure = site.finish_failures.get(
             injection.finish_reason or "", injection.parse_failure
         )
@@ -576,3 +600,29 @@ def test_the_matrix_covers_every_site_fault_and_finish_on_every_transport() -> N
     )
     assert per_transport == len(Role) * (len(Fault) + len(SIMULATED_FINISHES)) - excluded
     assert {"aiohttp", "lean"} <= set(TRANSPORTS)
+
+
+STALL_S = 2.5 * ROUTE_TIMEOUT_S
+"""How long the stall test blocks this process's event loop: longer than the short timeout."""
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_stalled_event_loop_does_not_fail_a_call_that_is_not_under_test(
+    world: World, simulator_process: RunningSimulator, transport: str
+) -> None:
+    # The matrix once gave every route the short timeout, and a fresh-clone run failed a
+    # supervisor http_401 case as review_timeout: the worker stalled 1.3 s before the
+    # request was written. Here the loop is blocked while the Counselor's call is in flight
+    # (it answers after 0.5 s), in the stack a hang of the Supervisor uses.
+    case = f"{transport}-stalled-loop"
+    scenario = _scenario(Role.SUPERVISOR, FAULTS[Fault.DELAY])
+    scenario["models"][Role.COUNSELOR.value][0].update({"fault": "delay", "delay_s": 0.5})
+    simulator_process.load(scenario)
+    loop = asyncio.get_running_loop()
+    stall = loop.call_later(0.1, time.sleep, STALL_S)
+    try:
+        seen = await _gate(world, world.stack(transport, Role.SUPERVISOR), case)
+    finally:
+        stall.cancel()
+    assert (seen.acted, seen.reason) == (True, SITES[Role.SUPERVISOR].success), seen
