@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SERVE_STAMP := $(VENV)/.installed-serve
 PIP := $(BIN)/pip install --quiet --disable-pip-version-check
 
-.PHONY: install install-serve system-deps serve test lint typecheck unit bench bench-gateway clean
+.PHONY: install install-serve system-deps serve test lint typecheck unit stress bench bench-gateway clean
 
 ## The service and the dev tools (lint, types, tests): `pip install -e ".[dev]"`.
 $(STAMP): pyproject.toml
@@ -46,6 +46,10 @@ unit: install
 
 ## Install everything, then run the whole suite: lint, types, tests.
 test: install system-deps lint typecheck unit
+
+## Not part of `test`: the fault matrix 20 times beside CPU hogs and event-loop stalls.
+stress: install
+	$(BIN)/python scripts/stress.py
 
 bench: install
 	$(BIN)/python benchmarks/transport.py

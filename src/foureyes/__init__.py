@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import typing
 
 # First: the server's modules read it while this package is still being imported.
@@ -14,6 +15,11 @@ from foureyes.core.reasons import ReasonCode
 
 if typing.TYPE_CHECKING:
     from foureyes.guard import Guard, SyncGuard
+
+# A library configures no output of its own (the logging HOWTO's advice): without this, a
+# host that configured nothing would get foureyes' warnings from ``logging.lastResort``,
+# a blocking write to stderr on whichever thread logged (the host's event loop).
+logging.getLogger("foureyes").addHandler(logging.NullHandler())
 
 __all__ = [
     "Config",

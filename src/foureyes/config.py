@@ -583,6 +583,10 @@ class ServerConfig(_Section):
     """Connections ``foureyes serve`` serves at once (uvicorn's ``limit_concurrency``); a
     request arriving on any connection beyond gets a plain-text HTTP 503. Each worker
     process counts its own."""
+    log_queue_lines: int = Field(default=10_000, ge=1, le=1_000_000)
+    """Log lines ``foureyes serve`` holds (per process) for the thread that writes them to
+    stderr. A sink slower than the log (a full pipe, a stalled collector) drops the lines
+    beyond, counted in ``foureyes_log_lines_dropped_total``; it never stalls requests."""
     cors_origins: tuple[str, ...] = ()
     """Browser origins allowed to call the API (``https://app.example``, or ``*`` for
     any); a comma-separated string in the environment. Empty: CORS is off."""

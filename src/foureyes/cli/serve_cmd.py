@@ -106,7 +106,7 @@ def serve(
     bound = cfg.server.model_copy(update={"host": bind_host, "port": bind_port})
     effective = cfg.model_copy(update={"server": bound})
     options: dict[str, object] = {
-        "log_config": logging_config(),
+        "log_config": logging_config(queue_lines=cfg.server.log_queue_lines),
         "access_log": False,
         "host": bind_host,
         "port": bind_port,

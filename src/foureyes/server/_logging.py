@@ -7,18 +7,28 @@ a library's exception may quote input (a validation error quotes the value it re
 while foureyes' own errors build their messages from fields and are kept.
 
 Nothing is configured on import. ``foureyes serve`` passes :func:`logging_config` to
-uvicorn (or calls :func:`configure_logging`), so uvicorn's lines are JSON too.
+uvicorn (or calls :func:`configure_logging`), so uvicorn's lines are JSON too. Its lines go
+through :class:`QueuedStreamHandler`: a log sink that stops reading (a full pipe, a stuck
+collector) costs log lines, counted, never the event loop. A host process that imports
+foureyes as a library gets no handler at all (the ``foureyes`` logger has a
+``NullHandler``): where its lines go, and whether that can block, is the host's choice.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import logging.config
+import os
+import queue
 import re
+import sys
+import threading
 import time
 import traceback
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import IO, Any, Literal
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -29,11 +39,14 @@ from foureyes.core.ids import random_hex
 from foureyes.server.metrics import route_label
 
 __all__ = [
+    "DEFAULT_LOG_QUEUE_LINES",
     "JsonFormatter",
     "LogLevel",
+    "QueuedStreamHandler",
     "RequestLogMiddleware",
     "configure_logging",
     "describe_exception",
+    "dropped_log_lines",
     "log_event",
     "logging_config",
     "server_logger",
@@ -44,6 +57,9 @@ LogLevel = Literal["debug", "info", "warning", "error"]
 
 server_logger = logging.getLogger("foureyes.server")
 """The logger of the HTTP service (requests, start-up, failures)."""
+
+DEFAULT_LOG_QUEUE_LINES = 10_000
+"""Lines a :class:`QueuedStreamHandler` holds for its writer before it drops new ones."""
 
 _FIELDS = "foureyes_fields"
 _LEVELS: dict[LogLevel, int] = {
@@ -134,12 +150,174 @@ class JsonFormatter(logging.Formatter):
         return strict_json.dumps(document, ensure_ascii=False, default=str)
 
 
-def logging_config(level: LogLevel = "info") -> dict[str, Any]:
+class _Drops:
+    """Log lines dropped in this process, by every :class:`QueuedStreamHandler` in it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.total = 0
+
+    def add(self, count: int) -> int:
+        with self._lock:
+            self.total += count
+            return self.total
+
+
+_drops = _Drops()
+_BATCH_LINES = 512
+_NOTE_EVERY_S = 1.0
+"""While lines keep being dropped, how often the writer says so (else: once it caught up)."""
+_CLOSE_WAIT_S = 2.0
+"""How long closing (or flushing) waits for the writer before it gives up on the lines."""
+
+
+def dropped_log_lines() -> int:
+    """Log lines this process dropped because a log sink did not keep up or failed."""
+    return _drops.total
+
+
+class QueuedStreamHandler(logging.Handler):
+    """Writes formatted lines to a stream from a thread of its own; never blocks the caller.
+
+    A record is formatted on the thread that logs it and put on a queue of ``capacity``
+    lines; a daemon thread writes what is queued, in batches. When the queue is full (the
+    sink stopped reading, or reads more slowly than lines come) a new line is dropped and
+    counted (:func:`dropped_log_lines`, ``foureyes_log_lines_dropped_total``) instead of
+    waited for, and so is a line whose write failed. Once the writer has caught up, and at
+    most every second while lines are still being dropped, it writes one
+    ``log_lines_dropped`` line with the count since the last such line. Lines are written
+    to the stream's file descriptor when it has one, so a writer blocked on a full pipe
+    holds none of the stream's locks (the interpreter can still exit).
+
+    Args:
+        stream: where lines go (``sys.stderr`` by default).
+        capacity: lines queued at most (``[server] log_queue_lines``).
+    """
+
+    def __init__(
+        self, stream: IO[str] | None = None, capacity: int = DEFAULT_LOG_QUEUE_LINES
+    ) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, not {capacity}")
+        super().__init__()
+        self.stream = sys.stderr if stream is None else stream
+        self._fd: int | None = None
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            self._fd = self.stream.fileno()
+        self._queue: queue.Queue[str] = queue.Queue(maxsize=capacity)
+        self._unsaid = 0
+        self._unsaid_lock = threading.Lock()
+        self._closing = threading.Event()
+        self._writer = threading.Thread(target=self._run, name="foureyes-log-writer", daemon=True)
+        self._writer.start()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Queue ``record`` as one line, or count it dropped; never waits."""
+        try:
+            line = self.format(record)
+        except Exception:  # not handleError: it writes a traceback to stderr, blocking
+            self._drop(1)
+            return
+        if self._closing.is_set():
+            self._drop(1)
+            return
+        try:
+            self._queue.put_nowait(line)
+        except queue.Full:
+            self._drop(1)
+
+    def flush(self) -> None:
+        """Wait (a bounded time) for the queued lines to be written."""
+        deadline = time.monotonic() + _CLOSE_WAIT_S
+        while self._writer.is_alive() and not self._queue.empty():
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        """Stop the writer once it has written what is queued (a bounded wait)."""
+        self.flush()
+        self._closing.set()
+        self._writer.join(_CLOSE_WAIT_S)
+        super().close()
+
+    def _drop(self, count: int) -> None:
+        with self._unsaid_lock:
+            self._unsaid += count
+        _drops.add(count)
+
+    def _run(self) -> None:
+        noted = time.monotonic()
+        while not (self._closing.is_set() and self._queue.empty()):
+            try:
+                lines = [self._queue.get(timeout=0.2)]
+            except queue.Empty:
+                lines = []
+            while lines and len(lines) < _BATCH_LINES:
+                try:
+                    lines.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            if lines and not self._write(lines):
+                self._drop(len(lines))
+            now = time.monotonic()
+            if self._unsaid and (self._queue.empty() or now - noted >= _NOTE_EVERY_S):
+                noted = now
+                self._say_dropped()
+
+    def _say_dropped(self) -> None:
+        with self._unsaid_lock:
+            count, self._unsaid = self._unsaid, 0
+        record = logging.LogRecord(
+            server_logger.name,
+            logging.WARNING,
+            __file__,
+            0,
+            "log lines were dropped: the log sink did not keep up",
+            None,
+            None,
+        )
+        fields = {
+            "event": "log_lines_dropped",
+            "dropped": count,
+            "dropped_total": _drops.total,
+            "pid": os.getpid(),  # each worker of `serve --workers N` counts its own
+        }
+        setattr(record, _FIELDS, fields)
+        try:
+            line = self.format(record)
+        except Exception:
+            line = strict_json.dumps(fields)
+        if not self._write([line]):
+            with self._unsaid_lock:  # said with the next note instead
+                self._unsaid += count
+
+    def _write(self, lines: Sequence[str]) -> bool:
+        text = "\n".join(lines) + "\n"
+        try:
+            if self._fd is None:
+                self.stream.write(text)
+                self.stream.flush()
+                return True
+            data = memoryview(text.encode("utf-8", "backslashreplace"))
+            while data:
+                data = data[os.write(self._fd, data) :]
+        except Exception:  # a closed or broken sink: the lines are lost, and counted
+            return False
+        return True
+
+
+def logging_config(
+    level: LogLevel = "info", *, queue_lines: int = DEFAULT_LOG_QUEUE_LINES
+) -> dict[str, Any]:
     """A ``logging.config.dictConfig`` mapping: foureyes and uvicorn log JSON to stderr.
 
-    uvicorn's own access log is silenced: :class:`RequestLogMiddleware` writes one line
-    per request with the route template instead of the raw path, which may carry text.
-    Pass it to ``uvicorn.run(log_config=...)``.
+    Every line goes through a :class:`QueuedStreamHandler` of ``queue_lines`` lines, and
+    so do other libraries' warnings (the root logger), which would otherwise reach stderr
+    through ``logging.lastResort`` on the logging thread. uvicorn's own access log is
+    silenced: :class:`RequestLogMiddleware` writes one line per request with the route
+    template instead of the raw path, which may carry text. Pass it to
+    ``uvicorn.run(log_config=...)``.
     """
     name = level.upper()
     return {
@@ -148,11 +326,13 @@ def logging_config(level: LogLevel = "info") -> dict[str, Any]:
         "formatters": {"json": {"()": JsonFormatter}},
         "handlers": {
             "stderr": {
-                "class": "logging.StreamHandler",
+                "()": QueuedStreamHandler,
                 "formatter": "json",
                 "stream": "ext://sys.stderr",
+                "capacity": queue_lines,
             }
         },
+        "root": {"handlers": ["stderr"], "level": "WARNING"},
         "loggers": {
             "foureyes": {"handlers": ["stderr"], "level": name, "propagate": False},
             "uvicorn": {"handlers": ["stderr"], "level": name, "propagate": False},
@@ -161,9 +341,11 @@ def logging_config(level: LogLevel = "info") -> dict[str, Any]:
     }
 
 
-def configure_logging(level: LogLevel = "info") -> None:
+def configure_logging(
+    level: LogLevel = "info", *, queue_lines: int = DEFAULT_LOG_QUEUE_LINES
+) -> None:
     """Apply :func:`logging_config` to this process (a process-wide change)."""
-    logging.config.dictConfig(logging_config(level))
+    logging.config.dictConfig(logging_config(level, queue_lines=queue_lines))
 
 
 class RequestLogMiddleware:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -42,7 +43,12 @@ from foureyes.llm.routes import Routes
 from foureyes.pipeline import Runtime, SupportPipeline
 from foureyes.review.reviewer import Reviewer
 from foureyes.risk.l0 import L0Gate
-from foureyes.server._logging import RequestLogMiddleware, log_event, server_logger
+from foureyes.server._logging import (
+    RequestLogMiddleware,
+    dropped_log_lines,
+    log_event,
+    server_logger,
+)
 from foureyes.server.api import api_router
 from foureyes.server.auth import (
     AdminKey,
@@ -152,6 +158,7 @@ def create_app(
             raise
         store = runtime.store
         metrics.watch_group_commits(lambda: store.group_commits)
+        metrics.watch_log_drops(dropped_log_lines)
         interval = config.privacy.purge_interval_s
         purging = (
             asyncio.create_task(purge_on_schedule(store.traces, interval)) if interval else None
@@ -170,6 +177,9 @@ def create_app(
         )
         if owns_process:
             settle_collector()
+            # Warnings become log records, queued like the rest, instead of writes to
+            # stderr on the thread that warned (the event loop's).
+            logging.captureWarnings(True)
         try:
             yield
         finally:

@@ -150,12 +150,16 @@ class Metrics:
         # Every reason is exported from the start, so a rate over it is defined at zero.
         for reason in ReasonCode:
             self._decisions(reason.value)
-        self._group_commits = _GroupCommitCollector()
-        registry.register(self._group_commits)
+        self._scraped = _ScrapedCounters()
+        registry.register(self._scraped)
 
     def watch_group_commits(self, read: Callable[[], GroupCommits]) -> None:
         """Export the store's group commit counts, read from ``read`` at each scrape."""
-        self._group_commits.read = read
+        self._scraped.group_commits = read
+
+    def watch_log_drops(self, read: Callable[[], int]) -> None:
+        """Export ``foureyes_log_lines_dropped_total``, read from ``read`` at each scrape."""
+        self._scraped.log_drops = read
 
     def observe_request(self, route: str, method: str, status: int, duration_s: float) -> None:
         """Count one HTTP request (called by :class:`MetricsMiddleware`)."""
@@ -217,17 +221,25 @@ class Metrics:
         return _generate_latest(self.registry)
 
 
-class _GroupCommitCollector:
-    """``foureyes_store_group_commits`` and ``..._grouped_writes``, read when scraped."""
+class _ScrapedCounters:
+    """Counters their owners keep, read when scraped: group commits, dropped log lines."""
 
     def __init__(self) -> None:
-        self.read: Callable[[], GroupCommits] | None = None
-        """Where the counts come from; ``None`` until the app's store is open."""
+        self.group_commits: Callable[[], GroupCommits] | None = None
+        """Where the store's counts come from; ``None`` until the app's store is open."""
+        self.log_drops: Callable[[], int] | None = None
+        """Where the count of dropped log lines comes from; ``None`` until watched."""
 
     def collect(self) -> Iterator[Metric]:
-        if self.read is None:
+        if self.log_drops is not None:
+            yield CounterMetricFamily(
+                "foureyes_log_lines_dropped",
+                "Log lines this process dropped because its log sink did not keep up.",
+                value=self.log_drops(),
+            )
+        if self.group_commits is None:
             return
-        stats = self.read()
+        stats = self.group_commits()
         yield CounterMetricFamily(
             "foureyes_store_group_commits",
             "Grouped store transactions: run writes that shared one commit.",
