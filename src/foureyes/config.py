@@ -29,6 +29,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from foureyes.core.datadir import DATA_DIR_ENV
 from foureyes.core.errors import ConfigError
+from foureyes.core.fold import TOOL_NAME
 from foureyes.core.locale import Locale
 from foureyes.core.roles import CRISIS_ROLES, Role
 
@@ -237,6 +238,11 @@ class GateConfig(_Section):
     tools_deny: tuple[str, ...] = ()
     """Tool names a candidate may never call (even when ``tools_allow`` names them); a
     call to one falls back (``tool_not_allowed``) before any review."""
+    tools_when_restricted: tuple[str, ...] = ()
+    """Tool names a candidate may still call while the message's policy is
+    ``restricted`` (an escalated, unconfirmed message, or a conversation in crisis);
+    empty, the default: none, a draft that calls any tool then falls back
+    (``tool_not_allowed``). The lists compare names folded (case, ``_``/``-``, width)."""
     supervisor_unreviewed: bool = False
     """No second model reviews these replies. ``true`` lets ``serve`` start with a model
     Counselor and the offline (rules-only) Supervisor; without it ``config check`` and
@@ -270,9 +276,12 @@ class GateConfig(_Section):
                     re.compile(pattern)
                 except re.error as exc:
                     problems.append(f"gate.rule_patterns.{rule}: {pattern!r} is invalid: {exc}")
-        for field in ("tools_allow", "tools_deny"):
-            if any(not name or len(name) > 256 for name in getattr(self, field)):
-                problems.append(f"gate.{field}: a tool name has 1 to 256 characters")
+        for field in ("tools_allow", "tools_deny", "tools_when_restricted"):
+            for name in getattr(self, field):
+                if not TOOL_NAME.fullmatch(name):
+                    problems.append(
+                        f"gate.{field}: {name!r} is not a tool name (1 to 64 of A-Z a-z 0-9 _ -)"
+                    )
         if problems:
             raise ValueError("; ".join(problems))
         return self

@@ -291,16 +291,29 @@ async def test_the_end_user_names_the_conversation_its_limits_count_under_the_ke
     assert [r.conversation_id for r in await runs()].count("end-user-1") == 3
 
 
-async def test_a_restricted_policy_delivers_the_draft_with_the_code_rendered_resources(
+async def test_a_restricted_policy_holds_back_tool_calls_unless_configured_to_let_one_run(
     simulator: RunningSimulator,
 ) -> None:
+    # Escalated, not confirmed: the reply is restricted. By default no tool may run then;
+    # gate.tools_when_restricted names those that may (the text gets the resources).
     unconfirmed = {
         "models": SCENARIO["models"] | {"l2-sim": [{"content": answer("critical", 0.6)}]}
     }
     simulator.load(unconfirmed)
+    allowed = sim_config(simulator, gate={"tools_when_restricted": ["Book-Session"]})
     async with app_client(create_app(sim_config(simulator), {})) as client:
+        held = (await client.post("/v1/check", json=check(CRISIS))).json()
+        text_only = (await client.post("/v1/check", json=check(CRISIS, calls=[]))).json()
+    async with app_client(create_app(allowed, {})) as client:
         body = (await client.post("/v1/check", json=check(CRISIS))).json()
 
+    assert (held["decision"], held["reason"], held["policy"]) == (
+        "fallback",
+        "tool_not_allowed",
+        "restricted",
+    )
+    assert not held["tool_calls"] and render_resources(Locale.EN, None) in held["content"]
+    assert (text_only["decision"], text_only["policy"]) == ("released", "restricted")
     assert (body["decision"], body["policy"]) == ("released", "restricted")
     assert body["content"] == TEXT + PART_SEPARATOR + render_resources(Locale.EN, None)
     assert body["delivered_sha256"] == hashlib.sha256(body["content"].encode()).hexdigest()

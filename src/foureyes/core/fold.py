@@ -70,7 +70,19 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["Normalised", "fold_char", "fold_digit_char", "normalise", "normalise_digits"]
+__all__ = [
+    "TOOL_NAME",
+    "Normalised",
+    "fold_char",
+    "fold_digit_char",
+    "normalise",
+    "normalise_digits",
+    "tool_name_key",
+]
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What a tool (function) name may be: OpenAI's own pattern for function names."""
+_NOT_KEY = re.compile(r"[^0-9a-z]")
 
 # Every character with a compatibility decomposition or a non-trivial case folding lies in
 # planes 0-2; plane 14 holds the tag characters and the variation selectors supplement.
@@ -478,3 +490,16 @@ def _char_class(chars: list[str]) -> str:
         for a, b in ranges
     )
     return f"[{body}]"
+
+
+def tool_name_key(name: str) -> str:
+    """What a tool name is once folded: the letters and digits of its keyword fold.
+
+    Two names with one key differ only by case, separators (``_``, ``-``, spaces), width,
+    invisible characters or the other spellings :func:`normalise` undoes, so allow and
+    deny lists compare keys, and a call whose name is not exactly a declared one but has
+    a declared one's key is a look-alike. Letters outside ASCII that survive the fold (a
+    Cyrillic ``о``) are dropped from the key rather than kept: such a name is never a
+    valid one (:data:`TOOL_NAME`), so it is refused before any list is consulted.
+    """
+    return _NOT_KEY.sub("", normalise(name).text)

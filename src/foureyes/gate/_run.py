@@ -20,6 +20,7 @@ strict JSON and finish with ``stop`` or ``tool_calls``; else the draft failed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -147,7 +148,9 @@ class Run:
         """What became of a speculative first draft, for the record (``None``: none)."""
         self._unknowns_read: asyncio.Future[Sequence[KeptUnknown]] | None = None
         self._first: asyncio.Task[_Drafted] | None = None
-        self.rules = RuleContext.of_gate(gate, region=region, registry=registry)
+        self.rules = RuleContext.of_gate(
+            gate, region=region, registry=registry, tools_declared=_declared(own_request)
+        )
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
@@ -268,7 +271,8 @@ class Run:
         if candidate is None:
             assert drafted.failed is not None
             return drafted.failed, None
-        findings = self.catalogue.check(candidate.content, self.rules, self.tool_calls)
+        rules = dataclasses.replace(self.rules, restricted=policy is GenerationPolicy.RESTRICTED)
+        findings = self.catalogue.check(candidate.content, rules, self.tool_calls)
         # Rules checked in code settle the candidate; a review would only spend a call.
         review, failure, error = (None, None, None) if findings else await self._review(candidate)
         decision = decide(
@@ -626,3 +630,20 @@ class Run:
             reason=decision.reason,
         )
         return decision, attempt
+
+
+def _declared(request: ChatRequest | None) -> tuple[str, ...] | None:
+    """The function names ``request`` declares in ``tools``; ``None`` when it declares none.
+
+    A request without tools gets no calls to judge: a model answer that calls tools
+    anyway is no draft (``check_finished``).
+    """
+    if request is None or not request.tools:
+        return None
+    names = []
+    for tool in request.tools:
+        function = tool.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str):
+            names.append(name)
+    return tuple(names)

@@ -31,6 +31,7 @@ from typing import Any
 
 from foureyes.core.digest import canonical_json, sha256_hex
 from foureyes.core.errors import UsageError
+from foureyes.core.fold import TOOL_NAME
 from foureyes.core.strict_json import loads_strict
 
 __all__ = [
@@ -58,7 +59,9 @@ class ToolCallProblem(StrEnum):
     """The arguments are not one strict JSON document (prose, truncation, NaN, a
     repeated key, a number out of range)."""
     BAD_NAME = "bad_name"
-    """The function name is empty or longer than 256 characters."""
+    """The function name is not one OpenAI accepts: 1 to 64 ASCII letters, digits, ``_``
+    or ``-`` (:data:`foureyes.core.fold.TOOL_NAME`). So no name carries a space, a dot
+    (``functions.x``), an invisible, full-width or Cyrillic look-alike character."""
     BAD_ID = "bad_id"
     """The call's id is empty, longer than 256 characters, or repeats another call's."""
 
@@ -93,10 +96,11 @@ class ToolCall:
         """The call with ``arguments`` (a JSON string) parsed strictly.
 
         Raises:
-            ToolCallRefused: the arguments are not strict JSON, or the name or id is
+            ToolCallRefused: the arguments are not strict JSON, the name is not a
+                valid function name (:attr:`ToolCallProblem.BAD_NAME`), or the id is
                 empty or longer than 256 characters.
         """
-        if not name or len(name) > _MAX_FIELD:
+        if not TOOL_NAME.fullmatch(name):
             raise ToolCallRefused(ToolCallProblem.BAD_NAME, index)
         if not id or len(id) > _MAX_FIELD:
             raise ToolCallRefused(ToolCallProblem.BAD_ID, index)

@@ -19,15 +19,34 @@ the built-ins (:data:`BUILTIN_RULES`) by foureyes' own ``pyproject.toml``, other
 installed distribution, each a :class:`Rule` whose ``check`` (if any) is a pure synchronous
 function of one :class:`RuleInput` returning :class:`RuleFinding` s. Config adds more:
 ``[gate.extra_rules]`` adds ids with descriptions, ``[gate.rule_patterns]`` adds regular
-expressions that make an extra rule checked in code too. A candidate's tool calls
-(:mod:`foureyes.gate.candidate`) are checked by name against ``gate.tools_deny`` and a
-non-empty ``gate.tools_allow`` (rule :data:`TOOL_RULE`, reason ``tool_not_allowed``); a
-candidate of tool calls only is not empty. Everything here is pure.
+expressions that make an extra rule checked in code too.
+
+A candidate's tool calls (:mod:`foureyes.gate.candidate`) are candidate text too. Every
+check runs on the reply's text and again on each call's *view* (:func:`tool_call_view`:
+the name, then one ``path: value`` line per value of the arguments), so a made-up
+hotline or an instruction to the reviewer in an argument breaks the rule it breaks in
+the text; such a finding names its call (``RuleFinding.tool_call``) and its span indexes
+that call's view. A value that is only a phone number is an address the app acts on,
+not text shown to anyone, and the phone rule leaves it alone; a number inside a value's
+text is checked. ``empty_text`` and ``too_long`` are about the reply's text only.
+
+Rule :data:`TOOL_RULE` (reason ``tool_not_allowed``) judges what is called. Names
+compare folded (:func:`foureyes.core.fold.tool_name_key`: case, ``_``/``-``, width and
+invisible characters do not matter) against ``gate.tools_deny`` and a non-empty
+``gate.tools_allow``; when the request declared its tools (guard mode), a call must name
+one of them exactly, so an undeclared ``Delete_Account`` or a look-alike of a declared
+name is refused; while the policy is ``restricted`` only ``gate.tools_when_restricted``
+may be called. A call written into the text (``<tool_call>{...}</tool_call>``,
+``<function=name>``, a JSON object with a ``name`` and ``arguments`` or ``parameters``,
+``{"tool_calls": [...]}``) is held to the same lists, and is refused outright when the
+request declared tools (its calls belong in ``tool_calls``). A candidate of tool calls
+only is not empty. Everything here is pure.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -37,7 +56,7 @@ from typing import Any, TypeAlias
 from foureyes import plugins
 from foureyes.config import GateConfig
 from foureyes.core.errors import ConfigError
-from foureyes.core.fold import Normalised, normalise
+from foureyes.core.fold import Normalised, normalise, tool_name_key
 from foureyes.core.locale import Locale
 from foureyes.gate import _patterns
 from foureyes.gate._scan import fast_scanner
@@ -55,6 +74,7 @@ __all__ = [
     "RuleInput",
     "TOOL_RULE",
     "registered_rules",
+    "tool_call_view",
 ]
 
 TOOL_RULE = "tool_not_allowed"
@@ -88,10 +108,16 @@ class RuleFinding:
     """Character offsets ``[start, end)`` into the candidate."""
     note: str
     """What was found, without quoting the candidate beyond a phone number."""
+    tool_call: int | None = None
+    """The tool call it was found in (its index), whose view (:func:`tool_call_view`)
+    ``span`` indexes; ``None``: in the reply's text."""
 
     def as_json(self) -> dict[str, Any]:
-        """The finding as recorded in the trace."""
-        return {"rule": self.rule, "span": list(self.span), "note": self.note}
+        """The finding as recorded in the trace (``tool_call`` only when in a call)."""
+        found: dict[str, Any] = {"rule": self.rule, "span": list(self.span), "note": self.note}
+        if self.tool_call is not None:
+            found["tool_call"] = self.tool_call
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +134,22 @@ class RuleContext:
     """Tool names a candidate may call; empty: any not in ``tools_deny``."""
     tools_deny: frozenset[str] = frozenset()
     """Tool names a candidate may never call."""
+    tools_declared: frozenset[str] | None = None
+    """The tool names the request declared (guard mode's ``tools``), a call must name one
+    exactly; ``None``: the request declared none that we know of (a given draft)."""
+    restricted: bool = False
+    """Whether the reply's policy is ``restricted``: only ``tools_when_restricted`` then."""
+    tools_when_restricted: frozenset[str] = frozenset()
+    """Tool names a candidate may call while ``restricted``."""
 
     @classmethod
     def of_gate(
-        cls, gate: GateConfig, *, region: str | None, registry: ResourceRegistry | None
+        cls,
+        gate: GateConfig,
+        *,
+        region: str | None,
+        registry: ResourceRegistry | None,
+        tools_declared: Iterable[str] | None = None,
     ) -> RuleContext:
         """The context ``[gate]`` sets for a reply to a user in ``region``."""
         return cls(
@@ -120,6 +158,8 @@ class RuleContext:
             registry=registry,
             tools_allow=frozenset(gate.tools_allow),
             tools_deny=frozenset(gate.tools_deny),
+            tools_declared=None if tools_declared is None else frozenset(tools_declared),
+            tools_when_restricted=frozenset(gate.tools_when_restricted),
         )
 
 
@@ -138,7 +178,13 @@ class RuleInput:
     context: RuleContext
     """The limits, region and crisis-resource registry of this reply."""
     tool_calls: tuple[ToolCall, ...] = ()
-    """The candidate's tool calls (:mod:`foureyes.gate.candidate`), in order."""
+    """The candidate's tool calls (:mod:`foureyes.gate.candidate`), in order; empty in a
+    call's own input (its view is the text)."""
+    tool_call: int | None = None
+    """``None``: ``text`` is the reply's text. Else the index of the call whose view
+    (:func:`tool_call_view`) ``text`` is."""
+    values: tuple[tuple[int, int], ...] = ()
+    """In a call's view, the span of each value (after its ``path: ``)."""
 
     @classmethod
     def of(
@@ -146,6 +192,54 @@ class RuleInput:
     ) -> RuleInput:
         """The input of ``text`` (and ``tool_calls``), folded."""
         return cls(text, normalise(text), context, tool_calls)
+
+    @classmethod
+    def of_call(
+        cls, index: int, context: RuleContext, tool_calls: tuple[ToolCall, ...]
+    ) -> RuleInput:
+        """The input of call ``index``'s view, folded."""
+        view, values = _view(tool_calls[index])
+        # The call is this input's text: a check reading ``tool_calls`` reads them once,
+        # in the reply's input.
+        return cls(view, normalise(view), context, (), index, values)
+
+
+def tool_call_view(call: ToolCall) -> str:
+    """A tool call as the rules read it: its name, then a ``path: value`` line per value.
+
+    Paths join object keys with ``.`` and array positions as ``[n]``; a string is
+    shown as it is, any other value as JSON (``true``, ``12``, ``null``), an empty object
+    or array as ``{}`` or ``[]``. Spans of findings in a call index this text.
+    """
+    return _view(call)[0]
+
+
+def _view(call: ToolCall) -> tuple[str, tuple[tuple[int, int], ...]]:
+    parts = [call.name]
+    values: list[tuple[int, int]] = []
+    at = len(call.name)
+
+    def leaf(path: str, value: str) -> None:
+        nonlocal at
+        start = at + 1 + len(path) + 2
+        parts.append(f"{path}: {value}")
+        values.append((start, start + len(value)))
+        at = start + len(value)
+
+    def walk(path: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for key, item in value.items():
+                walk(f"{path}.{key}" if path else str(key), item)
+        elif isinstance(value, list) and value:
+            for n, item in enumerate(value):
+                walk(f"{path}[{n}]", item)
+        elif isinstance(value, str):
+            leaf(path, value)
+        else:
+            leaf(path, json.dumps(value, ensure_ascii=False))
+
+    walk("", call.arguments)
+    return "\n".join(parts), tuple(values)
 
 
 RuleCheck: TypeAlias = Callable[[RuleInput], Iterable[RuleFinding]]
@@ -215,14 +309,18 @@ def _empty(candidate: RuleInput) -> Iterator[RuleFinding]:
     # The folded view has no invisible characters: zero-width spaces, bidi controls and
     # fillers (U+3164, U+2800) alone are an empty reply. A candidate of tool calls only
     # says what it does in its calls.
-    if not candidate.folded.text.strip() and not candidate.tool_calls:
+    if (
+        candidate.tool_call is None
+        and not candidate.folded.text.strip()
+        and not candidate.tool_calls
+    ):
         span = (0, len(candidate.text))
         yield RuleFinding("empty_text", span, "the reply has no visible text")
 
 
 def _too_long(candidate: RuleInput) -> Iterator[RuleFinding]:
     length, limit = len(candidate.text), candidate.context.max_chars
-    if length > limit:
+    if candidate.tool_call is None and length > limit:
         note = f"{length} characters, at most {limit} allowed"
         yield RuleFinding("too_long", (limit, length), note)
 
@@ -230,9 +328,29 @@ def _too_long(candidate: RuleInput) -> Iterator[RuleFinding]:
 def _unverified(candidate: RuleInput) -> Iterator[RuleFinding]:
     ctx = candidate.context
     where = ctx.region or "any region"
+    # A value that is only a number is an address (whom an SMS goes to), not a resource
+    # shown to anyone; a number written inside a value's text is one.
     for m in unverified_numbers(candidate.text, region=ctx.region, registry=ctx.registry):
+        if _only_number(candidate, m.start, m.end):
+            continue
         note = f"number {m.text!r} is not in the verified registry for {where}"
         yield RuleFinding("unverified_resource", (m.start, m.end), note)
+
+
+def _only_number(candidate: RuleInput, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is in a call's name, or all of one of its values.
+
+    A value counts as only a number when blanks, ``+`` and ``()`` are all else it holds.
+    """
+    text = candidate.text
+    if candidate.tool_call is not None and start < len(text.partition("\n")[0]):
+        return True
+    return any(
+        low <= start <= end <= high
+        and not text[low:start].strip(" \t+(")
+        and not text[end:high].strip(" \t)")
+        for low, high in candidate.values
+    )
 
 
 def _manipulation(candidate: RuleInput) -> Iterator[RuleFinding]:
@@ -248,16 +366,84 @@ def _manipulation(candidate: RuleInput) -> Iterator[RuleFinding]:
 
 
 def _tools(candidate: RuleInput) -> Iterator[RuleFinding]:
-    # A tool call has no span in the text: the finding's span is empty, at its end.
-    ctx, end = candidate.context, len(candidate.text)
+    # Judged once, from the reply's input: each call's finding names the call and spans
+    # its name (the first line of its view); a call written as text spans that text.
+    if candidate.tool_call is not None:
+        return
+    ctx = candidate.context
     for index, call in enumerate(candidate.tool_calls):
-        if call.name in ctx.tools_deny:
-            note = f"tool call {index} calls {call.name!r}, which gate.tools_deny names"
-        elif ctx.tools_allow and call.name not in ctx.tools_allow:
-            note = f"tool call {index} calls {call.name!r}, which gate.tools_allow does not name"
+        why = _tool_refusal(ctx, call.name, declared_exactly=True)
+        if why is not None:
+            note = f"tool call {index} calls {call.name!r}, {why}"
+            yield RuleFinding(TOOL_RULE, (0, len(call.name)), note, tool_call=index)
+    for start, end, name in _text_calls(candidate.text):
+        if ctx.tools_declared is not None:
+            why = "which the request declared as a tool: a call belongs in tool_calls"
         else:
-            continue
-        yield RuleFinding(TOOL_RULE, (end, end), note)
+            why = _tool_refusal(ctx, name, declared_exactly=False)
+        if why is not None:
+            shown = "an unnamed tool" if name is None else repr(name)
+            yield RuleFinding(TOOL_RULE, (start, end), f"the text calls {shown}, {why}")
+
+
+def _tool_refusal(ctx: RuleContext, name: str | None, *, declared_exactly: bool) -> str | None:
+    """Why a call to ``name`` (``None``: unnamed) is not allowed here, or ``None``."""
+    key = "" if name is None else tool_name_key(name)
+    if key and key in {tool_name_key(denied) for denied in ctx.tools_deny}:
+        return "which gate.tools_deny names"
+    if ctx.tools_allow and key not in {tool_name_key(allowed) for allowed in ctx.tools_allow}:
+        return "which gate.tools_allow does not name"
+    if ctx.restricted and key not in {tool_name_key(t) for t in ctx.tools_when_restricted}:
+        return "and the policy is restricted (gate.tools_when_restricted does not name it)"
+    if declared_exactly and ctx.tools_declared is not None and name not in ctx.tools_declared:
+        like = sorted(t for t in ctx.tools_declared if tool_name_key(t) == key)
+        if like:
+            return f"which only looks like the declared {like[0]!r}"
+        return "which the request did not declare"
+    return None
+
+
+# Tool calls as models write them into text when they do not use the API's field: Hermes
+# and Qwen's <tool_call>, Llama's <function=name>, Mistral's [TOOL_CALLS], and JSON with a
+# name beside its arguments (bare, fenced, or in a "tool_calls" list).
+_TEXT_CALL_HINT = re.compile(
+    r"<\s*/?\s*tool_call\s*>|<\s*function\s*=|\[TOOL_CALLS\]|<\|python_tag\|>"
+    r"|\"(?:arguments|parameters|tool_calls)\"\s*:",
+    re.IGNORECASE,
+)
+_FUNCTION_TAG = re.compile(r"<\s*function\s*=\s*([^>\s]{1,128})\s*>", re.IGNORECASE)
+_TOOL_CALL_TAG = re.compile(r"(?:<\s*tool_call\s*>|\[TOOL_CALLS\]|<\|python_tag\|>)", re.IGNORECASE)
+_JSON_NAME = re.compile(r"\"name\"\s*:\s*\"((?:[^\"\\]|\\.){1,128})\"")
+_JSON_ARGUMENTS = re.compile(r"\"(?:arguments|parameters)\"\s*:", re.IGNORECASE)
+_NEAR = 2000
+"""How far from a JSON ``name`` its ``arguments`` may be and still be one call."""
+
+
+def _text_calls(text: str) -> Iterator[tuple[int, int, str | None]]:
+    """Each tool call written into ``text``: its span and name (``None`` when unnamed).
+
+    Read on :func:`neutralise`'s view (look-alike brackets as ‹ ›, one for one), so
+    full-width or angle-quote forms of the tags are found too.
+    """
+    view = neutralise(text).replace("‹", "<").replace("›", ">")
+    if not _TEXT_CALL_HINT.search(view):
+        return
+    named: set[int] = set()
+    for found in _FUNCTION_TAG.finditer(view):
+        named.add(found.start())
+        yield found.start(), found.end(), found.group(1)
+    for found in _JSON_NAME.finditer(view):
+        window = view[max(0, found.start() - _NEAR) : found.end() + _NEAR]
+        if _JSON_ARGUMENTS.search(window):
+            named.add(found.start())
+            try:
+                name = json.loads(f'"{found.group(1)}"')
+            except ValueError:
+                name = found.group(1)
+            yield found.start(), found.end(), name
+    if not named:
+        for found in _TOOL_CALL_TAG.finditer(view):
+            yield found.start(), found.end(), None
 
 
 def _pattern_check(rule: str, patterns: Iterable[re.Pattern[str]], note: str) -> RuleCheck:
@@ -491,34 +677,62 @@ class RuleCatalogue:
         Spans index ``text``; a match found only in its folded view covers the characters
         it was folded from (see the module docstring). A check that raises, or returns
         something other than findings of its own rule inside ``text``, breaks its rule
-        over the whole text: a check that cannot say "clean" has not said it. A finding
-        on a tool call has the empty span at the end of ``text``.
+        over the whole text: a check that cannot say "clean" has not said it. Every check
+        runs again on each call's view (:func:`tool_call_view`); those findings name
+        their call and index its view.
         """
-        candidate = RuleInput.of(text, ctx, tool_calls)
+        parts = [RuleInput.of(text, ctx, tool_calls)]
+        parts += [RuleInput.of_call(n, ctx, tool_calls) for n in range(len(tool_calls))]
         found: list[RuleFinding] = []
-        for rule in self.rules:
-            if rule.check is not None:
-                found.extend(_run_check(rule, rule.check, candidate))
-        return tuple(sorted(found, key=lambda f: (f.span, f.rule)))
+        for candidate in parts:
+            for rule in self.rules:
+                if rule.check is not None:
+                    found.extend(_run_check(rule, rule.check, candidate))
+        return tuple(
+            sorted(found, key=lambda f: (f.tool_call is not None, f.tool_call or 0, f.span, f.rule))
+        )
 
 
 def _run_check(rule: Rule, check: RuleCheck, candidate: RuleInput) -> list[RuleFinding]:
     """The findings of one check, or one finding over the whole text if it misbehaves."""
-    whole = (0, len(candidate.text))
+    whole, call = (0, len(candidate.text)), candidate.tool_call
     try:
         findings = list(check(candidate))
     # A plugin's check is third-party code: whatever it raises, the candidate is not
     # known to be clean, so the rule fires and the reply falls back (DESIGN 4.4).
     except Exception as exc:
-        return [RuleFinding(rule.id, whole, f"the check failed ({type(exc).__name__})")]
-    if not all(_is_finding_of(rule, f, len(candidate.text)) for f in findings):
-        return [RuleFinding(rule.id, whole, "the check returned an invalid finding")]
-    return findings
+        note = f"the check failed ({type(exc).__name__})"
+        return [RuleFinding(rule.id, whole, note, tool_call=call)]
+    if not all(_is_finding_of(rule, f, candidate) for f in findings):
+        return [RuleFinding(rule.id, whole, "the check returned an invalid finding", call)]
+    # A plugin's finding in a call's view names that call even if the plugin did not.
+    return [f if f.tool_call is not None else _in_call(f, call) for f in findings]
 
 
-def _is_finding_of(rule: Rule, finding: object, length: int) -> bool:
-    """Whether ``finding`` is a finding of ``rule`` whose span lies inside the text."""
+def _in_call(finding: RuleFinding, call: int | None) -> RuleFinding:
+    if call is None:
+        return finding
+    return RuleFinding(finding.rule, finding.span, finding.note, tool_call=call)
+
+
+def _is_finding_of(rule: Rule, finding: object, candidate: RuleInput) -> bool:
+    """Whether ``finding`` is a finding of ``rule`` whose span lies inside what it names.
+
+    A finding that names a call spans that call's view (the reply's input may name any
+    call, as :data:`TOOL_RULE` does; a call's input only its own); else the text.
+    """
     if not isinstance(finding, RuleFinding) or finding.rule != rule.id:
+        return False
+    call = finding.tool_call
+    if call is None:
+        length = len(candidate.text)
+    elif (
+        candidate.tool_call is None and type(call) is int and 0 <= call < len(candidate.tool_calls)
+    ):
+        length = len(tool_call_view(candidate.tool_calls[call]))
+    elif call == candidate.tool_call:
+        length = len(candidate.text)
+    else:
         return False
     span = finding.span
     return (
