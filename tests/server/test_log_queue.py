@@ -165,3 +165,41 @@ def test_the_library_installs_no_handler_that_could_block_its_host() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert result.stdout.split() == ["['NullHandler']", "0"]
+
+
+_TERMINATED_SCRIPT = """
+import logging, os, signal, sys
+from foureyes.server._logging import configure_logging, log_event
+if sys.argv[1] == "host":
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(7))
+configure_logging(queue_lines=100_000)
+logger = logging.getLogger("foureyes.server")
+for n in range(int(sys.argv[2])):
+    log_event(logger, "line", n=n)
+# What uvicorn does after a graceful shutdown: SIGTERM again, with the handler it found.
+signal.raise_signal(signal.SIGTERM)
+"""
+
+
+def test_a_process_ended_by_sigterm_writes_every_queued_line_first() -> None:
+    count = 3_000
+    result = subprocess.run(
+        [sys.executable, "-c", _TERMINATED_SCRIPT, "serve", str(count)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # Ended as SIGTERM's default action ends a process, and nothing was left in the queue.
+    assert result.returncode == -15
+    numbers = [json.loads(line)["n"] for line in result.stderr.splitlines()]
+    assert numbers == list(range(count))
+
+
+def test_a_host_s_own_sigterm_handler_is_left_in_place() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _TERMINATED_SCRIPT, "host", "10"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 7

@@ -71,8 +71,8 @@ import unicodedata
 from dataclasses import dataclass
 
 __all__ = [
-    "TOOL_NAME",
     "Normalised",
+    "TOOL_NAME",
     "fold_char",
     "fold_digit_char",
     "normalise",

@@ -23,10 +23,12 @@ import logging.config
 import os
 import queue
 import re
+import signal
 import sys
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Sequence
 from typing import IO, Any, Literal
 
@@ -189,13 +191,27 @@ class QueuedStreamHandler(logging.Handler):
     to the stream's file descriptor when it has one, so a writer blocked on a full pipe
     holds none of the stream's locks (the interpreter can still exit).
 
+    A process ended by ``SIGTERM``'s default action runs no ``atexit`` hook, so whatever is
+    still queued would be lost; uvicorn ends that way after a graceful shutdown (it puts
+    back the handler it found and raises the signal again), and the lines it logs last
+    ("Finished server process") are the ones still queued. With ``flush_on_terminate``
+    the handler, built on the main thread of a process whose ``SIGTERM`` still has its
+    default action, installs one that writes what is queued (a bounded wait) and then
+    ends the process as the default action would.
+
     Args:
         stream: where lines go (``sys.stderr`` by default).
         capacity: lines queued at most (``[server] log_queue_lines``).
+        flush_on_terminate: install the ``SIGTERM`` handler described above (``serve``,
+            which owns its process, does; a handler built for a host process should not).
     """
 
     def __init__(
-        self, stream: IO[str] | None = None, capacity: int = DEFAULT_LOG_QUEUE_LINES
+        self,
+        stream: IO[str] | None = None,
+        capacity: int = DEFAULT_LOG_QUEUE_LINES,
+        *,
+        flush_on_terminate: bool = False,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, not {capacity}")
@@ -210,6 +226,9 @@ class QueuedStreamHandler(logging.Handler):
         self._closing = threading.Event()
         self._writer = threading.Thread(target=self._run, name="foureyes-log-writer", daemon=True)
         self._writer.start()
+        _flushed_on_terminate.add(self)
+        if flush_on_terminate:
+            _install_terminate_flush()
 
     def emit(self, record: logging.LogRecord) -> None:
         """Queue ``record`` as one line, or count it dropped; never waits."""
@@ -307,6 +326,25 @@ class QueuedStreamHandler(logging.Handler):
         return True
 
 
+_flushed_on_terminate: weakref.WeakSet[QueuedStreamHandler] = weakref.WeakSet()
+
+
+def _install_terminate_flush() -> None:
+    """Make ``SIGTERM``'s default action write the queued lines first (see the handler)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return  # someone's handler (or ours, installed before): it decides, not us
+
+    def flush_then_terminate(signum: int, frame: object) -> None:
+        for handler in list(_flushed_on_terminate):
+            handler.flush()
+        signal.signal(signum, signal.SIG_DFL)
+        signal.raise_signal(signum)
+
+    signal.signal(signal.SIGTERM, flush_then_terminate)
+
+
 def logging_config(
     level: LogLevel = "info", *, queue_lines: int = DEFAULT_LOG_QUEUE_LINES
 ) -> dict[str, Any]:
@@ -314,7 +352,8 @@ def logging_config(
 
     Every line goes through a :class:`QueuedStreamHandler` of ``queue_lines`` lines, and
     so do other libraries' warnings (the root logger), which would otherwise reach stderr
-    through ``logging.lastResort`` on the logging thread. uvicorn's own access log is
+    through ``logging.lastResort`` on the logging thread; a ``SIGTERM`` that ends the
+    process writes the queued lines first. uvicorn's own access log is
     silenced: :class:`RequestLogMiddleware` writes one line per request with the route
     template instead of the raw path, which may carry text. Pass it to
     ``uvicorn.run(log_config=...)``.
@@ -330,6 +369,7 @@ def logging_config(
                 "formatter": "json",
                 "stream": "ext://sys.stderr",
                 "capacity": queue_lines,
+                "flush_on_terminate": True,
             }
         },
         "root": {"handlers": ["stderr"], "level": "WARNING"},
