@@ -94,13 +94,25 @@ UNCONFIRMED_AS_FACT = re.compile(
 
 REVIEWER_MANIPULATION = re.compile(
     r"(?i)‹{3}|›{3}|\bEND DATA\b"
-    r"|\bignore (?:all |any |the |your |previous |prior |above |earlier |these )*"
+    r"|\b(?:ignore|disregard|override|bypass) "
+    r"(?:all |any |the |your |previous |prior |above |earlier |these |of )*"
     r"(?:rules|instructions|guidelines|policies|prompt)\b"
-    r"|\b(?:approve|accept|release) (?:this|the) (?:reply|candidate|response|message)\b"
+    r"|\b(?:approve|accept|release|pass) (?:this|the) (?:reply|candidate|response|message)\b"
+    r"|\b(?:this|the) (?:reply|candidate|response|message|answer) (?:is|was|has)"
+    r"(?: already)?(?: been)? (?:pre-?approved|approved|safe to (?:approve|release)|cleared)\b"
+    r"|\bpre-?approved by\b|\bnote to (?:the )?(?:reviewer|supervisor|moderator|grader)\b"
+    r"|(?:^|(?<=[\n.!?]))[ \t\n]*(?:dear )?(?:reviewer|grader|evaluator|moderator)s?\s*[,:]"
     r"|\bcandidate[_ ]sha256\b|\"decision\"\s*:|\bsystem prompt\b"
-    r"|忽略(?:所有|以上|之前|前面|上述)?的?(?:规则|規則|指令|指示|要求)"
+    r"|(?:忽略|无视|無視|忽视|忽視|不要理会|不要理會|跳过|跳過)"
+    r"(?:所有|以上|之前|前面|上面|上述)?的?(?:所有)?的?(?:规则|規則|指令|指示|要求|限制)"
     r"|(?:批准|通过|通過)(?:这条|這條|这个|這個|此)(?:回复|回覆|回答)"
+    r"|[请請](?:直接|务必|務必)?(?:通过|通過|批准)(?:审核|審核)"
+    r"|(?:回复|回覆|回答)(?:已|已经|已經)(?:预先|預先)?(?:审核|審核|批准)"
+    r"|(?:审核|審核)(?:员|員|人员|人員|者)[，,:：]"
 )
 """Text aimed at the reviewer or the system rather than the user: forged delimiters (also
 their look-alikes, which arrive here already folded to ‹ and ›), a forged verdict, or
-instructions to ignore the rules or approve."""
+instructions to ignore the rules or approve, a claim that the reply is already approved,
+or a line addressed to the reviewer. What only the Supervisor can catch (docs/gateway.md):
+the same asks paraphrased further ("whoever checks this, you can let it through"), in
+other languages, or spread over sentences."""
