@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from foureyes.core.strict_json import NotStrictJson, dumps, loads_strict
+from foureyes.core.strict_json import NotStrictJson, UnpairedSurrogate, dumps, loads_strict
 
 JSON = st.recursive(
     st.none()
@@ -164,3 +164,31 @@ def test_a_cycle_is_refused_as_json_refuses_it() -> None:
 
     with pytest.raises(ValueError, match="Circular"):
         dumps(loop)
+
+
+@pytest.mark.parametrize(
+    ("document", "code_point"),
+    [
+        ('"\\ud800"', 0xD800),
+        ('{"a": ["ok", {"b": "x\\udfff"}]}', 0xDFFF),
+        ('{"\\udc00": 1}', 0xDC00),  # a key
+        ('["\\ude00\\ud83d"]', 0xDE00),  # a pair in the wrong order is two lone halves
+    ],
+)
+def test_a_string_with_an_unpaired_surrogate_is_refused_with_its_code_point(
+    document: str, code_point: int
+) -> None:
+    with pytest.raises(UnpairedSurrogate) as caught:
+        loads_strict(document)
+    assert caught.value.code_point == code_point
+    assert isinstance(caught.value, NotStrictJson)
+
+
+def test_an_escaped_pair_is_one_character() -> None:
+    assert loads_strict('{"k": "\\ud83d\\ude00"}') == {"k": "\U0001f600"}
+
+
+def test_a_document_nested_deeply_is_walked_without_recursion() -> None:
+    depth = 500  # below the decoder's limit; the surrogate walk is iterative
+    with pytest.raises(UnpairedSurrogate):
+        loads_strict("[" * depth + '"\\ud800"' + "]" * depth)

@@ -1,11 +1,14 @@
-"""JSON both ways: the strict decoder of untrusted JSON, and the encoder of what is stored.
+r"""JSON both ways: the strict decoder of untrusted JSON, and the encoder of what is stored.
 
 The decoder is the one every parser of untrusted JSON in foureyes uses; the encoder writes
 the documents foureyes stores and the request bodies it sends.
 
 Python's ``json`` module accepts things JSON does not (``NaN``, ``Infinity``) and settles
 a repeated key silently by keeping the last value. For text written by a model or handed in
-by a caller, either is a guess about what was meant, so both are refused here.
+by a caller, either is a guess about what was meant, so both are refused here. So is a
+string (a key or a value) holding an unpaired UTF-16 surrogate (``"\ud800"``): JSON's
+grammar allows the escape, but it is not Unicode text, and no UTF-8 encoder (a digest, a
+store, a model's request) can take it.
 
 :func:`dumps` writes what ``json.dumps`` writes, as fast as orjson writes it where orjson
 writes the same document (benchmarks/README.md, "Documents written by orjson").
@@ -16,17 +19,33 @@ from __future__ import annotations
 import enum
 import json
 import math
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-__all__ = ["NotStrictJson", "STRICT_DECODER", "dumps", "loads_strict"]
+__all__ = ["NotStrictJson", "STRICT_DECODER", "UnpairedSurrogate", "dumps", "loads_strict"]
 
 
 class NotStrictJson(ValueError):
-    """Valid to Python's decoder, but not JSON foureyes accepts (NaN, 1e400, duplicate keys)."""
+    """Valid to Python's decoder, but not JSON foureyes accepts.
+
+    NaN, 1e400, a duplicate key, or a string holding an unpaired surrogate.
+    """
+
+
+class UnpairedSurrogate(NotStrictJson):
+    """A string of the document (a key or a value) holds an unpaired UTF-16 surrogate.
+
+    Attributes:
+        code_point: the first such surrogate's code point (``0xD800`` to ``0xDFFF``).
+    """
+
+    def __init__(self, code_point: int) -> None:
+        super().__init__(f"a string holds an unpaired surrogate (U+{code_point:04X})")
+        self.code_point = code_point
 
 
 def _finite_float(literal: str) -> float:
@@ -49,11 +68,48 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-STRICT_DECODER = json.JSONDecoder(
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_MAYBE_SURROGATE = re.compile("[\ud800-\udfff]|\\\\u[dD][89a-fA-F]")
+r"""What a document holding a surrogate must contain: one as it is, or its ``\u`` escape
+(a pair's escapes too, so this only says where to look)."""
+
+
+def _surrogate_in(value: Any) -> str | None:
+    """The first unpaired surrogate in a string of the decoded ``value``, or ``None``.
+
+    Keys and values alike, at any depth (iterative: no depth is too deep to walk).
+    """
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        if isinstance(item, str):
+            found = _SURROGATE.search(item)
+            if found is not None:
+                return found.group()
+        elif isinstance(item, dict):
+            extend(item)
+            extend(item.values())
+        elif isinstance(item, list):
+            extend(item)
+    return None
+
+
+class _StrictDecoder(json.JSONDecoder):
+    def raw_decode(self, s: str, idx: int = 0) -> tuple[Any, int]:
+        value, end = super().raw_decode(s, idx)
+        if _MAYBE_SURROGATE.search(s, idx, end) is not None:
+            surrogate = _surrogate_in(value)
+            if surrogate is not None:
+                raise UnpairedSurrogate(ord(surrogate))
+        return value, end
+
+
+STRICT_DECODER: json.JSONDecoder = _StrictDecoder(
     parse_float=_finite_float, parse_constant=_reject_constant, object_pairs_hook=_unique_keys
 )
-"""A decoder refusing NaN/Infinity, non-finite numbers and duplicate keys; use ``raw_decode``
-to read a value at an offset."""
+"""A decoder refusing NaN/Infinity, non-finite numbers, duplicate keys and strings (keys or
+values) holding an unpaired surrogate; use ``raw_decode`` to read a value at an offset."""
 
 
 def loads_strict(text: str | bytes) -> Any:
@@ -62,7 +118,8 @@ def loads_strict(text: str | bytes) -> Any:
     Raises:
         ValueError: the bytes are not UTF-8 (``UnicodeDecodeError``), the text is not JSON
             (``json.JSONDecodeError``), or it is JSON that foureyes refuses
-            (:class:`NotStrictJson`).
+            (:class:`NotStrictJson`: NaN, a number out of range, a repeated key; its
+            :class:`UnpairedSurrogate` for a string holding an unpaired surrogate).
     """
     return STRICT_DECODER.decode(text.decode("utf-8") if isinstance(text, bytes) else text)
 

@@ -15,9 +15,10 @@ mode, as FastAPI validates it), no dependency is overridden and FastAPI's teleme
 collecting. The route then runs the endpoint's dependencies itself, in their order, and
 calls the endpoint: what FastAPI would have done with that request. Any other request (not
 JSON, another content type, a body that does not validate) goes to FastAPI's own handler
-untouched, so every error is FastAPI's, in FastAPI's order (a body that is not JSON refused
-before the dependencies run, one that does not validate after them); the short way runs
-no dependency before it knows it will not hand the request over.
+untouched, so every error is FastAPI's, in FastAPI's order (a body that is not JSON, or
+nested deeper than the decoder goes, refused before the dependencies run, one that does
+not validate after them); the short way runs no dependency before it knows it will not
+hand the request over.
 
 It supports (checked when the route is built; any other endpoint is FastAPI's alone) an
 endpoint with exactly one body parameter, a pydantic model that is not embedded, maybe the
@@ -161,8 +162,9 @@ class FastJsonRoute(APIRoute):
             raw = await request.body()  # kept by the request: FastAPI reads it again
             try:
                 body = plan.model.model_validate(json.loads(raw))
-            except (ValueError, ValidationError):
-                # Not JSON, or not the model: FastAPI refuses it in its words and order.
+            except (ValueError, RecursionError, ValidationError):
+                # Not JSON (nested too deeply for the decoder, too), or not the model:
+                # FastAPI refuses it in its words and order.
                 return await full(request)
             values: dict[str, Any] = {plan.body_name: body}
             if plan.request_name is not None:

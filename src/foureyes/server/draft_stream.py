@@ -242,6 +242,8 @@ def _parse(line: bytes) -> object:
         return _NotJson("not UTF-8")
     except json.JSONDecodeError as exc:
         return _NotJson(f"{exc.msg} at position {exc.pos}")
+    except RecursionError:
+        return _NotJson("nested too deeply")
 
 
 async def ndjson_lines(body: AsyncIterable[bytes]) -> AsyncIterator[object]:

@@ -49,7 +49,8 @@ _MAX_DETAILS = 5
 
 TextScreen = Callable[[Request, Sequence[str], Any], str | None]
 """``screen(request, refused_message_texts, parsed_body)``: crisis resources to attach, or
-``None`` (see :func:`install_error_handlers`)."""
+``None`` (see :func:`install_error_handlers`); called on every ``invalid_text`` refusal,
+the refused message texts maybe none (another field's text was refused)."""
 
 
 class ErrorCode(StrEnum):
@@ -545,7 +546,8 @@ def _validation_error(screen: TextScreen | None) -> Callable[[Request, Exception
             for e in refused
             if e.get("ctx", {}).get("screen") and isinstance(e.get("input"), str)
         ]
-        resources = screen(request, texts, exc.body) if screen is not None and texts else None
+        # Screened even when no message text was refused: the body's readable messages are.
+        resources = screen(request, texts, exc.body) if screen is not None else None
         if resources is None:
             return error_response(ErrorCode.INVALID_TEXT, locale, param=param, detail=detail)
         # In the error object, where OpenAI clients keep an error's body.
@@ -657,9 +659,9 @@ def install_error_handlers(app: FastAPI, *, screen: TextScreen | None = None) ->
 
     Args:
         app: the application.
-        screen: looks at the message texts a request carried that were refused as
-            invalid text, and returns the crisis resources to attach to the 422, if any
-            (:func:`foureyes.server.text.screen_refused_text`).
+        screen: looks at a request refused for invalid text (the message texts that
+            were refused, if any, and the body), and returns the crisis resources to
+            attach to the 422, if any (:func:`foureyes.server.text.screen_refused_text`).
     """
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(HTTPException, _http_error)

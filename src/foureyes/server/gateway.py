@@ -127,7 +127,7 @@ from foureyes.server.errors import (
     locale_from_accept_language,
 )
 from foureyes.server.metrics import Metrics
-from foureyes.server.text import MESSAGE_TEXT_CHECK, TEXT_CHECK, MessageText, Text
+from foureyes.server.text import MESSAGE_TEXT_CHECK, TEXT_CHECK, JsonText, MessageText, Text
 
 __all__ = [
     "ChatCompletionRequest",
@@ -269,8 +269,10 @@ class DraftFunction(_Strict):
 
     name: _Field
     """The function's name (``[gate] tools_allow`` / ``tools_deny`` name these)."""
-    arguments: Text
-    """The arguments as a JSON string (OpenAI's format); parsed strictly."""
+    arguments: JsonText
+    """The arguments as a JSON string (OpenAI's format); parsed strictly. A string in it
+    that holds an unpaired surrogate (``"\\ud800"``) is ``invalid_text``, naming this
+    field."""
 
 
 class DraftToolCall(_Strict):

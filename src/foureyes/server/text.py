@@ -13,6 +13,14 @@ or path has one of the types here, and such a value is a 422 naming the field (t
   that L0 escalates gets the crisis resources in the 422 (:func:`crisis_resources`).
 - :data:`JsonObject`: a free-form JSON object (a review session's messages and tools);
   every string in it, keys included, is checked and the error names its path.
+- :data:`JsonText`: a :data:`Text` holding a JSON document (a tool call's ``arguments``),
+  refused the same way when a string the document spells holds an unpaired surrogate
+  (``"\\ud800"`` is ASCII, but decodes to one); JSON that is otherwise not strict is left
+  to the handler, which names the call.
+
+A request refused for invalid text still has its people's words screened: besides the
+refused message texts, the user messages of a gateway or assessment body (the readable
+ones too) are screened with L0 (:func:`screen_refused_text`).
 """
 
 from __future__ import annotations
@@ -22,16 +30,18 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any
 
 from fastapi import Request
-from pydantic import BeforeValidator, ValidationError
+from pydantic import AfterValidator, BeforeValidator, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from foureyes.core.locale import Locale, detect_locale
+from foureyes.core.strict_json import UnpairedSurrogate, loads_strict
 from foureyes.risk.l0 import L0Gate
 from foureyes.risk.resources import ResourceRegistry, render_resources
 
 __all__ = [
     "INVALID_TEXT",
     "JsonObject",
+    "JsonText",
     "MESSAGE_TEXT_CHECK",
     "MessageText",
     "TEXT_CHECK",
@@ -122,6 +132,28 @@ JsonObject = Annotated[dict[str, Any], TEXT_CHECK]
 """A JSON object whose strings, keys included, at any depth, are all :data:`Text`."""
 
 
+def _json_text(value: str) -> str:
+    # Only an escape spells a surrogate here: one as it is was refused as text already.
+    if "\\u" not in value:
+        return value
+    try:
+        loads_strict(value)
+    except UnpairedSurrogate as exc:
+        problem = f"an unpaired surrogate (U+{exc.code_point:04X}) in a string of its JSON"
+        raise PydanticCustomError(
+            INVALID_TEXT,
+            "holds {problem}, which is not valid text",
+            {"problem": problem, "screen": False},
+        ) from None
+    except (ValueError, RecursionError):
+        pass  # not strict JSON otherwise: the handler refuses it, naming the call
+    return value
+
+
+JsonText = Annotated[str, TEXT_CHECK, AfterValidator(_json_text)]
+"""A :data:`Text` holding JSON whose decoded strings are text too, where it is JSON."""
+
+
 def crisis_resources(
     gate: L0Gate,
     texts: Iterable[str],
@@ -163,14 +195,49 @@ def _requested(body: Any) -> tuple[str | None, Locale | None]:
     return region, locale
 
 
+_SCREENED_PATHS = frozenset({"/v1/chat/completions", "/v1/check", "/v1/check/stream", "/v1/assess"})
+"""The endpoints whose body carries a person's messages (the gateway's, and triage's)."""
+
+
+def _user_texts(body: Any) -> list[str]:
+    """The user messages' texts of a refused gateway or assessment body, read as JSON.
+
+    ``messages[].content`` (a string or text parts) of ``user`` messages, and an
+    assessment's ``text`` and the ``text`` of its ``user`` history turns.
+    """
+    if not isinstance(body, dict):
+        return []
+    texts: list[str] = []
+    if isinstance(body.get("text"), str):
+        texts.append(body["text"])
+    for key, field in (("messages", "content"), ("history", "text")):
+        turns = body.get(key)
+        for turn in turns if isinstance(turns, list) else ():
+            if not isinstance(turn, dict) or turn.get("role") != "user":
+                continue
+            content = turn.get(field)
+            parts = content if isinstance(content, list) else [{"text": content}]
+            texts += [
+                p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+            ]
+    return texts
+
+
 def screen_refused_text(request: Request, texts: Sequence[str], body: Any) -> str | None:
     """The :data:`~foureyes.server.errors.TextScreen` of the app: the service's L0 gate.
 
-    Region and locale are the request's when it named valid ones, else ``[gate]``'s
-    (a fixed ``gate.locale``, or the text's language under ``auto``).
+    It screens ``texts`` (the refused message texts) and, on the gateway's and
+    ``/v1/assess``' bodies, the user messages the body holds (a request refused for
+    another field's text still carries a person's words). Region and locale are the
+    request's when it named valid ones, else ``[gate]``'s (a fixed ``gate.locale``, or
+    the text's language under ``auto``).
     """
     service = getattr(request.app.state, "service", None)
     if service is None:  # not started: nothing to screen with
+        return None
+    if request.url.path in _SCREENED_PATHS:
+        texts = [*texts, *_user_texts(body)]
+    if not texts:
         return None
     gate = service.config.gate
     region, locale = _requested(body)
