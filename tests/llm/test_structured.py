@@ -85,7 +85,6 @@ EXPECTED = Verdict.model_validate_json(VALID)
         pytest.param(f"```json\n{VALID}\n```", id="code-fence"),
         pytest.param(f"Sure.\n```json\n{VALID}\n```\nDone.", id="fence-in-prose"),
         pytest.param(f"```\n{VALID}\n```", id="fence-without-language"),
-        pytest.param(f"{VALID}\n{verdict_json(decision='reject')}", id="second-object-ignored"),
         pytest.param(f"Use {{braces}} like this: {VALID}", id="stray-braces-before"),
         pytest.param(f"function() {{ return {VALID}; }}", id="inside-code"),
         pytest.param(f"  \n\t{VALID}\n\n", id="whitespace"),
@@ -106,7 +105,6 @@ def test_tolerated_wrappers(text: str) -> None:
         pytest.param(f"{VALID}\nHope this helps!", False, id="prose-after"),
         pytest.param(f"Sure.\n```json\n{VALID}\n```", False, id="fence-in-prose"),
         pytest.param(f"```verdict below\n{VALID}\n```", False, id="prose-as-fence-info"),
-        pytest.param(f"{VALID}\n{verdict_json(decision='reject')}", False, id="second-object"),
     ],
 )
 def test_a_whole_answer_is_the_object_alone(text: str, whole: bool) -> None:
@@ -213,11 +211,40 @@ def test_failure_reasons(text: str, reason: ParseFailure) -> None:
     assert caught.value.schema == "Verdict"
 
 
-def test_first_object_decides_even_when_a_later_one_is_valid() -> None:
-    text = f"{verdict_json(decision='maybe')}\n{VALID}"
+REJECT = verdict_json(decision="reject")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(f"{VALID}\n{REJECT}", id="approve-then-reject"),
+        pytest.param(f"{REJECT}\n{VALID}", id="reject-then-approve"),
+        pytest.param(f"{VALID}{VALID}", id="the-same-twice"),
+        pytest.param(f"{verdict_json(decision='maybe')}\n{VALID}", id="invalid-then-valid"),
+        pytest.param(f"Verdict: {VALID}\nOn second thought:\n{REJECT}", id="in-prose"),
+        pytest.param(f"```json\n{VALID}\n```\n```json\n{REJECT}\n```", id="two-fences"),
+        pytest.param(f'{VALID}\n{{"decision": "reject", "decision": "reject"}}', id="not-strict"),
+        pytest.param(f'{{"decision": reject}}\n{VALID}', id="broken-then-whole"),
+        pytest.param(f"{VALID}\n[{REJECT}]", id="second-in-an-array"),
+    ],
+)
+def test_an_answer_holding_two_objects_says_two_things_and_is_refused(text: str) -> None:
+    for whole in (False, True):
+        with pytest.raises(ContractError) as caught:
+            parse_structured(text, Verdict, whole=whole)
+        expected = ParseFailure.EXTRA_TEXT if whole and "broken" not in text else None
+        assert caught.value.reason in {ParseFailure.SEVERAL_OBJECTS, expected}
+
+
+@given(
+    st.sampled_from([VALID, REJECT]),
+    st.sampled_from([VALID, REJECT]),
+    st.text(alphabet=st.characters(exclude_characters="{}"), max_size=30),
+)
+def test_no_second_object_is_ever_ignored(first: str, second: str, between: str) -> None:
     with pytest.raises(ContractError) as caught:
-        parse_structured(text, Verdict)
-    assert caught.value.reason == ParseFailure.ENUM_INVALID
+        parse_structured(first + between + second, Verdict)
+    assert caught.value.reason == ParseFailure.SEVERAL_OBJECTS
 
 
 def test_detail_names_fields_without_echoing_values() -> None:
@@ -246,6 +273,7 @@ def test_parse_failure_values_are_pinned() -> None:
         "enum_invalid",
         "extra_fields",
         "schema_invalid",
+        "several_objects",
         "extra_text",
     ]
 
@@ -596,6 +624,7 @@ ONE_BAD_ANSWER_PER_REASON: dict[ParseFailure, str | tuple[str, str | None]] = {
     ParseFailure.ENUM_INVALID: verdict_json(decision="ok"),
     ParseFailure.EXTRA_FIELDS: verdict_json(extra=1),
     ParseFailure.SCHEMA_INVALID: "{}",
+    ParseFailure.SEVERAL_OBJECTS: f"{VALID}\n{verdict_json(decision='reject')}",
 }
 
 

@@ -2,10 +2,11 @@
 
 The contract (docs/design.md 4, invariant 3): an answer that did not complete normally
 (:func:`finish_failure`, the one rule every model answer is held to) is refused; from
-one that did, take the first JSON object in the answer,
-validate it strictly against a pydantic model that forbids extra keys, accept enum
-values only from their whitelist, clamp numbers only where a field is declared
-:class:`Clamped`, retry once, and otherwise fail with a typed :class:`ContractError`.
+one that did, take the one JSON object in the answer (an answer holding two objects, or
+a broken one before a whole one, says two things and is refused), validate it strictly
+against a pydantic model that forbids extra keys, accept enum values only from their
+whitelist, clamp numbers only where a field is declared :class:`Clamped`, retry once, and
+otherwise fail with a typed :class:`ContractError`.
 Nothing here ever fills in, coerces or guesses a value.
 """
 
@@ -85,6 +86,10 @@ class ParseFailure(StrEnum):
     SCHEMA_INVALID = "schema_invalid"
     """The object breaks the schema otherwise: a missing field, a wrong type, a number out
     of a range that is not declared clampable, a failed model check."""
+    SEVERAL_OBJECTS = "several_objects"
+    """The answer holds more than one JSON object (an ``approve`` and then a ``reject``),
+    or an object that breaks off before a whole one: it says two things, and which one the
+    model meant is a guess."""
     EXTRA_TEXT = "extra_text"
     """Where the whole answer must be the object (``parse_structured(..., whole=True)``):
     something besides whitespace and one code fence surrounds it, such as prose or a
@@ -103,6 +108,8 @@ _RETRY_PROBLEMS = {
     ParseFailure.ENUM_INVALID: "a field used a value outside its allowed values",
     ParseFailure.EXTRA_FIELDS: "it had keys that the schema does not allow",
     ParseFailure.SCHEMA_INVALID: "it did not match the schema (a field was missing or mistyped)",
+    ParseFailure.SEVERAL_OBJECTS: "it contained more than one JSON object",
+    ParseFailure.EXTRA_TEXT: "it had text besides the one JSON object",
 }
 # The note is fixed per failure and never quotes the error detail: field paths can hold
 # keys the model wrote, and model text in a prompt is data, not instructions (invariant 7).
@@ -179,11 +186,37 @@ def _whole_value(text: str) -> tuple[bool, Any]:
     return not text[end:].strip(), value
 
 
-def _first_object(text: str, schema: str) -> str:
-    """The source text of the first complete JSON object in ``text``.
+_OBJECT_START = re.compile(r'\{\s*"')
+"""Where an object with a key begins: a broken one is an answer, not prose's brace."""
+
+
+def _object_at(text: str, start: int, schema: str) -> int | json.JSONDecodeError:
+    """The end of the JSON object starting at ``start``, or why none does.
 
     Raises:
-        ContractError: ``empty``, ``not_object``, ``no_json`` or ``invalid_json``.
+        ContractError: ``invalid_json`` for an object that is not strict JSON (NaN, a
+            repeated key, an unpaired surrogate) or is nested too deeply.
+    """
+    try:
+        return STRICT_DECODER.raw_decode(text, start)[1]
+    except json.JSONDecodeError as exc:
+        return exc
+    except NotStrictJson as exc:
+        raise ContractError(schema, ParseFailure.INVALID_JSON, str(exc)) from None
+    except RecursionError:
+        raise ContractError(schema, ParseFailure.INVALID_JSON, "nested too deeply") from None
+
+
+def _first_object(text: str, schema: str) -> str:
+    """The source text of the one complete JSON object in ``text``.
+
+    A brace that opens no object (``{name}`` in prose) is skipped. An object with a key
+    that breaks off before the object that parses, or a second object after it, makes
+    the answer say two things: ``several_objects``.
+
+    Raises:
+        ContractError: ``empty``, ``not_object``, ``no_json``, ``invalid_json`` or
+            ``several_objects``.
     """
     stripped = text.strip()
     if not stripped:
@@ -195,21 +228,37 @@ def _first_object(text: str, schema: str) -> str:
     if start < 0:
         raise ContractError(schema, ParseFailure.NO_JSON)
     first_error = ""
+    broken_at: int | None = None
     while start >= 0:
-        try:
-            _, end = STRICT_DECODER.raw_decode(text, start)
-        except json.JSONDecodeError as exc:
-            first_error = first_error or f"{exc.msg} at offset {exc.pos}"
+        end = _object_at(text, start, schema)
+        if isinstance(end, json.JSONDecodeError):
+            first_error = first_error or f"{end.msg} at offset {end.pos}"
+            if broken_at is None and _OBJECT_START.match(text, start):
+                broken_at = start
             # A brace inside an object that began earlier and then broke is never a
             # candidate: a truncated answer must not yield one of its inner objects.
-            start = text.find("{", max(exc.pos, start + 1))
+            start = text.find("{", max(end.pos, start + 1))
             continue
-        except NotStrictJson as exc:
-            raise ContractError(schema, ParseFailure.INVALID_JSON, str(exc)) from None
-        except RecursionError:
-            raise ContractError(schema, ParseFailure.INVALID_JSON, "nested too deeply") from None
+        if broken_at is not None:
+            detail = f"an object broken off at offset {broken_at} before the one at {start}"
+            raise ContractError(schema, ParseFailure.SEVERAL_OBJECTS, detail)
+        _no_second_object(text, end, schema)
         return text[start:end]
     raise ContractError(schema, ParseFailure.INVALID_JSON, first_error)
+
+
+def _no_second_object(text: str, after: int, schema: str) -> None:
+    """Raise ``several_objects`` if a JSON object starts anywhere in ``text[after:]``."""
+    start = text.find("{", after)
+    while start >= 0:
+        try:
+            end = _object_at(text, start, schema)
+        except ContractError:
+            end = start  # an object, if not a strict one: a second thing said
+        if not isinstance(end, json.JSONDecodeError):
+            detail = f"a second JSON object at offset {start}"
+            raise ContractError(schema, ParseFailure.SEVERAL_OBJECTS, detail)
+        start = text.find("{", max(end.pos, start + 1))
 
 
 def _only_object(text: str, schema: str) -> str:
@@ -271,8 +320,9 @@ def _closed_json_schema(schema: type[BaseModel]) -> dict[str, Any]:
 def parse_structured(text: str, schema: type[M], *, whole: bool = False) -> M:
     """Parse a model's answer into ``schema``, strictly.
 
-    The first complete JSON object in ``text`` is taken; prose before and after it, a
-    Markdown code fence around it and any later objects are ignored. With ``whole`` the
+    The one complete JSON object in ``text`` is taken; prose before and after it and a
+    Markdown code fence around it are ignored, a second object (or an object that breaks
+    off before the one that parses) is ``several_objects``. With ``whole`` the
     answer must be that object and nothing else: whitespace and one code fence
     (```` ``` ```` or ```` ```json ````) around it are allowed, and any other text or a
     second value is ``extra_text``. It is validated in

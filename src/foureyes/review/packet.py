@@ -12,8 +12,8 @@ The rules, checked in this order:
    value, break the contract), parsed by the one structured-output parser
    (:func:`foureyes.llm.structured.parse_structured` with ``whole=True``: strict JSON,
    exact keys, enum values only from their whitelists, no coercion). Stricter than the
-   other model outputs' "first JSON object": a ``no_update`` followed by an ``update``
-   must not be read as either;
+   other model outputs, which allow prose around their one object: a ``no_update``
+   followed by an ``update`` must not be read as either;
 2. ``role`` is ``"masked-review"``;
 3. ``no_update`` carries no ``items`` key at all (not even ``[]``); ``update`` carries
    at least one item;
@@ -142,6 +142,8 @@ _PARSE_REJECTIONS = {
     ParseFailure.ENUM_INVALID: PacketRejection.ENUM_INVALID,
     ParseFailure.SCHEMA_INVALID: PacketRejection.SCHEMA_INVALID,
     ParseFailure.EXTRA_TEXT: PacketRejection.EXTRA_TEXT,
+    # A second object is a second value besides the packet: the packet's own word for it.
+    ParseFailure.SEVERAL_OBJECTS: PacketRejection.EXTRA_TEXT,
     # Truncation is a lifecycle fact the runner checks before parsing; should the parser
     # ever report it, the answer is still not a complete object.
     ParseFailure.TRUNCATED: PacketRejection.INVALID_JSON,
