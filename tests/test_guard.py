@@ -29,7 +29,7 @@ from foureyes.review.projection import Projection
 from foureyes.review.reviewer import SessionReview
 from foureyes.review.session import SessionFormatError
 from foureyes.risk.result import TriageResult
-from tests.helpers.answers import APPROVE, REJECT, answer
+from tests.helpers.answers import APPROVE, REJECT, answer, by_message
 from tests.helpers.server import RunningServer
 from tests.helpers.simulator import RunningSimulator
 from tests.review._runner_support import packet
@@ -45,7 +45,7 @@ SCENARIO = {
     "models": {
         "counselor-sim": [{"content": COUNSELOR}],
         "supervisor-sim": [{"match": "refuse this draft", "content": REJECT}, {"content": APPROVE}],
-        "l1-sim": [{"content": answer("critical", 0.97)}],
+        "l1-sim": by_message(answer("critical", 0.97)),
         "l2-sim": [{"content": answer("critical", 0.95)}],
         "reviewer-sim": [{"content": packet("the test itself may be wrong")}],
     }

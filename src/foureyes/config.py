@@ -337,22 +337,33 @@ class RiskConfig(_Section):
     confirm_confidence: float = Field(default=0.85, gt=0.5, le=1)
     """Both L1 and L2 must reach this confidence to confirm a crisis. Above 0.5, so the
     offline assessor (whose confidence never exceeds 0.5) can never confirm."""
-    l1_daily_limit: int = Field(default=40, ge=0, le=100_000)
-    """L1 assessments allowed per conversation per UTC day (kept in the spend ledger)."""
-    l1_daily_limit_per_key: int = Field(default=1000, ge=0, le=10_000_000)
+    l1_daily_limit: int = Field(default=300, ge=0, le=100_000)
+    """L1 assessments allowed per conversation per UTC day (kept in the spend ledger).
+    Under ``l1_policy = "every"`` each user message takes one: 300 is a message every three
+    minutes for fifteen hours. Past it a message L0 clears is ``l0_only``; one L0
+    escalates (or one of a conversation in crisis) is ``unknown``, ``daily_cap``."""
+    l1_daily_limit_per_key: int = Field(default=30_000, ge=0, le=10_000_000)
     """L1 assessments allowed per API key per UTC day, over all its conversations (new
     and rotated ids included); callers without a key share the ``local`` namespace and
     its allowance. Past it a triage is ``unknown`` with reason ``key_daily_cap``."""
     context_turns: int = Field(default=10, ge=0, le=100)
     """Earlier turns L2 sees; under ``l1_policy = "screened"`` also the user turns whose
     L0 scores add up with the current message's."""
-    l1_policy: Literal["escalated", "always", "screened"] = "escalated"
-    """When L1 assesses a message. ``escalated``: when L0 escalates. ``always``: every
+    l1_policy: Literal["every", "escalated", "always", "screened"] = "every"
+    """When L1 assesses a message. ``every`` (the default): every user message when
+    ``roles.risk_l1`` names a model route, concurrently with the speculative draft, and as
+    ``escalated`` when it is the offline route (L0 is then the whole screen).
+    ``escalated``: when L0 escalates. ``always``: every
     message (no speculative draft then; with the offline route as ``risk_l1`` this costs
     microseconds). ``screened``: when L0 escalates, or L0's scores of the current message
     and of the last ``context_turns`` user turns of the request's history add up to L0's
     escalation threshold. Under every policy a message in a language the screen does not
     cover goes to L1 and is ``unscreened`` unless a model assessed it."""
+    crisis_hold_hours: float = Field(default=24.0, gt=0, le=24 * 90)
+    """How long a conversation stays in crisis after its last escalated turn (L0
+    escalated it, or a model said high or critical, or it was confirmed), unless a model
+    that read the conversation says ``low`` with no context flag first. In crisis, every
+    message goes to L1 and no reply is less than ``restricted``."""
     trend_days: int = Field(default=7, ge=1, le=90)
     """Days of assessment history L2's trend covers."""
     deadline_s: float = Field(default=20.0, gt=0, le=600)

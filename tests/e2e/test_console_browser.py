@@ -22,7 +22,14 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Dialog, Locator, Page, Route, expect
 
-from foureyes.config import Config, GateConfig, PrivacyConfig, RolesConfig, StoreConfig
+from foureyes.config import (
+    Config,
+    GateConfig,
+    PrivacyConfig,
+    RiskConfig,
+    RolesConfig,
+    StoreConfig,
+)
 from foureyes.core.digest import sha256_hex
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
@@ -102,6 +109,9 @@ def _config(simulator: RunningSimulator, db: Path, **server: Any) -> Config:
             risk_l2="risk_sim",
         ),
         gate=GateConfig(max_revisions=0),
+        # The trails shown here are of messages L0 alone triaged or escalated; a trail with
+        # an L1 reading of a calm message is the same cards (tests/e2e/test_every_message.py).
+        risk=RiskConfig(l1_policy="escalated"),
         **server,
     )
 

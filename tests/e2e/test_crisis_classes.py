@@ -4,9 +4,10 @@ With crisis models that answer ``critical`` to everything (tests/fixtures/scenar
 critical_l1.toml), what comes back shows which messages the screen sends to a model: under
 the default ``l1_policy`` these were ``low``, tier L0, policy ``normal`` and a normal reply
 before the screen combined its signals. Each now goes to L1 and L2, is confirmed, and gets
-the code-rendered crisis reply with the resources of its language. A calm message still
-stops at L0 (the screen spends no model call on it), so the test would fail if the screen
-simply sent everything.
+the code-rendered crisis reply with the resources of its language. L1 reads every message
+now (``l1_policy = "every"``), so what shows that L0 itself escalated a message is that no
+Counselor saw it before triage: a calm message, which L0 does not escalate, is drafted at
+once while L1 reads it, so the test would fail if the screen simply escalated everything.
 """
 
 from __future__ import annotations
@@ -75,12 +76,13 @@ def test_the_message_reaches_the_crisis_models_and_gets_resources(
     assert "counselor-sim" not in asked
 
 
-def test_a_calm_message_makes_no_crisis_call(
+def test_a_calm_message_is_drafted_at_once_while_l1_reads_it(
     client: openai.OpenAI, simulator: RunningSimulator
 ) -> None:
     content, block = ask(client, CALM, "conv-calm")
 
-    assert block["risk"]["tier"] == "L0" and block["policy"] == "normal"
-    assert block["decision"] == "released" and PART_SEPARATOR not in content
+    # These crisis models find everything critical: the speculative draft is discarded.
+    assert block["risk"]["tier"] == "L2" and block["policy"] == "prohibited"
     asked = [request["model"] for request in simulator.requests()]
-    assert "l1-sim" not in asked and "l2-sim" not in asked
+    # L0 did not escalate it: the Counselor was asked before triage had finished.
+    assert asked.index("counselor-sim") < asked.index("l2-sim")

@@ -69,7 +69,7 @@ from foureyes.risk.l0 import L0Gate
 from foureyes.risk.notifiers import FileNotifier
 from foureyes.store import Store
 from tests.evidence._support import CATALOG_FILE, example_catalog, example_kinds
-from tests.helpers.answers import answer
+from tests.helpers.answers import answer, by_message
 from tests.helpers.simulator import RunningSimulator
 from tests.review._runner_support import REQUEST as REVIEW_REQUEST
 from tests.review._runner_support import packet
@@ -529,7 +529,11 @@ ENTRY_POINTS: Mapping[Role, Callable[[World, Stack, str], Awaitable[Seen]]] = {
 
 
 def _scenario(role: Role, injection: Injection) -> dict[str, Any]:
-    models = {r.value: [{"content": NORMAL_ANSWERS[r]}] for r in Role}
+    models: dict[str, list[dict[str, Any]]] = {
+        r.value: [{"content": NORMAL_ANSWERS[r]}] for r in Role
+    }
+    # L1 reads every message: the gate's sites send a calm one, which L1 finds low.
+    models[Role.RISK_L1.value] = by_message(NORMAL_ANSWERS[Role.RISK_L1])
     models[role.value] = [{"content": NORMAL_ANSWERS[role], **injection.rule}]
     return {"models": models}
 

@@ -25,6 +25,7 @@ from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
 from foureyes.gate import fallback_text
 from foureyes.gate.segments import cut_segments
+from tests.helpers.answers import LOW
 from tests.helpers.server import RunningServer
 from tests.helpers.simulator import RunningSimulator
 
@@ -54,7 +55,13 @@ def serve(
     supervisor: list[dict[str, Any]],
     **gate: Any,
 ) -> RunningServer:
-    simulator.load({"models": {"counselor-sim": counselor, "supervisor-sim": supervisor}})
+    # L1 reads every message (l1_policy "every") and finds the calm one low.
+    models = {
+        "counselor-sim": counselor,
+        "supervisor-sim": supervisor,
+        "l1-sim": [{"content": LOW}],
+    }
+    simulator.load({"models": models})
     config = simulator.config(
         f"sqlite+aiosqlite:///{tmp_path / 'g.db'}",
         supervisor_timeout_s=3,  # the approvals before a hang must not time out
@@ -147,6 +154,7 @@ def test_a_rejected_second_segment_never_reaches_the_wire(
             "models": {
                 "counselor-sim": [{"content": DRAFT}],
                 "supervisor-sim": supervisor,
+                "l1-sim": [{"content": LOW}],
             }
         }
     )

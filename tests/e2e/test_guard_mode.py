@@ -24,7 +24,7 @@ from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
 from foureyes.gate import candidate_sha256, fallback_text
 from foureyes.gate.candidate import ToolCall
-from tests.helpers.answers import APPROVE, REJECT, answer
+from tests.helpers.answers import APPROVE, REJECT, answer, by_message
 from tests.helpers.server import RunningServer
 from tests.helpers.simulator import RunningSimulator
 
@@ -66,7 +66,7 @@ SCENARIO = {
             {"match": REFUSED_TEXT, "content": REJECT},
             {"content": APPROVE},
         ],
-        "l1-sim": [{"content": answer("critical", 0.97)}],
+        "l1-sim": by_message(answer("critical", 0.97)),
         "l2-sim": [{"content": answer("critical", 0.95)}],
     }
 }

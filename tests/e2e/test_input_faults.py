@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.e2e.test_guard_mode import config, messages
-from tests.helpers.answers import APPROVE, answer
+from tests.helpers.answers import APPROVE, answer, by_message
 from tests.helpers.server import RunningServer
 from tests.helpers.simulator import RunningSimulator
 from tests.server.test_check_stream import chunk, post_stream
@@ -34,7 +34,7 @@ SCENARIO = {
     "models": {
         "team-sim": [{"content": "Noted."}],
         "supervisor-sim": [{"content": APPROVE}],
-        "l1-sim": [{"content": answer("critical", 0.97)}],
+        "l1-sim": by_message(answer("critical", 0.97)),
         "l2-sim": [{"content": answer("critical", 0.95)}],
     }
 }

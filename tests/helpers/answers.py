@@ -10,7 +10,17 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["APPROVE", "DIMENSIONS", "FLAGS", "REJECT", "answer", "report"]
+__all__ = [
+    "APPROVE",
+    "CRISIS_WORDS",
+    "DIMENSIONS",
+    "FLAGS",
+    "LOW",
+    "REJECT",
+    "answer",
+    "by_message",
+    "report",
+]
 
 DIMENSIONS = (
     "depression",
@@ -62,3 +72,22 @@ def report(
 def answer(level: str = "critical", confidence: Any = 0.95, **kwargs: Any) -> str:
     """:func:`report` as the JSON text of a model answer."""
     return json.dumps(report(level, confidence, **kwargs))
+
+
+LOW = answer("low", 0.9, evidence="an ordinary day")
+"""An assessment of a message that expresses no risk."""
+
+CRISIS_WORDS = (
+    r"(?i)want to die|kill myself|suicid|end (?:it all|my life)|pills|jump|overdose"
+    r"|不想活|想死|自杀|自殺|轻生|輕生"
+)
+"""What the tests' crisis messages say (searched in a model's last message)."""
+
+
+def by_message(crisis: str, calm: str = LOW) -> list[dict[str, Any]]:
+    """An assessor's rules: ``crisis`` for a message with a crisis word, ``calm`` otherwise.
+
+    ``[risk] l1_policy = "every"`` (the default) has L1 read every message: a test that
+    scripts L1 for its crisis message scripts it for its calm ones too.
+    """
+    return [{"match": CRISIS_WORDS, "content": crisis}, {"content": calm}]

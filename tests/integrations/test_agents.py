@@ -51,7 +51,7 @@ from foureyes.integrations.agents import (
     tool_call_guardrail,
     triage_guardrail,
 )
-from tests.helpers.answers import APPROVE, REJECT, answer
+from tests.helpers.answers import APPROVE, REJECT, answer, by_message
 from tests.helpers.simulator import RunningSimulator
 
 CALM = "Can you book me a session with a counsellor on Thursday?"
@@ -77,7 +77,7 @@ SCENARIO = {
             {"content": REPLY},
         ],
         "supervisor-sim": [{"match": "refuse this draft", "content": REJECT}, {"content": APPROVE}],
-        "l1-sim": [{"content": answer("critical", 0.97)}],
+        "l1-sim": by_message(answer("critical", 0.97)),
         "l2-sim": [{"content": answer("critical", 0.95)}],
     }
 }
@@ -146,7 +146,8 @@ async def test_a_calm_message_and_a_released_reply_pass(
         None,
         "c-1",
     )
-    assert triage.risk["tier"] == "L0" and triage.risk["confirmed"] is False
+    # L1 read the calm message too (l1_policy "every") and found it low.
+    assert triage.risk["tier"] == "L1" and triage.risk["confirmed"] is False
     assert (check.decision, check.reason, check.released_as_is) == (
         Outcome.RELEASED,
         ReasonCode.APPROVED,

@@ -33,12 +33,17 @@ _L0 = L0Gate.default()
 def scripted_config(
     *, route_timeout_s: float = 5, risk: dict[str, Any] | None = None, **gate: Any
 ) -> Config:
-    """Every role on the ``scripted`` route; ``[gate]`` and ``[risk]`` as given."""
+    """Every role on the ``scripted`` route; ``[gate]`` and ``[risk]`` as given.
+
+    ``[risk] l1_policy`` is ``escalated`` unless given: these tests script each model call,
+    and the ones of a calm message are the Counselor's and the Supervisor's. L1 reading
+    every message (the default, ``every``) is tested in test_every_message.py.
+    """
     return Config(
         routes={"scripted": RouteConfig(kind="scripted", timeout_s=route_timeout_s)},
         roles=RolesConfig(**{role: "scripted" for role in RolesConfig.model_fields}),
         gate=GateConfig(**gate),
-        risk=RiskConfig(**(risk or {})),
+        risk=RiskConfig(**({"l1_policy": "escalated"} | (risk or {}))),
     )
 
 

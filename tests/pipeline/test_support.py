@@ -109,14 +109,18 @@ async def test_the_whole_run_is_committed_in_one_trace_before_handle_returns(
     )
     assert run.finished_at is not None and run.input_text is None
     assert run.input_fingerprint == store.traces.fingerprint(CALM)
-    assert [(e.kind.value, e.stage) for e in record.events] == [
+    events = [(e.kind.value, e.stage) for e in record.events]
+    # The speculative draft runs while triage reads the conversation's crisis state, so
+    # the triage's event may come before or after the draft's; the rest is in order.
+    assert events[0] == ("risk", "l0") and ("risk", "triage") in events
+    assert [e for e in events if e != ("risk", "triage")] == [
         ("risk", "l0"),
-        ("risk", "triage"),
         ("model_call", "draft"),
         ("model_call", "review"),
         ("decision", "gate"),
         ("delivery", "pipeline"),
     ]
+    assert events.index(("risk", "triage")) < events.index(("model_call", "review"))
     delivery = data_of(record, EventKind.DELIVERY, "pipeline")
     assert delivery["schema"] == DELIVERY_SCHEMA
     assert delivery["delivered_sha256"] == outcome.delivered_sha256 == sha256_hex(outcome.text)

@@ -22,7 +22,7 @@ from foureyes.gate import PART_SEPARATOR, fallback_text
 from foureyes.risk.resources import render_resources
 from foureyes.server import create_app
 from foureyes.store import Store
-from tests.helpers.answers import APPROVE, REJECT, answer
+from tests.helpers.answers import APPROVE, REJECT, answer, by_message
 from tests.helpers.server import app_client
 from tests.helpers.simulator import RunningSimulator
 from tests.server._support import ADMIN_KEY, CLIENT_KEY, KEYS_ENV, bearer
@@ -40,7 +40,7 @@ SCENARIO = {
             {"match": "refuse this draft", "content": REJECT},
             {"content": APPROVE},
         ],
-        "l1-sim": [{"content": answer("critical", 0.97)}],
+        "l1-sim": by_message(answer("critical", 0.97)),
         "l2-sim": [{"content": answer("critical", 0.95)}],
     }
 }
@@ -114,7 +114,8 @@ async def test_an_approved_draft_is_released_with_its_tool_calls_bound_to_one_di
     assert body["tool_calls"] == [tool_call(arguments=canonical)]
     assert body["candidate_sha256"] == digest
     assert body["delivered_sha256"] == hashlib.sha256(TEXT.encode()).hexdigest()
-    assert body["risk"]["tier"] == "L0" and body["policy"] == "normal"
+    # L1 read the calm message too (l1_policy "every") and found it low.
+    assert body["risk"]["tier"] == "L1" and body["policy"] == "normal"
     headers = response.headers
     assert (headers["x-foureyes-decision"], headers["x-foureyes-reason"]) == (
         "released",

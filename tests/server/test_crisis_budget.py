@@ -68,7 +68,8 @@ async def test_chat_traffic_cannot_take_the_crisis_share_of_a_shared_route(
     simulator: RunningSimulator,
 ) -> None:
     load_shared(simulator)
-    cfg = shared_config(simulator)
+    # Only the crisis message goes to L1 here, so the calls counted are the chat roles'.
+    cfg = shared_config(simulator, l1_policy="escalated")
     async with app_client(create_app(cfg, {})) as client:
         reasons: list[str] = []
         for _ in range(DAILY_CALLS):  # each calm turn is a draft and a review: 2 calls

@@ -328,10 +328,12 @@ class SupportPipeline:
                 trace_id=trace_id,
             )
         )
-        # A message on its way to L1 (L0 escalated it, its language is not screened, or
-        # risk.l1_policy sends it) goes to no Counselor before triage has set its policy:
-        # it may be a crisis whose generation triage prohibits (invariant 2).
-        speculate = speculate_allowed and not screening.escalates
+        # A message on its way to L1 for a reason of its own (L0 escalated it or an earlier
+        # turn, its language is not screened, risk.l1_policy sends it) goes to no Counselor
+        # before triage has set its policy: it may be a crisis whose generation triage
+        # prohibits (invariant 2). One L1 reads only because every message is read is
+        # drafted meanwhile; a prohibition cancels that draft or discards it unread.
+        speculate = speculate_allowed and not screening.holds_draft
         pending: PendingReply | None = None
         if speculate:
             pending = self.gate.begin(

@@ -287,15 +287,32 @@ _L2_SYSTEM = "\n\n".join(
 )
 
 
-def l1_request(text: str) -> ChatRequest:
-    """The L1 request: the current text alone, as data."""
+def l1_request(text: str, context: Sequence[Turn] = ()) -> ChatRequest:
+    """The L1 request: the current text, as data; with ``context``, the turns before it.
+
+    ``context`` is given for a conversation in crisis, whose messages are read with the
+    turns before them (a "it's done" after a plan is not a message on its own).
+    """
+    ask = "Assess the risk this message expresses."
+    if context:
+        turns = [
+            data_block("turn", turn.text, speaker=turn.speaker, n=str(n))
+            for n, turn in enumerate(context, start=1)
+        ]
+        ask = "\n\n".join(
+            [
+                "Earlier in this conversation the user's risk was escalated. Assess the risk "
+                "the current message expresses, read with the earlier turns below.",
+                "Earlier turns, oldest first:",
+                *turns,
+                "The current message:",
+            ]
+        )
     return ChatRequest(
         role=Role.RISK_L1,
         messages=(
             ChatMessage.system(_L1_SYSTEM),
-            ChatMessage.user(
-                "Assess the risk this message expresses.\n\n" + data_block("user_message", text)
-            ),
+            ChatMessage.user(ask + "\n\n" + data_block("user_message", text)),
         ),
         temperature=0,
         response_format=json_schema_format(RiskReport),

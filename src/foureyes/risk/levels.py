@@ -69,3 +69,7 @@ class RiskStatus(StrEnum):
     """The message is in a language the screen does not cover
     (:func:`~foureyes.core.locale.is_covered`) and no model assessed it: L0 cannot clear
     it and the offline assessor reads no other language, so it is never read as low."""
+    L0_ONLY = "l0_only"
+    """``risk.l1_policy = "every"`` would have had a model read the message, but a daily
+    limit of L1 assessments (the conversation's or the key's) was reached: L0 alone
+    screened it and did not escalate it. Its level is L0's ``low``, said as no model's."""

@@ -165,6 +165,10 @@ class TriageResult:
     path: str | None = None
     """Why the message went to L1 (:class:`~foureyes.risk.triage.ScreenPath`'s value);
     ``None``: it stopped at L0."""
+    crisis: bool = False
+    """Whether the conversation was in crisis when the message came (an escalated earlier
+    turn, recorded or in the request's history): L1 read the conversation, and the policy
+    is at least ``restricted`` unless every model assessment said ``low`` unflagged."""
 
     @property
     def conversation_key(self) -> str:
@@ -221,6 +225,7 @@ class TriageResult:
             "purpose": self.purpose.value,
             "covered": self.covered,
             "path": self.path,
+            "crisis": self.crisis,
             "policy": self.policy.value,
             "reasons": [r.value for r in self.reasons],
             "locale": self.locale.value,

@@ -1,10 +1,11 @@
-"""The crisis triage: L0 at once, L1 when L0 escalates, L2 when L1 says high or critical.
+"""The crisis triage: L0 at once, L1 on a path to it, L2 when L1 says high or critical.
 
 ::
 
-    screen: L0 (lexicon + learned scorer), language coverage, ``risk.l1_policy``
+    screen: L0 (lexicon + learned scorer), language coverage, history, ``risk.l1_policy``
         │         ──no path to L1──▶ ok, low, tier L0 (no model call)
-        │ a path to L1 (ScreenPath: l0, unscreened, always, scorer, conversation)
+        │ a path to L1 (ScreenPath: l0, unscreened, history, always, scorer, conversation,
+        │               every; crisis when the store holds the conversation in crisis)
     text too long? ─yes─▶ unknown (text_too_long)
     analysis running for this conversation? ─yes─▶ unknown (concurrency_drop), not queued
     L1 ──fails──▶ unknown (l1_timeout / l1_failed / l1_malformed / daily_cap / key_daily_cap /
@@ -19,7 +20,14 @@ always goes to L1; it is ``unscreened`` (restricted, resources shown) unless a m
 the offline assessor, assessed it. Under ``l1_policy = "screened"`` a message also goes to
 L1 when the learned scorer's score reaches its language's lower ``screened`` threshold
 (:attr:`ScreenPath.SCORER`), or when the conversation's recent light signals add up
-(:func:`conversation_score`).
+(:func:`conversation_score`). Under ``"every"`` (the default), with a model route as
+``risk_l1``, every message goes to L1 (:attr:`ScreenPath.EVERY`); past a daily limit such
+a message is ``l0_only``.
+
+A conversation in crisis (:func:`crisis_since` of its records, or an escalated user turn in
+the request's history) sends every message to L1 with the turns before it, and keeps the
+policy at least ``restricted`` until the models that read a message find it ``low`` with
+no context flag.
 
 Every failure degrades to ``unknown`` or to "not confirmed", never towards alerting
 (docs/design.md 4, invariants 4 and 5). Every triage, dropped and failed ones included, is
@@ -38,10 +46,11 @@ a fresh or rotated one reaches another tenant's state or escapes the tenant's ca
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
@@ -60,6 +69,7 @@ from foureyes.core.errors import (
     UsageError,
 )
 from foureyes.core.locale import Locale, detect_locale, is_covered
+from foureyes.core.policy import GenerationPolicy
 from foureyes.core.roles import Role
 from foureyes.core.tenancy import LOCAL_TENANT, scoped_conversation
 from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
@@ -74,7 +84,7 @@ from foureyes.risk.levels import RiskLevel, RiskStatus
 from foureyes.risk.result import RunPurpose, SuppressReason, TriageResult, l0_summary
 from foureyes.risk.trend import Trend, compute_trend
 from foureyes.store._clock import WallClock, utc_now
-from foureyes.store.assessments import NewAssessment, SqlAssessmentLog
+from foureyes.store.assessments import NewAssessment, SqlAssessmentLog, StoredAssessment
 
 __all__ = [
     "FAILURE_REASONS",
@@ -83,6 +93,7 @@ __all__ = [
     "Triage",
     "TriageRequest",
     "conversation_score",
+    "crisis_since",
     "l1_limit_key",
     "l1_tenant_limit_key",
     "outcome",
@@ -92,6 +103,9 @@ _log = logging.getLogger(__name__)
 
 # A lease outlives the triage's deadline by this much, so it never expires mid-analysis.
 _LEASE_SLACK_S = 5.0
+# The recorded triages a crisis state is read from, newest first: past this many without
+# an escalated or clearing one, the conversation is not in crisis.
+_CRISIS_ROWS = 200
 
 FAILURE_REASONS: dict[Tier, dict[type[FoureyesError], SuppressReason]] = {
     Tier.L1: {
@@ -171,21 +185,91 @@ class ScreenPath(StrEnum):
     escalates)."""
     CONVERSATION = "conversation"
     """``risk.l1_policy = "screened"``: the message's and the conversation's recent L0
-    scores add up to the escalation threshold (:func:`conversation_score`)."""
+    signals add up to the escalation threshold (:func:`conversation_score`)."""
+    HISTORY = "history"
+    """An earlier user turn of the request's own history (its last ``risk.context_turns``)
+    escalates at L0: the client's history counts, not only what the store holds."""
+    CRISIS = "crisis"
+    """The conversation is in crisis in the store (:func:`crisis_since`): an escalated turn
+    within ``risk.crisis_hold_hours`` that no model reading the conversation cleared."""
+    EVERY = "every"
+    """``risk.l1_policy = "every"`` with a model route as ``roles.risk_l1``: every user
+    message, concurrently with the speculative draft."""
+
+
+def _signal(gate: L0Gate, text: str, l0: L0Result) -> float:
+    """One message's L0 signal in lexicon units, the higher of two readings.
+
+    The lexicon's score, and the learned scorer's as a share of its escalation threshold
+    times the lexicon's.
+    """
+    screen = gate.screen
+    if screen is None or l0.screen_score is None:
+        return l0.score
+    scaled = ESCALATION_THRESHOLD * l0.screen_score / screen.threshold(text, "escalate")
+    return max(l0.score, scaled)
 
 
 def conversation_score(
-    gate: L0Gate, current: L0Result, history: Sequence[Turn], turns: int
+    gate: L0Gate, current: L0Result, history: Sequence[Turn], turns: int, text: str = ""
 ) -> float:
-    """L0's score of the message plus those of the last ``turns`` user turns of ``history``.
+    """The message's L0 signal plus those of the last ``turns`` user turns of ``history``.
 
-    The seed's trend applied within one conversation: light terms spread over several
-    messages, none escalating alone, add up. Pure: L0 scans each of those turns again
+    The seed's trend applied within one conversation: light signals spread over several
+    messages, none escalating alone, add up. Each turn counts the higher of its lexicon
+    score and its learned scorer's score (scaled so that the scorer's escalation
+    threshold weighs as much as the lexicon's). Pure: L0 scans each of those turns again
     (microseconds each); nothing is stored. ``turns`` 0 counts the message alone.
+    ``text`` is the current message (for the scorer's threshold of its language).
     """
     user = [turn.text for turn in history if turn.speaker == "user"]
     recent = user[-turns:] if turns else []
-    return current.score + sum(gate.scan(text).score for text in recent)
+    return _signal(gate, text, current) + sum(_signal(gate, t, gate.scan(t)) for t in recent)
+
+
+def _escalated(row: StoredAssessment) -> bool:
+    """Whether a recorded triage escalated.
+
+    A model said high or critical, or it was confirmed; or L0 escalated it (or an earlier
+    turn of the request's history), unless the models that read it found it ``low`` with
+    no context flag (a false escalation costs its own L1 call, not a day in crisis).
+    """
+    if row.confirmed or row.level in ("high", "critical"):
+        return True
+    l0 = row.detail.get("l0")
+    screened = (isinstance(l0, dict) and l0.get("escalate") is True) or row.detail.get(
+        "path"
+    ) == ScreenPath.HISTORY.value
+    return screened and not _cleared(row)
+
+
+def _cleared(row: StoredAssessment) -> bool:
+    """Whether a recorded triage is a model's ``low`` with no context flag, every tier."""
+    if row.status != RiskStatus.OK.value or row.level != RiskLevel.LOW.value:
+        return False
+    assessed = [row.detail.get(tier) for tier in ("l1", "l2")]
+    models = [a for a in assessed if isinstance(a, dict)]
+    return bool(models) and all(
+        a.get("offline") is False
+        and a.get("level") == RiskLevel.LOW.value
+        and not any((a.get("context_flags") or {}).values())
+        for a in models
+    )
+
+
+def crisis_since(rows: Iterable[StoredAssessment]) -> dt.datetime | None:
+    """When the conversation's crisis began, or ``None`` when it is not in crisis.
+
+    ``rows`` are its recorded triages within the hold window, newest first. The newest
+    that either escalated or cleared decides: an escalated one puts the conversation in
+    crisis since it, a model's ``low`` with no context flag after it ends that. Pure.
+    """
+    for row in rows:
+        if _escalated(row):
+            return row.at
+        if _cleared(row):
+            return None
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,12 +297,19 @@ class Screening:
 
     @property
     def escalates(self) -> bool:
-        """Whether L1 (and perhaps L2) will assess the message.
-
-        The one predicate for "this message may need more than L0", which also forbids a
-        speculative draft.
-        """
+        """Whether L1 (and perhaps L2) will assess the message."""
         return self.path is not None
+
+    @property
+    def holds_draft(self) -> bool:
+        """Whether no Counselor may draft before triage has set the policy.
+
+        Every path to L1 but :attr:`ScreenPath.EVERY`: those messages may need more than
+        L0 and may be a crisis whose generation triage prohibits. A message L0 cleared
+        that L1 reads only because every message is read is drafted speculatively; should
+        triage prohibit it, the draft is cancelled or discarded unread.
+        """
+        return self.path is not None and self.path is not ScreenPath.EVERY
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +369,9 @@ class Triage:
         self._trace = trace if trace is not None else caller.trace
         self._clock = clock
         self._hold_quiet = hold_quiet_records
+        self._l1_reads_every = (
+            config.risk.l1_policy == "every" and config.route_for(Role.RISK_L1)[1].kind != "offline"
+        )
 
     async def assess(self, request: TriageRequest) -> TriageResult:
         """Triage one message. Never raises for expected failures: they are reasons.
@@ -309,6 +403,8 @@ class Triage:
             return ScreenPath.L0
         if not covered:
             return ScreenPath.UNSCREENED
+        if self._history_escalates(request.history):
+            return ScreenPath.HISTORY
         if risk.l1_policy == "always":
             return ScreenPath.ALWAYS
         if risk.l1_policy == "screened":
@@ -319,10 +415,32 @@ class Triage:
                 and l0.screen_score >= screen.threshold(request.text, "screened")
             ):
                 return ScreenPath.SCORER
-            score = conversation_score(self._gate, l0, request.history, risk.context_turns)
+            score = conversation_score(
+                self._gate, l0, request.history, risk.context_turns, request.text
+            )
             if score >= ESCALATION_THRESHOLD:
                 return ScreenPath.CONVERSATION
+        if self._l1_reads_every:
+            return ScreenPath.EVERY
         return None
+
+    def _history_escalates(self, history: Sequence[Turn]) -> bool:
+        turns = self.config.risk.context_turns
+        if not turns:
+            return False
+        user = [turn.text for turn in history if turn.speaker == "user"][-turns:]
+        return any(self._gate.scan(text).escalate for text in user)
+
+    async def _in_crisis(self, request: TriageRequest) -> bool:
+        """Whether the store holds the conversation in crisis (:func:`crisis_since`)."""
+        now = self._clock()
+        rows = await self._log.recent(
+            request.conversation_key,
+            purpose=request.purpose.value,
+            since=now - dt.timedelta(hours=self.config.risk.crisis_hold_hours),
+            limit=_CRISIS_ROWS,
+        )
+        return crisis_since(rows) is not None
 
     async def finish(self, screening: Screening) -> TriageResult:
         """Finish the triage L0 screened: L1 and L2 if it escalated; record the outcome.
@@ -346,9 +464,14 @@ class Triage:
                     meta={"purpose": request.purpose.value, "tenant": request.tenant},
                 )
             await self._event(trace_id, "l0", l0_summary(l0, with_terms=False))
+            crisis = screening.path is ScreenPath.HISTORY or await self._in_crisis(request)
+            if crisis and screening.path in (None, ScreenPath.EVERY):
+                # Found after the screen (it needs the store): a draft already running for
+                # the message goes on, and is discarded if triage prohibits the reply.
+                screening = dataclasses.replace(screening, path=ScreenPath.CRISIS)
             if screening.escalates:
-                await self._escalate(request, run, trace_id)
-            result = self._result(screening, run, trace_id)
+                await self._escalate(request, run, trace_id, crisis=crisis)
+            result = self._result(screening, run, trace_id, crisis=crisis)
             row = _row(result, at=self._clock())
             if (
                 self._hold_quiet
@@ -369,9 +492,11 @@ class Triage:
             # Invariants 4 and 5: an outcome that could not be recorded confirms nothing
             # (no alert), yet restricts the reply at least as much as it computed.
             _log.warning("triage of trace %s could not be recorded: %s", trace_id, exc)
-            return self._result(screening, run, trace_id).unrecorded()
+            return self._result(screening, run, trace_id, crisis=False).unrecorded()
 
-    async def _escalate(self, request: TriageRequest, run: _Run, trace_id: str | None) -> None:
+    async def _escalate(
+        self, request: TriageRequest, run: _Run, trace_id: str | None, *, crisis: bool
+    ) -> None:
         risk = self.config.risk
         if len(request.text) > risk.max_text_chars:
             # Never cut: a model judging part of a message would judge another message.
@@ -386,12 +511,18 @@ class Triage:
             return
         try:
             scope = CallScope(Deadline.after(risk.deadline_s), CallBudget(risk.max_calls), trace_id)
-            await self._analyse(request, run, scope, trace_id)
+            await self._analyse(request, run, scope, trace_id, crisis=crisis)
         finally:
             await self._release(conversation, token)
 
     async def _analyse(
-        self, request: TriageRequest, run: _Run, scope: CallScope, trace_id: str | None
+        self,
+        request: TriageRequest,
+        run: _Run,
+        scope: CallScope,
+        trace_id: str | None,
+        *,
+        crisis: bool,
     ) -> None:
         risk = self.config.risk
         # Two counts, both taken by each assessment: the conversation's, and the tenant's,
@@ -405,7 +536,10 @@ class Triage:
             ),
         }
         run.tier = Tier.L1
-        l1 = await self._stage(Tier.L1, l1_request(request.text), scope, limits)
+        context = list(request.history)[-risk.context_turns :] if risk.context_turns else []
+        # In crisis L1 reads the conversation: only such a reading may end the crisis.
+        l1_asked = l1_request(request.text, context if crisis else ())
+        l1 = await self._stage(Tier.L1, l1_asked, scope, limits)
         run.calls += l1.calls
         await self._stage_event(trace_id, Tier.L1, l1)
         if l1.assessment is None:
@@ -421,7 +555,6 @@ class Triage:
         run.trend = compute_trend(
             ((day, RiskLevel(level)) for day, level in history), today=today, days=risk.trend_days
         )
-        context = list(request.history)[-risk.context_turns :] if risk.context_turns else []
         run.tier = Tier.L2
         l2 = await self._stage(Tier.L2, l2_request(request.text, context, run.trend), scope, {})
         run.calls += l2.calls
@@ -505,13 +638,25 @@ class Triage:
             data["finish_reason"] = stage.calls[-1].finish_reason
         await self._event(trace_id, tier.value.lower(), data)
 
-    def _result(self, screening: Screening, run: _Run, trace_id: str | None) -> TriageResult:
+    def _result(
+        self, screening: Screening, run: _Run, trace_id: str | None, *, crisis: bool
+    ) -> TriageResult:
         request, l0 = screening.request, screening.l0
         confirmation: Confirmation | None = None
         if run.l1 is not None:
             confirmation = confirm(run.l1, run.l2, threshold=self.config.risk.confirm_confidence)
-        status, level = outcome(screening.escalates, screening.covered, run.l1, run.l2)
+        capped = set(run.reasons) <= _DAILY_CAPS and bool(run.reasons)
+        status, level = outcome(
+            screening.escalates,
+            screening.covered,
+            run.l1,
+            run.l2,
+            l0_only=screening.path is ScreenPath.EVERY and capped,
+        )
         confirmed = status is RiskStatus.OK and confirmation is not None and confirmation.confirmed
+        policy = policy_for(level, confirmed=confirmed)
+        if crisis and not _clears(run):
+            policy = policy.stricter(GenerationPolicy.RESTRICTED)
         return TriageResult(
             conversation_id=request.conversation_id,
             purpose=request.purpose,
@@ -519,7 +664,7 @@ class Triage:
             level=level,
             confirmed=confirmed,
             tier=run.tier,
-            policy=policy_for(level, confirmed=confirmed),
+            policy=policy,
             reasons=tuple(run.reasons),
             locale=screening.locale,
             l0=l0,
@@ -534,6 +679,7 @@ class Triage:
             tenant=request.tenant,
             covered=screening.covered,
             path=None if screening.path is None else screening.path.value,
+            crisis=crisis,
         )
 
     def _cost(self, calls: Sequence[ChatResult]) -> float:
@@ -551,16 +697,38 @@ class Triage:
         return total
 
 
+_DAILY_CAPS = frozenset({SuppressReason.DAILY_CAP, SuppressReason.KEY_DAILY_CAP})
+
+
+def _clears(run: _Run) -> bool:
+    """Whether this triage's model assessments, every one, say ``low`` with no flag."""
+    models = [a for a in (run.l1, run.l2) if a is not None]
+    return bool(models) and all(
+        not a.offline and a.level is RiskLevel.LOW and not a.report.context_flags.any
+        for a in models
+    )
+
+
 def outcome(
-    to_l1: bool, covered: bool, l1: Assessment | None, l2: Assessment | None
+    to_l1: bool,
+    covered: bool,
+    l1: Assessment | None,
+    l2: Assessment | None,
+    *,
+    l0_only: bool = False,
 ) -> tuple[RiskStatus, RiskLevel | None]:
     """A triage's status and level: pure, from what ran.
+
+    ``l0_only``: the message went to L1 only because every message does, and a daily
+    limit stopped L1: ``l0_only``, L0's ``low`` (never silently ``ok``).
 
     A message sent to L1 without an L1 assessment is ``unknown``; an uncovered message that
     no model assessed (none ran, or only the offline assessor, which reads no other
     language) is ``unscreened``; a covered one that L0 cleared is ``ok``, ``low``.
     """
     if to_l1 and l1 is None:
+        if l0_only and covered:
+            return RiskStatus.L0_ONLY, RiskLevel.LOW
         return RiskStatus.UNKNOWN, None
     modelled = [a for a in (l1, l2) if a is not None and not a.offline]
     if not covered and not modelled:

@@ -225,6 +225,35 @@ class SqlAssessmentLog:
             ).all()
         return [(row.day, row.level) for row in rows if row.level is not None]
 
+    async def recent(
+        self, conversation_id: str, *, purpose: str, since: dt.datetime, limit: int
+    ) -> list[StoredAssessment]:
+        """The triages of a conversation of ``purpose`` at or after ``since``, newest first.
+
+        At most ``limit`` of them: what a conversation's crisis state is read from.
+
+        Raises:
+            StoreError: the store could not be read.
+            UsageError: ``since`` is naive.
+        """
+        since = require_utc(since, "since")
+        table = risk_assessments.c
+        async with self._db.read("recent_assessments") as conn:
+            rows = (
+                await conn.execute(
+                    select(risk_assessments)
+                    .where(
+                        table.conversation_id == conversation_id,
+                        table.purpose == purpose,
+                        table.day >= utc_day(since),  # the index's column
+                        table.at >= since,
+                    )
+                    .order_by(table.at.desc(), table.id.desc())
+                    .limit(limit)
+                )
+            ).all()
+        return [_stored(row) for row in rows]
+
     async def acquire_flight(
         self, conversation_id: str, *, now: dt.datetime, ttl_s: float
     ) -> str | None:

@@ -221,7 +221,7 @@ risk_assessments = Table(
     Column("reasons", _JSON, nullable=False),
     Column("detail", _JSON, nullable=False),
     CheckConstraint("purpose IN ('live', 'test', 'calibration')", name="purpose"),
-    CheckConstraint("status IN ('ok', 'unknown', 'unscreened')", name="status"),
+    CheckConstraint("status IN ('ok', 'unknown', 'unscreened', 'l0_only')", name="status"),
     Index(None, "conversation_id", "purpose", "day"),
 )
 """Every triage, dropped and failed ones included: outcome, reasons and per-tier facts."""
