@@ -30,7 +30,7 @@ from pathlib import Path
 
 import ahocorasick
 
-from foureyes.core.datadir import data_dir
+from foureyes.core.datadir import DATA_HOWTO, data_dir
 from foureyes.core.fold import normalise
 from foureyes.risk._lexicon import EntryKind, L0Category, Lexicon, LexiconEntry
 from foureyes.risk.l0 import L0Gate
@@ -46,13 +46,17 @@ def messages(data: Path | None, count: int, rng: random.Random, vocabulary: list
     if data is not None:
         texts = [t.text[:MAX_CHARS] for t in load_risk_data(data) if t.text.strip()]
         return rng.sample(texts, min(count, len(texts)))
-    # No data: sentences of lexicon words and everyday filler, 20-500 characters.
+    # No data: sentences of lexicon words and everyday filler, 20-500 characters; every
+    # fourth one exactly MAX_CHARS long, so the full-length figures have messages to time.
     filler = "i just had a long day at work and the weather is grey again today".split()
     out = []
-    for _ in range(count):
+    for n in range(count):
         words = rng.choices(filler, k=rng.randint(4, 60)) + rng.sample(vocabulary, 2)
         rng.shuffle(words)
-        out.append(" ".join(words)[:MAX_CHARS])
+        text = " ".join(words)
+        while n % 4 == 0 and len(text) < MAX_CHARS:
+            text += " " + rng.choice(filler)
+        out.append(text[:MAX_CHARS])
     return out
 
 
@@ -76,8 +80,20 @@ def per_message_us(
     return times
 
 
-def p99(values: list[float]) -> float:
+def p99(values: list[float]) -> float | None:
+    """The 99th percentile, ``None`` for fewer than two values (said so where printed)."""
+    if len(values) < 2:
+        return None
     return statistics.quantiles(values, n=100, method="inclusive")[98]
+
+
+def median(values: Sequence[float]) -> float | None:
+    """The median, ``None`` for no values (said so where printed)."""
+    return statistics.median(values) if values else None
+
+
+def rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
 
 
 def scaled_lexicon(base: Lexicon, scale: int, rng: random.Random) -> Lexicon:
@@ -121,6 +137,12 @@ def main() -> None:
     parser.add_argument(
         "--compare-texts", type=int, default=60, help="messages for the scaling comparison"
     )
+    parser.add_argument(
+        "--scales",
+        type=lambda text: tuple(int(part) for part in text.split(",")),
+        default=SCALES,
+        help="lexicon sizes of the scaling comparison, as multiples (default 1,10,100)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args()
     rng = random.Random(SEED)
@@ -130,6 +152,11 @@ def main() -> None:
     build_s = time.perf_counter() - started
     risk = data_dir() / "risk"
     data = args.data or (risk if risk.is_dir() else None)
+    skipped: list[str] = []
+    if data is None:
+        skipped.append(
+            f"the calibration data (no {risk}): synthetic messages instead; {DATA_HOWTO}"
+        )
     texts = messages(data, args.texts, rng, sorted(gate.keys))
 
     latency = per_message_us(gate.scan, texts, REPEATS)
@@ -148,7 +175,7 @@ def main() -> None:
     }
     sizes: dict[int, int] = {}
     matches: dict[int, int] = {}
-    for scale in SCALES:
+    for scale in args.scales:
         lexicon = scaled_lexicon(gate.lexicon, scale, rng)
         keys = list(lexicon.keys)
         sizes[scale] = len(keys)
@@ -170,18 +197,19 @@ def main() -> None:
         "build_s": round(build_s, 3),
         "texts": len(texts),
         "mean_chars": round(statistics.mean(len(t) for t in texts), 1),
-        "median_us": round(statistics.median(latency), 2),
-        "p99_us": round(p99(latency), 2),
-        "max_us": round(max(latency), 2),
+        "median_us": rounded(median(latency)),
+        "p99_us": rounded(p99(latency)),
+        "max_us": rounded(max(latency, default=None)),
         "full_length_texts": len(full),
-        "full_length_median_us": round(statistics.median(full), 2),
-        "full_length_p99_us": round(p99(full), 2),
+        "full_length_median_us": rounded(median(full)),
+        "full_length_p99_us": rounded(p99(full)),
         "lexicon_alone": {
-            "median_us": round(statistics.median(lexicon_alone), 2),
-            "p99_us": round(p99(lexicon_alone), 2),
-            "full_length_median_us": round(statistics.median(lexicon_full), 2),
-            "full_length_p99_us": round(p99(lexicon_full), 2),
+            "median_us": rounded(median(lexicon_alone)),
+            "p99_us": rounded(p99(lexicon_alone)),
+            "full_length_median_us": rounded(median(lexicon_full)),
+            "full_length_p99_us": rounded(p99(lexicon_full)),
         },
+        "skipped": skipped,
         "keys": sizes,
         "matches": matches,
         "median_us_by_scale": {
@@ -192,6 +220,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=2))
         return
+    for what in skipped:
+        print(f"skipped: {what}")
     print(
         f"L0Gate.default().scan (lexicon + learned scorer) over {len(texts)} messages "
         f"({result['source']}, <= {MAX_CHARS} chars, "
@@ -215,7 +245,7 @@ def main() -> None:
         "| substring loop | regex / L0 | loop / L0 |"
     )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for scale in SCALES:
+    for scale in args.scales:
         l0, automaton, rx, loop = (
             scaling[n][scale] for n in ("l0", "automaton", "regex", "substring")
         )

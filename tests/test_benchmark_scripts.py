@@ -1,0 +1,35 @@
+"""The benchmark scripts run where the third-party data is missing, and say what they skipped.
+
+Nothing here is timed: each script runs with tiny counts, and only its output is read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ARGS = ["--texts", "12", "--compare-texts", "4", "--scales", "1", "--json"]
+
+
+def test_the_l0_benchmark_runs_without_the_data_and_says_it_used_synthetic_messages(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "FOUREYES_DATA_DIR": str(tmp_path / "no-data")}
+    result = subprocess.run(
+        [sys.executable, "benchmarks/l0.py", *ARGS],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["source"] == "synthetic" and report["texts"] == 12
+    assert report["skipped"] and "no-data" in report["skipped"][0]
+    # Every fourth synthetic message is full length, so that figure has data too.
+    assert report["full_length_texts"] == 3 and report["full_length_median_us"] is not None
