@@ -19,7 +19,11 @@ from foureyes.gate import GateOutcome, GateRunner, ReplyRequest, Source, fallbac
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.routes import Routes
 from foureyes.risk.result import RunPurpose
+from foureyes.server import create_app
 from foureyes.store import Store
+from foureyes.store.api_keys import api_key_digest
+from tests.helpers.server import app_client
+from tests.server._support import ADMIN_KEY, bearer, keyed
 
 runner = CliRunner()
 cli = typer.Typer()
@@ -41,6 +45,36 @@ def listed(*args: str) -> list[dict[str, object]]:
     assert body["ok"] is True
     rows: list[dict[str, object]] = body["data"]
     return rows
+
+
+def two_keys_chat(conversation_id: str) -> dict[str, str]:
+    """Each key's tenant and the trace id of its one message of ``conversation_id``.
+
+    Two client keys of the HTTP service, on the test's store, send one message each.
+    """
+    keys = ("client-key-a-" + "a" * 24, "client-key-b-" + "b" * 24)
+    environ = {"CLIENT_KEYS": ",".join(keys), "ADMIN_KEYS": ADMIN_KEY}
+    body = {
+        "model": "foureyes-support",
+        "messages": [{"role": "user", "content": "I had a rough day"}],
+        "user": conversation_id,
+    }
+
+    async def go() -> dict[str, str]:
+        async with app_client(create_app(keyed(), environ)) as client:
+            sent = []
+            for key in keys:
+                answer = await client.post("/v1/chat/completions", json=body, headers=bearer(key))
+                assert answer.status_code == 200, answer.text
+                sent.append(answer.json()["foureyes"]["trace_id"])
+            records = (await client.get("/v1/keys", headers=bearer(ADMIN_KEY))).json()["data"]
+        ids = {record["prefix"]: record["id"] for record in records}
+        return {
+            f"key:{ids[f'env-{api_key_digest(key)[:8]}']}": trace_id
+            for key, trace_id in zip(keys, sent, strict=True)
+        }
+
+    return asyncio.run(go())
 
 
 def reply(request: ReplyRequest, purpose: RunPurpose = RunPurpose.LIVE) -> GateOutcome:
@@ -167,6 +201,30 @@ def test_list_prints_one_row_per_run_and_rejects_a_time_without_a_zone() -> None
         assert cell in row
     naive = runner.invoke(cli, ["trace", "list", "--since", "2026-11-30T12:00:00"])
     assert naive.exit_code == 2 and "zone" in naive.output
+
+
+def test_list_shows_each_runs_tenant_and_a_tenant_narrows_a_shared_conversation() -> None:
+    by_tenant = two_keys_chat("shared")
+    (local,) = chat_ids("I had a rough day")
+    (a, run_a), (b, run_b) = by_tenant.items()
+
+    everything = {row["trace_id"]: (row["tenant"], row["conversation_id"]) for row in listed()}
+    assert everything[run_a] == (a, "shared") and everything[run_b] == (b, "shared")
+    assert everything[local][0] == "local" and len(everything) == 3
+    assert [row["trace_id"] for row in listed("--tenant", a)] == [run_a]
+    assert [row["trace_id"] for row in listed("--tenant", b)] == [run_b]
+    assert [row["trace_id"] for row in listed("--tenant", "local")] == [local]
+    assert listed("--tenant", "key:nobody") == []
+
+    table = runner.invoke(cli, ["trace", "list"])
+    assert table.exit_code == 0, table.output
+    header, *rows = table.output.splitlines()
+    assert header.split() == ["trace", "started", "purpose", "tenant", "outcome", "reason", "risk"]
+    for trace_id, tenant in ((local, "local"), (run_a, a), (run_b, b)):
+        assert next(row for row in rows if trace_id in row).split()[3] == tenant
+    for bad in ("", "k" * 129):
+        refused = runner.invoke(cli, ["trace", "list", "--tenant", bad, "--json"])
+        assert refused.exit_code == 2 and "tenant" in refused.output
 
 
 def test_show_prints_the_triage_of_a_chat_run() -> None:

@@ -7,11 +7,15 @@ from typing import Any
 import pytest
 
 from foureyes.server import create_app
+from foureyes.store.api_keys import api_key_digest
 from tests.helpers.server import app_client
 from tests.server._support import ADMIN_KEY, CLIENT_KEY, KEYS_ENV, bearer, config, keyed
 
 CALM = "I had a rough day at work and I can't sleep."
 CRISIS = "I want to die."
+KEY_A = "client-key-a-" + "a" * 24
+KEY_B = "client-key-b-" + "b" * 24
+TWO_KEYS_ENV = {"CLIENT_KEYS": f"{KEY_A},{KEY_B}", "ADMIN_KEYS": ADMIN_KEY}
 
 
 def chat(content: str, **extra: Any) -> dict[str, Any]:
@@ -93,6 +97,8 @@ async def test_traces_are_listed_newest_first_and_filtered() -> None:
         {"limit": 1001},
         {"risk_level": "severe"},
         {"before": "xyz"},
+        {"tenant": ""},
+        {"tenant": "k" * 129},
     ],
 )
 async def test_a_bad_list_filter_is_422(params: dict[str, Any]) -> None:
@@ -107,6 +113,66 @@ async def test_the_trace_list_needs_an_admin_key() -> None:
         as_client = await client.get("/v1/traces", headers=bearer(CLIENT_KEY))
         as_admin = await client.get("/v1/traces", headers=bearer(ADMIN_KEY))
     assert (as_client.status_code, as_admin.status_code) == (403, 200)
+
+
+async def test_two_keys_sharing_a_conversation_id_are_listed_each_under_its_tenant() -> None:
+    admin = bearer(ADMIN_KEY)
+    async with app_client(create_app(keyed(), TWO_KEYS_ENV)) as client:
+        ids: dict[str, list[str]] = {}
+        for key in (KEY_A, KEY_B):
+            reply = await client.post(
+                "/v1/chat/completions", json=chat(CALM, user="shared"), headers=bearer(key)
+            )
+            assess = await client.post(
+                "/v1/assess", json={"text": CALM, "conversation_id": "shared"}, headers=bearer(key)
+            )
+            assert reply.status_code == assess.status_code == 200, (reply.text, assess.text)
+            ids[key] = [reply.json()["foureyes"]["trace_id"], assess.json()["trace_id"]]
+        keys = (await client.get("/v1/keys", headers=admin)).json()["data"]
+        tenant = {
+            key: next(
+                f"key:{k['id']}" for k in keys if k["prefix"] == f"env-{api_key_digest(key)[:8]}"
+            )
+            for key in (KEY_A, KEY_B)
+        }
+
+        async def listed(**params: str) -> set[tuple[str, str]]:
+            response = await client.get("/v1/traces", params=params, headers=admin)
+            assert response.status_code == 200, response.text
+            return {(run["trace_id"], run["tenant"]) for run in response.json()["data"]}
+
+        shared = await listed(conversation_id="shared")
+        of_a = await listed(tenant=tenant[KEY_A])
+        of_b_shared = await listed(tenant=tenant[KEY_B], conversation_id="shared")
+        nobody = await listed(tenant="key:nobody", conversation_id="shared")
+        # A client key sees no run: not its own tenant's, not another's, by id or in a list.
+        as_a = [
+            await client.get("/v1/traces", headers=bearer(KEY_A)),
+            await client.get("/v1/traces", params={"tenant": tenant[KEY_B]}, headers=bearer(KEY_A)),
+            await client.get(f"/v1/traces/{ids[KEY_B][0]}", headers=bearer(KEY_A)),
+            await client.get(f"/v1/traces/{ids[KEY_A][0]}", headers=bearer(KEY_A)),
+        ]
+
+    assert tenant[KEY_A] != tenant[KEY_B]
+    of = {key: {(trace_id, tenant[key]) for trace_id in ids[key]} for key in (KEY_A, KEY_B)}
+    assert shared == of[KEY_A] | of[KEY_B]  # one id, two tenants: two conversations
+    assert of_a == of[KEY_A]
+    assert of_b_shared == of[KEY_B]
+    assert nobody == set()
+    assert [r.status_code for r in as_a] == [403, 403, 403, 403]
+    assert {r.json()["error"]["code"] for r in as_a} == {"insufficient_scope"}
+
+
+async def test_an_unkeyed_callers_runs_belong_to_the_local_tenant() -> None:
+    async with app_client(create_app(config(), {})) as client:
+        reply = (await client.post("/v1/chat/completions", json=chat(CALM, user="u-1"))).json()
+        local = (await client.get("/v1/traces", params={"tenant": "local"})).json()
+        other = (await client.get("/v1/traces", params={"tenant": "key:x"})).json()
+
+    assert [(r["trace_id"], r["tenant"]) for r in local["data"]] == [
+        (reply["foureyes"]["trace_id"], "local")
+    ]
+    assert other["data"] == []
 
 
 async def test_assess_answers_the_triage_the_applied_policy_and_resources() -> None:

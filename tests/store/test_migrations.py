@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import sqlite3
 import subprocess
@@ -13,12 +14,14 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, create_engine, inspect, text
+from sqlalchemy import JSON, Connection, bindparam, create_engine, inspect, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from foureyes.core.errors import StoreError
 from foureyes.store._migrate import alembic_config, head_revision
-from foureyes.store.tables import metadata
+from foureyes.store.tables import UTCDateTime, metadata
+from foureyes.store.trace_list import RunFilter
 from tests.store._support import OpenStore
 
 
@@ -195,3 +198,53 @@ async def test_an_unscreened_triage_can_be_recorded_after_0012(
     with sqlite3.connect(sqlite_path) as db:
         [[ddl]] = db.execute("SELECT sql FROM sqlite_master WHERE name = 'risk_assessments'")
     assert "ck_risk_assessments_ck_risk_assessments_purpose" in ddl and "'unscreened'" in ddl
+
+
+async def test_runs_written_before_0016_belong_to_the_tenant_their_meta_names(
+    open_store: OpenStore, store_url: str
+) -> None:
+    metas: list[dict[str, Any]] = [
+        {"tenant": "key:a", "purpose": "live"},
+        {"purpose": "live"},
+        {"tenant": 7},
+        {"tenant": ""},
+        {"tenant": "k" * 129},
+        {"tenant": "key:b"},
+    ]
+    insert = text(
+        "INSERT INTO trace_runs (trace_id, kind, conversation_id, started_at, last_seq, meta)"
+        " VALUES (:id, 'support_message', 'shared', :at, 0, :meta)"
+    ).bindparams(
+        bindparam("at", type_=UTCDateTime()),
+        bindparam("meta", type_=JSON().with_variant(JSONB(), "postgresql")),
+    )
+    at = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+    rows = [{"id": f"{n:032x}", "at": at, "meta": meta} for n, meta in enumerate(metas, 1)]
+    engine = create_async_engine(store_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(lambda c: command.upgrade(alembic_config(c), "0015"))
+            await conn.execute(insert, rows)
+    finally:
+        await engine.dispose()
+
+    store = await open_store(store_url)
+    listed = [(r.trace_id, r.tenant) for r in await store.traces.list_runs()]
+    of_a = await store.traces.list_runs(RunFilter(tenant="key:a", conversation_id="shared"))
+    await store.close()
+
+    tenants = ["key:a", "local", "local", "local", "local", "key:b"]
+    assert listed == [(row["id"], tenant) for row, tenant in zip(rows, tenants, strict=True)][::-1]
+    assert [r.trace_id for r in of_a] == [rows[0]["id"]]
+    # And back: the revision's downgrade drops the column and its index in place.
+    engine = create_async_engine(store_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(lambda c: command.downgrade(alembic_config(c), "0015"))
+            columns = await conn.run_sync(
+                lambda c: [col["name"] for col in inspect(c).get_columns("trace_runs")]
+            )
+            count = (await conn.execute(text("SELECT count(*) FROM trace_runs"))).scalar()
+    finally:
+        await engine.dispose()
+    assert "tenant" not in columns and count == len(metas)

@@ -269,3 +269,70 @@ async def test_ids_with_a_prefix_are_found_in_order(open_store: OpenStore, store
     for bad in ("", "ABC", "x1", "0" * 33):
         with pytest.raises(UsageError):
             await store.traces.ids_with_prefix(bad)
+
+
+async def test_each_run_is_listed_under_its_tenant_and_a_tenant_narrows_a_shared_conversation(
+    open_store: OpenStore, store_url: str
+) -> None:
+    clock = ManualClock()
+    store = await open_store(store_url, clock=clock)
+
+    async def start(tenant: str | None, conversation: str = "shared") -> str:
+        meta = None if tenant is None else {"tenant": tenant, "purpose": "live"}
+        trace_id = await store.traces.start_run(
+            "support_message", conversation_id=conversation, meta=meta
+        )
+        clock.advance(minutes=1)
+        return trace_id
+
+    a = await start("key:a")
+    b = await start("key:b")
+    local = await start(None)
+    a_other = await start("key:a", "other")
+    # A reserved run's header is written by its first write, with its tenant.
+    reserved = store.traces.reserve_run(
+        "support_message", conversation_id="shared", meta={"tenant": "key:b"}
+    )
+    await store.traces.append_many(reserved, [], outcome="released", reason="approved")
+
+    async def listed(**where: str) -> list[tuple[str, str]]:
+        runs = await store.traces.list_runs(RunFilter(**where))  # type: ignore[arg-type]
+        return [(r.trace_id, r.tenant) for r in runs]
+
+    assert await listed(conversation_id="shared") == [
+        (reserved, "key:b"),
+        (local, "local"),
+        (b, "key:b"),
+        (a, "key:a"),
+    ]
+    assert await listed(tenant="key:a") == [(a_other, "key:a"), (a, "key:a")]
+    assert await listed(tenant="key:a", conversation_id="shared") == [(a, "key:a")]
+    assert await listed(tenant="key:b", conversation_id="shared") == [
+        (reserved, "key:b"),
+        (b, "key:b"),
+    ]
+    assert await listed(tenant="local") == [(local, "local")]
+    assert await listed(tenant="key:c") == []
+    [summary] = await store.traces.list_runs(RunFilter(tenant="local"))
+    assert summary.as_json()["tenant"] == "local"
+
+
+@pytest.mark.parametrize("tenant", ["", "k" * 129])
+async def test_a_tenant_filter_that_names_no_tenant_is_refused(
+    open_store: OpenStore, sqlite_url: str, tenant: str
+) -> None:
+    store = await open_store(sqlite_url)
+    with pytest.raises(UsageError, match="tenant"):
+        await store.traces.list_runs(RunFilter(tenant=tenant))
+
+
+@pytest.mark.parametrize("tenant", ["", "k" * 129, 7, None])
+async def test_a_run_whose_meta_names_no_tenant_is_refused_before_it_is_written(
+    open_store: OpenStore, sqlite_url: str, tenant: object
+) -> None:
+    store = await open_store(sqlite_url)
+    with pytest.raises(UsageError, match="tenant"):
+        await store.traces.start_run("support_message", meta={"tenant": tenant})
+    with pytest.raises(UsageError, match="tenant"):
+        store.traces.reserve_run("support_message", meta={"tenant": tenant})
+    assert await store.traces.list_runs() == []

@@ -1,8 +1,9 @@
 """``foureyes trace``: the recorded runs, listed and shown.
 
-``trace list`` prints the recent runs, newest first (id, start, purpose, outcome, reason,
-risk level), with the console's filters: purpose (chat runs by default, apart from eval
-runs), reason, risk level, and a date range.
+``trace list`` prints the recent runs, newest first (id, start, purpose, tenant, outcome,
+reason, risk level), with the console's filters: purpose (chat runs by default, apart from
+eval runs), reason, risk level, and a date range; and by tenant (``key:<key id>`` for a
+server's API key, ``local`` for the CLI, the library and open loopback).
 
 ``trace show ID`` answers which text, based on which data and rules, was allowed out,
 from the run's records: the triage (status, level, tier, path, the L0 matches by
@@ -32,7 +33,7 @@ from foureyes.core.trace import EventKind, TraceRecord
 from foureyes.gate import RECORD_SCHEMA, fallback_text
 from foureyes.risk.resources import render_resources
 from foureyes.store import Store
-from foureyes.store.trace_list import MAX_LIST, RunFilter, RunSummary
+from foureyes.store.trace_list import MAX_LIST, TENANT_MAX, RunFilter, RunSummary
 
 __all__ = ["AmbiguousTraceId", "TraceNotFound", "app", "list_runs", "show"]
 
@@ -97,6 +98,12 @@ async def _read(config: Config, trace_id: str) -> TraceRecord:
     return record
 
 
+def _tenant(value: str | None) -> str | None:
+    if value is not None and not 1 <= len(value) <= TENANT_MAX:
+        raise typer.BadParameter(f"a tenant has 1 to {TENANT_MAX} characters (key:<key id>)")
+    return value
+
+
 def _day_bound(value: str | None, *, end: bool) -> dt.datetime | None:
     """A ``--since``/``--until`` value: a day (UTC, whole days) or an ISO time with a zone."""
     if value is None:
@@ -134,6 +141,12 @@ def list_runs(
         _Purpose,
         typer.Option(help="chat: support messages; eval: eval, test and calibration runs."),
     ] = "chat",
+    tenant: Annotated[
+        str | None,
+        typer.Option(
+            callback=_tenant, help="Runs of this tenant: key:<key id> (a server key), local."
+        ),
+    ] = None,
     reason: Annotated[str | None, typer.Option(help="Runs finished with this reason.")] = None,
     risk_level: Annotated[
         _Level | None, typer.Option(help="Runs whose triage found this level (or status).")
@@ -147,12 +160,14 @@ def list_runs(
     limit: Annotated[int, typer.Option(min=1, max=MAX_LIST, help="At most this many.")] = 50,
     as_json: JsonOption = False,
 ) -> None:
-    """List the recent runs, newest first, with the console's filters.
+    """List the recent runs, newest first, with the console's filters, and their tenants.
 
-    Exits 1 when the config is invalid or the store cannot be read.
+    Exits 2 when an option is invalid (a time without a zone, an empty tenant), 1 when
+    the config is invalid or the store cannot be read.
     """
     where = RunFilter(
         purpose=None if purpose == "all" else purpose,
+        tenant=tenant,
         reason=reason,
         risk_level=risk_level,
         since=_day_bound(since, end=False),
@@ -170,12 +185,13 @@ def list_runs(
         _out("no runs match", markup=False)
         return
     # Plain lines, not a table: an id must stay whole at any terminal width.
-    rows = [("trace", "started", "purpose", "outcome", "reason", "risk")]
+    rows = [("trace", "started", "purpose", "tenant", "outcome", "reason", "risk")]
     rows += [
         (
             summary.trace_id,
             summary.started_at.isoformat(timespec="seconds"),
             summary.purpose,
+            summary.tenant,
             summary.outcome or "-",
             summary.reason or "-",
             _risk(summary),

@@ -2,15 +2,20 @@
 
 - ``GET /v1/traces/{trace_id}``: one run, as :func:`foureyes.pipeline.trace_view` draws
   it (header, every event, and a per-stage summary).
-- ``GET /v1/traces``: recent runs, newest first, filtered by ``purpose`` (``chat``,
-  ``eval`` or ``other``: :data:`foureyes.store.trace_list.RUN_PURPOSES`), ``kind``, ``reason``,
-  ``outcome``, ``risk_level`` (a level or ``unknown``), ``conversation_id``, ``since`` and
+- ``GET /v1/traces``: recent runs, newest first, each with its tenant (``key:<key id>``,
+  ``local``), filtered by ``purpose`` (``chat``, ``eval`` or ``other``:
+  :data:`foureyes.store.trace_list.RUN_PURPOSES`), ``kind``, ``tenant``, ``reason``,
+  ``outcome``, ``risk_level`` (a level or ``unknown``), ``conversation_id`` (a tenant's
+  own id: every tenant's runs with that id unless ``tenant`` is given), ``since`` and
   ``until`` (ISO 8601 with a zone, to the millisecond) and paged with ``before`` (the
   ``next_before`` of the previous page).
 - ``POST /v1/assess``: triage one text (L0, then L1/L2 when L0 escalates) and answer the
   result, the policy the pipeline would apply, and code-rendered crisis resources when
   that policy calls for them. Nothing is generated for the user. The conversation is the
   caller's own (kept under its key's tenant), as in the gateway.
+
+Both trace endpoints need an ``admin`` key: they show every tenant's runs. A ``client``
+key gets 403, whatever tenant it names.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from foureyes.risk.triage import TriageRequest
 from foureyes.server.auth import AdminKey, ClientKey
 from foureyes.server.errors import ApiError, ErrorCode, error_responses
 from foureyes.server.text import MessageText, Text
-from foureyes.store.trace_list import MAX_LIST, RunFilter
+from foureyes.store.trace_list import MAX_LIST, TENANT_MAX, RunFilter
 from foureyes.store.traces import SqlTraceWriter
 
 __all__ = ["AssessBody", "HistoryTurn", "api_router"]
@@ -57,6 +62,7 @@ def _moment(value: object) -> object:
 _Moment = Annotated[dt.datetime | None, BeforeValidator(_moment)]
 _Level = Literal["low", "medium", "high", "critical", "unknown", "unscreened"]
 _Filter = Annotated[Text | None, Query(min_length=1, max_length=256)]
+_Tenant = Annotated[Text | None, Query(min_length=1, max_length=TENANT_MAX)]
 
 
 class HistoryTurn(BaseModel):
@@ -111,6 +117,7 @@ def api_router() -> APIRouter:
         _: AdminKey,
         purpose: Literal["chat", "eval", "other"] | None = None,
         kind: _Filter = None,
+        tenant: _Tenant = None,
         reason: _Filter = None,
         outcome: _Filter = None,
         risk_level: _Level | None = None,
@@ -120,11 +127,12 @@ def api_router() -> APIRouter:
         before: Annotated[str | None, Query(pattern=r"^[0-9a-f]{32}$")] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = 50,
     ) -> dict[str, Any]:
-        """Recent runs, newest first, with their triage's outcome."""
+        """Recent runs of every tenant (or of ``tenant``), newest first, with their triage."""
         traces: SqlTraceWriter = request.app.state.service.store.traces
         where = RunFilter(
             purpose=purpose,
             kind=kind,
+            tenant=tenant,
             reason=reason,
             outcome=outcome,
             risk_level=risk_level,

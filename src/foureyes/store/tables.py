@@ -117,6 +117,9 @@ trace_runs = Table(
     metadata,
     Column("trace_id", String(32), primary_key=True),
     Column("kind", String(64), nullable=False),
+    # Whose run it is (:mod:`foureyes.core.tenancy`): the ``tenant`` its meta names, else
+    # ``local``. A conversation id is the tenant's own, so the pair names a conversation.
+    Column("tenant", String(128), nullable=False, server_default="local"),
     Column("conversation_id", String(256), nullable=True, index=True),
     Column("started_at", UTCDateTime, nullable=False),
     Column("finished_at", UTCDateTime, nullable=True),
@@ -128,6 +131,8 @@ trace_runs = Table(
     # Bumped by each append, so the next event's seq is allocated by one atomic write.
     Column("last_seq", Integer, nullable=False),
     Column("meta", _JSON, nullable=False),
+    # The trace list of one tenant, newest first (ids sort by start time).
+    Index(None, "tenant", "trace_id"),
 )
 """One row per run: the trace header. Only ``finish_run`` and the raw-text purge update it."""
 

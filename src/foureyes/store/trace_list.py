@@ -9,26 +9,46 @@ recorded with the purpose ``test`` or ``calibration`` in its meta (the eval harn
 and triage runs, calibration, test triages), ``chat`` for any other support message (the
 gateway, the console's chat, ``foureyes chat``), ``other`` for the rest (reviews, facts,
 live lone triages, a library's own gate runs).
+
+Each run belongs to a tenant (:mod:`foureyes.core.tenancy`): the ``tenant`` its meta names
+(the support pipeline, a lone triage and a facts run record the caller's), else
+:data:`~foureyes.core.tenancy.LOCAL_TENANT`. A conversation id is only its tenant's own,
+so two keys that send one id are told apart by their runs' tenants, and a list filtered
+by tenant and conversation holds that one conversation.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, case, select
 
 from foureyes.core.errors import UsageError
+from foureyes.core.tenancy import LOCAL_TENANT
 from foureyes.store._clock import require_utc
 from foureyes.store.tables import risk_assessments, trace_runs
 
-__all__ = ["MAX_LIST", "RUN_PURPOSES", "RunFilter", "RunSummary", "list_query", "run_purpose"]
+__all__ = [
+    "MAX_LIST",
+    "RUN_PURPOSES",
+    "RunFilter",
+    "RunSummary",
+    "TENANT_MAX",
+    "list_query",
+    "require_tenant",
+    "run_purpose",
+    "run_tenant",
+]
 
 MAX_LIST = 1000
 """The most runs :meth:`~foureyes.store.traces.SqlTraceWriter.list_runs` returns at once."""
 RUN_PURPOSES = ("chat", "eval", "other")
 """What a run was for: a support message, an evaluation (or test, or calibration), the rest."""
+TENANT_MAX = 128
+"""The longest tenant a run records (as long as an observation's)."""
 _KEPT_APART = ("test", "calibration")
 """Purposes in a run's meta that mark it as an evaluation's, kept apart from live traffic."""
 _CHAT_KIND = "support_message"
@@ -40,6 +60,27 @@ _NO_LEVEL = frozenset({"unknown", "unscreened"})
 def _id_floor(at: dt.datetime) -> str:
     """The smallest trace id of a run started at ``at`` or later (ids sort by start time)."""
     return f"{int(require_utc(at, 'a date bound').timestamp() * 1000):012x}"
+
+
+def require_tenant(value: object) -> str:
+    """``value``, if it may be a run's tenant: a string of 1 to :data:`TENANT_MAX` characters.
+
+    Raises:
+        UsageError: it is not.
+    """
+    if not isinstance(value, str) or not 1 <= len(value) <= TENANT_MAX:
+        shown = value[:80] if isinstance(value, str) else value
+        raise UsageError(f"a tenant is a string of 1 to {TENANT_MAX} characters, got {shown!r}")
+    return value
+
+
+def run_tenant(meta: Mapping[str, Any] | None) -> str:
+    """The tenant of a run with this meta: the ``tenant`` it names, else ``local``.
+
+    Raises:
+        UsageError: the meta names a tenant that is not one (:func:`require_tenant`).
+    """
+    return require_tenant((meta or {}).get("tenant", LOCAL_TENANT))
 
 
 def run_purpose() -> ColumnElement[str]:
@@ -60,6 +101,8 @@ class RunFilter:
     """Runs of this purpose only (one of :data:`RUN_PURPOSES`)."""
     kind: str | None = None
     """Runs of this kind only (``support_message``, ``gate_reply``, ...)."""
+    tenant: str | None = None
+    """Runs of this tenant only (``key:<key id>``, ``local``)."""
     reason: str | None = None
     """Runs finished with this reason code."""
     outcome: str | None = None
@@ -68,7 +111,7 @@ class RunFilter:
     """Runs whose triage found this level; ``unknown`` or ``unscreened``: triages of that
     status (which have no level)."""
     conversation_id: str | None = None
-    """Runs of this conversation."""
+    """Runs of this conversation id (of every tenant using it, unless ``tenant`` is set)."""
     since: dt.datetime | None = None
     """Runs started at or after this time (aware)."""
     until: dt.datetime | None = None
@@ -87,8 +130,10 @@ class RunSummary:
     """What ran."""
     purpose: str
     """What it ran for (one of :data:`RUN_PURPOSES`)."""
+    tenant: str
+    """Whose run it is (``key:<key id>``, ``local``)."""
     conversation_id: str | None
-    """Its conversation."""
+    """Its conversation: an id of the tenant's own."""
     started_at: dt.datetime
     """When it started."""
     finished_at: dt.datetime | None
@@ -112,6 +157,7 @@ class RunSummary:
             "trace_id": self.trace_id,
             "kind": self.kind,
             "purpose": self.purpose,
+            "tenant": self.tenant,
             "conversation_id": self.conversation_id,
             "started_at": self.started_at.isoformat(),
             "finished_at": None if self.finished_at is None else self.finished_at.isoformat(),
@@ -137,6 +183,7 @@ def list_query(where: RunFilter) -> Select[Any]:
             runs.trace_id,
             runs.kind,
             purpose.label("purpose"),
+            runs.tenant,
             runs.conversation_id,
             runs.started_at,
             runs.finished_at,
@@ -153,9 +200,12 @@ def list_query(where: RunFilter) -> Select[Any]:
     )
     if where.purpose is not None and where.purpose not in RUN_PURPOSES:
         raise UsageError(f"a run's purpose is one of {', '.join(RUN_PURPOSES)}")
+    if where.tenant is not None:
+        require_tenant(where.tenant)
     for column, value in (
         (purpose, where.purpose),
         (runs.kind, where.kind),
+        (runs.tenant, where.tenant),
         (runs.reason, where.reason),
         (runs.outcome, where.outcome),
         (runs.conversation_id, where.conversation_id),

@@ -30,7 +30,7 @@ from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database, DriverInsert, EncodedJSON
 from foureyes.store._pending import Opening, PendingRuns
 from foureyes.store.tables import gate_open_unknowns, trace_events, trace_runs, trace_texts
-from foureyes.store.trace_list import MAX_LIST, RunFilter, RunSummary, list_query
+from foureyes.store.trace_list import MAX_LIST, RunFilter, RunSummary, list_query, run_tenant
 from foureyes.store.unknowns import expired_unknown_text
 
 __all__ = ["PRIVATE_TEXT_KEY", "PurgeCounts", "SqlTraceWriter", "new_trace_id"]
@@ -166,11 +166,14 @@ class SqlTraceWriter:
             kind: what runs (``support_message``, ``review``, ...).
             conversation_id: the conversation the run belongs to, if any.
             input_text: the user's text; always fingerprinted, kept raw only if configured.
-            meta: JSON-serialisable facts about the run.
+            meta: JSON-serialisable facts about the run. Its ``tenant``, when it names
+                one, is whose run it is (:func:`~foureyes.store.trace_list.run_tenant`):
+                the run list shows and filters runs by it; ``local`` otherwise.
 
         Raises:
             StoreError: the run could not be written.
-            UsageError: ``meta`` is not JSON-serialisable.
+            UsageError: ``meta`` is not JSON-serialisable, or names a tenant that is not
+                a string of 1 to 128 characters.
         """
         values = self._run_row(kind, conversation_id, input_text, meta)
         await self._db.run_statement("start_run", _INSERT_RUN, values, write=True)
@@ -193,7 +196,8 @@ class SqlTraceWriter:
         A run that ends up never written must be given up with :meth:`abandon_reserved`.
 
         Raises:
-            UsageError: ``meta`` is not JSON-serialisable.
+            UsageError: ``meta`` is not JSON-serialisable, or names a tenant that is not
+                a string of 1 to 128 characters.
         """
         values = self._run_row(kind, conversation_id, input_text, meta)
         self._pending.reserve(values)
@@ -219,6 +223,7 @@ class SqlTraceWriter:
         return {
             "trace_id": new_trace_id(now),
             "kind": kind,
+            "tenant": run_tenant(meta),
             "conversation_id": conversation_id,
             "started_at": now,
             "input_fingerprint": None if input_text is None else self.fingerprint(input_text),
@@ -440,8 +445,9 @@ class SqlTraceWriter:
 
         Raises:
             StoreError: the store could not be read.
-            UsageError: ``limit`` is out of range, a date bound is naive, or the purpose
-                is not one of :data:`~foureyes.store.trace_list.RUN_PURPOSES`.
+            UsageError: ``limit`` is out of range, a date bound is naive, the purpose
+                is not one of :data:`~foureyes.store.trace_list.RUN_PURPOSES`, or the
+                tenant is not a string of 1 to 128 characters.
         """
         if not 1 <= limit <= MAX_LIST:
             raise UsageError(f"limit must be between 1 and {MAX_LIST}, got {limit}")
@@ -453,6 +459,7 @@ class SqlTraceWriter:
                 trace_id=row.trace_id,
                 kind=row.kind,
                 purpose=row.purpose,
+                tenant=row.tenant,
                 conversation_id=row.conversation_id,
                 started_at=row.started_at,
                 finished_at=row.finished_at,
