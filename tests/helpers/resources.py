@@ -14,7 +14,7 @@ def resource_entry(**fields: Any) -> dict[str, Any]:
         "region": "JP",
         "kind": "crisis_line",
         "name": {"en": "Test line", "zh-Hans": "测试热线", "zh-Hant": "測試熱線"},
-        "numbers": ["0570-783-556"],
+        "numbers": ["0570-000-111"],
         "hours": {"en": "24 hours", "zh-Hans": "24小时", "zh-Hant": "24小時"},
         "source": "https://example.org/listing",
         "source_kind": "official",

@@ -484,9 +484,9 @@ async def test_the_configured_resources_file_is_loaded_at_start_up_or_fails_it(
         risk = base.risk.model_copy(update={"resources_file": path, "resources_mode": mode})
         return base.model_copy(update={"risk": risk})
 
-    entry = resource_entry(id="br-test", region="BR", numbers=["188"])
+    entry = resource_entry(id="pt-test", region="PT", numbers=["213 544 545"])
     extra = {
-        "regions": {"BR": {"en": "Brazil", "zh-Hans": "巴西", "zh-Hant": "巴西"}},
+        "regions": {"PT": {"en": "Portugal", "zh-Hans": "葡萄牙", "zh-Hant": "葡萄牙"}},
         "entries": [entry],
     }
     good = tmp_path / "resources.json"
@@ -494,7 +494,7 @@ async def test_the_configured_resources_file_is_loaded_at_start_up_or_fails_it(
     try:
         config = with_file(good)
         pipeline = SupportPipeline(config, Routes(config, {"scripted": scripted}), store)
-        assert [e.id for e in pipeline.registry.entries_for("BR")] == ["br-test"]
+        assert [e.id for e in pipeline.registry.entries_for("PT")] == ["pt-test"]
         assert pipeline.registry.entries_for("US")  # extended, not replaced
         for bad in (tmp_path / "missing.json", tmp_path / "broken.json"):
             if bad.name == "broken.json":

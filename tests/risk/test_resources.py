@@ -236,7 +236,7 @@ UNKNOWN_NOTICE = {
 }
 
 
-@pytest.mark.parametrize("region", [None, "BR", "ZZ"])
+@pytest.mark.parametrize("region", [None, "PT", "ZZ"])
 @pytest.mark.parametrize("locale", list(Locale))
 def test_an_unknown_region_is_told_so_and_given_no_other_country_lines(
     locale: Locale, region: str | None
@@ -355,22 +355,22 @@ def test_entries_checked_against_a_secondary_source_are_listed_not_hidden(
     assert listed.id == "jp-news-line" and listed.source_kind is SourceKind.SECONDARY
     # The line is still shown: a secondary source asks for confirmation, not removal.
     text = render_resources(Locale.EN, "JP", registry)
-    assert "0120-000-000" in text and "0570-783-556" in text
+    assert "0120-000-000" in text and "0570-000-111" in text
 
 
 JP_EXTRA = resource_entry(id="jp-inochi-test")
-BR = {"en": "Brazil", "zh-Hans": "巴西", "zh-Hant": "巴西"}
+PT = {"en": "Portugal", "zh-Hans": "葡萄牙", "zh-Hant": "葡萄牙"}
 
 
 def test_extend_adds_regions_and_entries_and_replaces_by_id(tmp_path: Path) -> None:
-    br = {**JP_EXTRA, "id": "br-test", "region": "BR", "numbers": ["188"]}
+    pt = {**JP_EXTRA, "id": "pt-test", "region": "PT", "numbers": ["213 544 545"]}
     hk = {**REGISTRY.entries_for("HK")[0].model_dump(mode="json"), "numbers": ["2389 2223"]}
-    path = write(tmp_path, {"regions": {"BR": BR}, "entries": [JP_EXTRA, br, hk]})
+    path = write(tmp_path, {"regions": {"PT": PT}, "entries": [JP_EXTRA, pt, hk]})
     extended = registry_from_file(path, extend=True)
     assert len(extended.entries) == len(REGISTRY.entries) + 2
-    assert "0570-783-556" in render_resources(Locale.EN, "JP", extended)
+    assert "0570-000-111" in render_resources(Locale.EN, "JP", extended)
     assert "0120-279-338" in render_resources(Locale.EN, "JP", extended)
-    assert "188" in render_resources(Locale.EN, "BR", extended)
+    assert "213 544 545" in render_resources(Locale.EN, "PT", extended)
     hk_text = render_resources(Locale.EN, "HK", extended)
     assert "2389 2223" in hk_text and "2389 2222" not in hk_text
     assert unverified_numbers("call 2389 2222", region="HK", registry=extended) != ()
@@ -444,3 +444,32 @@ def test_a_number_found_in_plain_text_is_found_disguised(
     # The span is in the text and covers the whole disguised number, insertions included.
     assert (mention.start, mention.end) == (4, 4 + len(disguised))
     assert mention.text == disguised and mention.digits == plain.digits
+
+
+def test_a_region_whose_crisis_lines_all_close_says_what_to_do_when_they_do() -> None:
+    # Malaysia's one line answers from 8 am to midnight; Hong Kong's answer at all hours.
+    notes = {Locale.EN: "not open at every hour", Locale.ZH_HANS: "并非全天开放"}
+    notes[Locale.ZH_HANT] = "並非全天開放"
+    for locale, note in notes.items():
+        assert note in render_resources(locale, "MY")
+        assert note not in render_resources(locale, "HK")
+
+
+def test_every_packaged_entry_says_whether_it_is_always_open_as_its_hours_do() -> None:
+    for entry in REGISTRY.entries:
+        assert entry.always_open is entry.hours[Locale.EN].startswith("24 hours"), entry.id
+
+
+@pytest.mark.parametrize(
+    ("region", "number"),
+    [
+        ("HK", "2896 0000"),
+        ("HK", "18111"),
+        ("JP", "0570-783-556"),
+        ("BR", "188"),
+        ("MO", "6330 2692"),
+    ],
+)
+def test_the_lines_issue_35_names_are_in_the_registry(region: str, number: str) -> None:
+    assert number in render_resources(Locale.EN, region)
+    assert unverified_numbers(f"call {number}", region=region) == ()

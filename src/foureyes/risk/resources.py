@@ -122,6 +122,11 @@ class ResourceEntry(_Frozen):
     """Numbers as dialled inside the region, e.g. ``010-82951332`` or ``116 123``."""
     hours: dict[Locale, str]
     """When it answers, in every locale."""
+    always_open: bool = False
+    """Whether it answers at every hour of every day, as its source says. Omitted, it is
+    not taken to: a region none of whose crisis lines is always open gets a line saying
+    what to do when they are closed, so the reply never promises what a line does not
+    give."""
     languages: tuple[Locale, ...] = ()
     """Locales of ours its staff answer in (none when they answer only in others)."""
     source: str = Field(min_length=1)
@@ -447,6 +452,12 @@ _INTERNATIONAL = {
     "- 要查找你所在地區的危機熱線，可瀏覽國際求助熱線目錄 findahelpline.com，"
     "或請醫生或你信任的人幫你找到。",
 }
+_WHEN_CLOSED = {
+    Locale.EN: "These lines are not open at every hour: when they are closed, please call "
+    "the emergency number.",
+    Locale.ZH_HANS: "以上热线并非全天开放：不在服务时间时，请拨打紧急电话。",
+    Locale.ZH_HANT: "以上熱線並非全天開放：不在服務時間時，請撥打緊急電話。",
+}
 # "110 / 120" reads to the phone matcher as one number; a word keeps the numbers apart.
 _OR = {Locale.EN: " or ", Locale.ZH_HANS: " 或 ", Locale.ZH_HANT: " 或 "}
 _LINE = {
@@ -494,5 +505,8 @@ def render_resources(
                 hours=entry.hours[locale],
             )
         )
+    crisis_lines = [e for e in entries if e.kind is ResourceKind.CRISIS_LINE]
+    if crisis_lines and not any(e.always_open for e in crisis_lines):
+        lines.append(_WHEN_CLOSED[locale])
     lines.append(_FOOTER[locale])
     return "\n".join(lines)
