@@ -32,6 +32,7 @@ import ahocorasick
 
 from foureyes.core.datadir import DATA_HOWTO, data_dir
 from foureyes.core.fold import normalise
+from foureyes.core.locale import is_covered
 from foureyes.risk._lexicon import EntryKind, L0Category, Lexicon, LexiconEntry
 from foureyes.risk.l0 import L0Gate
 from foureyes.risk.lexicon_report import load_risk_data
@@ -159,7 +160,13 @@ def main() -> None:
         )
     texts = messages(data, args.texts, rng, sorted(gate.keys))
 
+    def whole_screen(text: str) -> object:
+        # What triage runs on every message before any model: L0 and the language check.
+        return gate.scan(text), is_covered(text)
+
     latency = per_message_us(gate.scan, texts, REPEATS)
+    screened = per_message_us(whole_screen, texts, REPEATS)
+    screened_full = [t for t, text in zip(screened, texts, strict=True) if len(text) == MAX_CHARS]
     full = [t for t, text in zip(latency, texts, strict=True) if len(text) == MAX_CHARS]
     lexicon_alone = per_message_us(L0Gate(gate.lexicon).scan, texts, REPEATS)
     lexicon_full = [
@@ -209,6 +216,12 @@ def main() -> None:
             "full_length_median_us": rounded(median(lexicon_full)),
             "full_length_p99_us": rounded(p99(lexicon_full)),
         },
+        "with_language_id": {
+            "median_us": rounded(median(screened)),
+            "p99_us": rounded(p99(screened)),
+            "full_length_median_us": rounded(median(screened_full)),
+            "full_length_p99_us": rounded(p99(screened_full)),
+        },
         "skipped": skipped,
         "keys": sizes,
         "matches": matches,
@@ -232,6 +245,12 @@ def main() -> None:
     print(
         f"the {len(full)} messages of exactly {MAX_CHARS} characters: median "
         f"{result['full_length_median_us']} us, p99 {result['full_length_p99_us']} us"
+    )
+    whole = result["with_language_id"]
+    print(
+        f"with language identification (is_covered): median {whole['median_us']} us, "
+        f"p99 {whole['p99_us']} us; at {MAX_CHARS} characters median "
+        f"{whole['full_length_median_us']} us, p99 {whole['full_length_p99_us']} us"
     )
     alone = result["lexicon_alone"]
     print(

@@ -15,6 +15,7 @@ from foureyes.core.locale import (
     _TRADITIONAL,
     Locale,
     detect_locale,
+    identified_language,
     is_covered,
 )
 from tests.helpers.data import require_data
@@ -219,11 +220,73 @@ def test_other_languages_are_not_covered(text: str) -> None:
 
 
 def test_the_labelled_chinese_and_english_posts_are_covered() -> None:
-    """The screen's own data (risk/ of the data directory) stays covered: few unscreened."""
+    """The screen's own data (risk/ of the data directory) stays covered: few unscreened.
+
+    Two posts are not: lists of links around a few words that name no language ("aku
+    slayer 69 depression ... playlist http open spotify com ..."). Unscreened, a model
+    reads them, and they are restricted: the safe side of a guess.
+    """
     with require_data(WEIBO).open(encoding="utf-8") as f:
         posts = [max(row, key=len) for row in csv.reader(f, delimiter="\t") if row]
     english = require_data("risk/en/sdcnl_combined.csv")
     with english.open(encoding="utf-8") as f:
         posts += [max(row, key=len) for row in csv.reader(f) if row]
     assert len(posts) > 2000
-    assert [p[:60] for p in posts if not is_covered(p)] == []
+    unscreened = [p[:60] for p in posts if not is_covered(p)]
+    assert len(unscreened) <= 2, unscreened
+
+
+# Sentences written for these tests (not from any probe set): one per language the
+# screen does not read, each as someone in distress might write it.
+IDENTIFIED_ELSEWHERE = {
+    "pt": "Não aguento mais, estou cansado de tudo e de todos",
+    "nl": "Ik kan het niet meer aan, alles voelt zo zwaar de laatste tijd",
+    "tr": "Artık dayanamıyorum, her şey çok ağır geliyor bana",
+    "id": "Aku sudah tidak sanggup lagi, semuanya terasa berat sekali",
+    "pl": "Nie daję już rady, wszystko jest dla mnie za ciężkie",
+    "tl": "Hindi ko na kaya, sobrang bigat ng lahat para sa akin",
+    "sw": "Siwezi tena, kila kitu kinanilemea sana siku hizi",
+    "it": "Non ce la faccio più, è tutto troppo pesante per me",
+    "ja-kanji": "明日会社行く気力無、全部終了希望、人生疲労困憊",
+    "ja": "もう全部やめてしまいたい気持ちです",
+    "ko": "이제 더는 못 버티겠어요, 모든 게 너무 무거워요",
+}
+
+
+@pytest.mark.parametrize("language", sorted(IDENTIFIED_ELSEWHERE))
+def test_a_language_the_identifier_names_is_not_covered(language: str) -> None:
+    text = IDENTIFIED_ELSEWHERE[language]
+    assert not is_covered(text)
+    if not language.startswith("ja") and language != "ko":
+        # Indonesian and Malay are one language to CLD2 (it answers "ms").
+        assert identified_language(text) in ({language} | ({"ms"} if language == "id" else set()))
+
+
+@pytest.mark.parametrize("text", ["明日会社に行きたくない", "이제 그만하고 싶어"])
+def test_japanese_and_korean_are_never_read_as_chinese(text: str) -> None:
+    assert detect_locale(text) is Locale.EN and not is_covered(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hi",
+        "kms",
+        "i w4nt 2 d1e",
+        "I am fine",
+        "ngl kinda wanna kms lol",
+        "no one would miss me if I was gone",
+        "今天工作好累，睡不着。",
+        "今天工作好累，睡不著。",
+        "😭😭😭",
+        "k̷̡i̷̧l̵̂l̷ m̷e̷",
+    ],
+)
+def test_english_and_chinese_in_any_spelling_stay_covered(text: str) -> None:
+    assert is_covered(text)
+
+
+def test_longer_text_nothing_places_is_not_read_as_english() -> None:
+    # No function word of any list, and too mixed for the identifier: not silently English.
+    text = "zxq vrrm plok tazz quib flenn drosk"
+    assert identified_language(text) is None and not is_covered(text)

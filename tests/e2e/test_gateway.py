@@ -307,7 +307,7 @@ def test_foureyes_serve_without_config_answers_the_openai_sdk_offline(
         )
 
 
-UNSCREENED = ["Ich will nicht mehr leben", "Quiero morir"]
+UNSCREENED = ["Ich will nicht mehr leben", "Quiero morir", "Não aguento mais viver assim"]
 
 
 @pytest.mark.parametrize("text", UNSCREENED)
