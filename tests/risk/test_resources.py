@@ -473,3 +473,42 @@ def test_every_packaged_entry_says_whether_it_is_always_open_as_its_hours_do() -
 def test_the_lines_issue_35_names_are_in_the_registry(region: str, number: str) -> None:
     assert number in render_resources(Locale.EN, region)
     assert unverified_numbers(f"call {number}", region=region) == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "digits"),
+    [
+        ("Ligue para 4141, eles atendem", "4141"),  # Portuguese
+        ("Llama al 4141 ahora mismo", "4141"),  # Spanish
+        ("Appelez le 4141 ce soir", "4141"),  # French
+        ("Bitte ruf 4141 an", "4141"),  # German
+        ("Hubungi 4141 sekarang", "4141"),  # Indonesian
+        ("今すぐ4141に電話してください", "4141"),  # Japanese
+        ("You can reach them at 4141.", "4141"),  # no verb of calling at all
+        ("Hope Line:\n4141\n", "4141"),  # alone on its line
+        ("call one eight hundred five five five zero one nine nine", "18005550199"),
+        ("text eight eight eight to them", "888"),
+        ("dial double four one two", "4412"),
+        ("请拨打幺二三四五", "12345"),
+    ],
+)
+def test_a_number_presented_as_one_to_reach_is_found_in_any_phrasing(
+    text: str, digits: str
+) -> None:
+    assert [m.digits for m in unverified_numbers(text, region="US")] == [digits]
+    spans = [text[m.start : m.end] for m in find_phone_numbers(text)]
+    assert spans and all(span.strip() for span in spans)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I slept 8 hours and walked 100 steps in 2023.",
+        "I have one or two ideas for tomorrow.",
+        "one two three, here we go",
+        "The 988 Lifeline answers all day.",  # a listed number, not a fabricated one
+        "It is 2024 and you have come a long way.",
+    ],
+)
+def test_ordinary_numbers_and_listed_lines_are_not_fabrications(text: str) -> None:
+    assert unverified_numbers(text, region="US") == ()

@@ -160,9 +160,6 @@ def _count(runs: re.Pattern[str], text: str) -> int:
 
 _IDENTIFIED_CHARS = 200
 """The identifier reads this many characters at most (a language shows in fewer)."""
-_SHORT_WORDS = 3
-"""Latin-script text of at most this many words, that neither the identifier nor a
-function word places, is too short to tell and is read as English."""
 
 
 def identified_language(text: str) -> str | None:
@@ -189,12 +186,12 @@ def is_covered(text: str) -> bool:
     Chinese: text whose Han ideographs outweigh its other words (as in
     :func:`detect_locale`), unless it holds kana or Hangul or the identifier
     (:func:`identified_language`) finds it Japanese or Korean. English: Latin-script text
-    the identifier finds English; where it cannot tell, text whose English function words
-    outnumber those of German, Spanish and French, or that is too short to tell (at most
-    three words, none of another language's). Not covered: text mostly in another script
-    (Cyrillic, Arabic, kana, Hangul...), Latin-script text the identifier finds in another
-    language (Portuguese, Dutch, Turkish, Indonesian, Polish, Tagalog, Swahili...), and
-    longer text it cannot place in which no English function word leads. Text with no
+    the identifier finds English; where it cannot tell (short or odd text: "kms", "tired
+    tired tired"), text whose English function words are at least as many as those of
+    German, Spanish and French. Not covered: text mostly in another script (Cyrillic,
+    Arabic, kana, Hangul...), Latin-script text the identifier finds in another language
+    (Portuguese, Dutch, Turkish, Indonesian, Polish, Tagalog, Swahili...), and text it
+    cannot place whose German, Spanish or French function words lead. Text with no
     letters is covered: nothing in it says it is another language.
 
     A pure function of the text, cheap enough for every message (the triage uses it to
@@ -226,6 +223,4 @@ def is_covered(text: str) -> bool:
         folded = word.lower().replace("’", "'")
         english += folded in _ENGLISH_WORDS
         other += folded in _OTHER_WORDS
-    if english or other:
-        return english > other
-    return len(latin) <= _SHORT_WORDS
+    return english >= other

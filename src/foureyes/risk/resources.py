@@ -326,8 +326,39 @@ _KNOWN_SHORT_CODES = frozenset(
 )
 _CONTEXT_CHARS = 16
 _PHONE_WORDS = re.compile(
-    r"(?i)\b(?:call|dial|phone|tel|text|ring|hotline|helpline|line|number)\b"
-    r"|电话|電話|热线|熱線|专线|專線|拨打|撥打|致电|致電|号码|號碼|求助|短信|簡訊"
+    # English, then the verbs and nouns of calling of other languages a reply may be
+    # written in (a crisis line's number is fabricated whatever language presents it).
+    r"(?i)\b(?:call|dial|phone|tel|text|ring|hotline|helpline|line|number|reach|contact"
+    r"|whatsapp|sms|toll[- ]free"
+    r"|llam[ae]\w*|marc[ae]\w*|tel[eé]fono|n[uú]mero|ligu?e\w*|ligar|disque|telefone"
+    r"|appel\w*|compos\w*|t[eé]l[eé]phone|num[eé]ro|anruf\w*|ruf|w[aä]hl\w*|telefon\w*"
+    r"|nummer|chiam\w*|bel\w*|hubungi|telepon|nomor|ara\w*|numara|tawag\w*|tumawag"
+    r"|zadzwo\w*|numer)\b"
+    r"|电话|電話|热线|熱線|专线|專線|拨打|撥打|致电|致電|号码|號碼|求助|短信|簡訊|联系|聯繫|聯絡"
+    r"|ダイヤル|かけて|番号|전화|번호"
+)
+# A number presented as one to reach, whatever the words around it: after a colon or
+# "at" ("reach them at 4141"), or alone on its line.
+_PRESENTED = re.compile(r"(?:[:：]|\bat)\s*$", re.IGNORECASE)
+# English number words, read as digits: "one eight hundred", "nine one one".
+_NUMBER_WORDS = {
+    "zero": "0",
+    "oh": "0",
+    "o": "0",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+}
+_NUMBER_WORD = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
+_SPELLED = re.compile(
+    rf"(?i)\b(?:{_NUMBER_WORD}|double|triple)(?:(?:[\s,-]+)(?:{_NUMBER_WORD}|double|triple"
+    r"|hundred|thousand))+\b"
 )
 _HINT_REGIONS = ("CN", "HK", "TW", "US", "GB")
 
@@ -349,12 +380,50 @@ def _international(text: str, region: str) -> str | None:
         return None
 
 
-def _is_phone_like(text: str, start: int, end: int, *, threshold: int) -> bool:
-    digits = _digits(text[start:end])
+def _is_phone_like(
+    text: str, start: int, end: int, *, threshold: int, digits: str | None = None
+) -> bool:
+    digits = _digits(text[start:end]) if digits is None else digits
     if len(digits) >= threshold or digits in _KNOWN_SHORT_CODES:
         return True
+    if len(digits) < _MIN_DIGITS:
+        return False
     near = text[max(0, start - _CONTEXT_CHARS) : end + _CONTEXT_CHARS]
-    return len(digits) >= _MIN_DIGITS and _PHONE_WORDS.search(near) is not None
+    if _PHONE_WORDS.search(near) is not None:
+        return True
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    before = text[line_start:start]
+    after = text[end : len(text) if line_end < 0 else line_end]
+    alone = not before.strip(" -*•·") and not after.strip(" .。!！")
+    return alone or _PRESENTED.search(before) is not None
+
+
+def _spelled_digits(words: str) -> str:
+    """The digits a run of English number words spells ("one eight hundred" → 1800)."""
+    digits: list[str] = []
+    repeat = 1
+    for word in re.split(r"[\s,-]+", words.lower()):
+        if word in ("double", "triple"):
+            repeat = 2 if word == "double" else 3
+        elif word == "hundred":
+            digits.append("00")
+        elif word == "thousand":
+            digits.append("000")
+        elif word in _NUMBER_WORDS:
+            digits.append(_NUMBER_WORDS[word] * repeat)
+            repeat = 1
+    return "".join(digits)
+
+
+def _spelled_numbers(text: str) -> list[PhoneMention]:
+    """Numbers written in English number words that read as phone numbers."""
+    found = []
+    for match in _SPELLED.finditer(text):
+        digits = _spelled_digits(match.group())
+        if _is_phone_like(text, match.start(), match.end(), threshold=_LONG_DIGITS, digits=digits):
+            found.append(PhoneMention(match.start(), match.end(), match.group(), digits, None))
+    return found
 
 
 def _merged(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -380,10 +449,11 @@ def find_phone_numbers(text: str, *, regions: Iterable[str] = ()) -> tuple[Phone
         regions: region hints for numbers written in national form, besides the regions
             of the registry (``CN``, ``HK``, ``TW``, ``US``, ``GB``).
     """
+    spelled = _spelled_numbers(text) if _SPELLED.search(text) else []
     folded = normalise_digits(text)
     chars = folded.text
     if not _MAYBE_NUMBER.search(chars):
-        return ()
+        return tuple(spelled)
     hints = tuple(dict.fromkeys([*regions, *_HINT_REGIONS]))
     spans = [
         (m.start, m.end)
@@ -396,7 +466,7 @@ def find_phone_numbers(text: str, *, regions: Iterable[str] = ()) -> tuple[Phone
         for m in _DIGIT_GROUP.finditer(chars)
         if _is_phone_like(chars, m.start(), m.end(), threshold=_LONG_DIGITS)
     ]
-    mentions = []
+    mentions = list(spelled)
     for start, end in _merged(chars, spans):
         first, last = folded.covering_span(start, end)
         mentions.append(
@@ -408,7 +478,7 @@ def find_phone_numbers(text: str, *, regions: Iterable[str] = ()) -> tuple[Phone
                 e164=_international(chars[start:end], hints[0]),
             )
         )
-    return tuple(mentions)
+    return tuple(sorted(mentions, key=lambda m: m.start))
 
 
 def unverified_numbers(
