@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -124,3 +125,32 @@ async def test_a_candidate_with_tool_calls_is_insufficient_under_its_whole_diges
     own = await offline_counselor_reply("I can't sleep.")
     raw = offline_verdict(request(candidate=own, tool_calls=tool_calls_json(calls)))
     assert parse_structured(raw, Verdict).decision == "insufficient"
+
+
+def test_a_reply_of_tool_calls_alone_is_insufficient_not_a_broken_verdict() -> None:
+    calls = '[{"arguments":{"day":"thursday"},"id":"call_1","name":"book_session"}]'
+    answer = offline_verdict(request(candidate="", tool_calls=calls))
+    verdict = parse_structured(answer, Verdict)  # a verdict its own contract accepts
+    assert verdict.decision == "insufficient" and verdict.violations == ()
+
+
+async def test_the_gate_with_the_offline_supervisor_answers_a_tool_call_draft_insufficient(
+    tmp_path: Any,
+) -> None:
+    from foureyes.config import Config, StoreConfig
+    from foureyes.server import create_app
+    from tests.helpers.server import app_client
+
+    config = Config(store=StoreConfig(url=f"sqlite+aiosqlite:///{tmp_path / 'o.db'}"))
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "book_session", "arguments": '{"day": "thursday"}'},
+    }
+    body = {
+        "messages": [{"role": "user", "content": "Book me a session on Thursday."}],
+        "draft": {"content": "", "tool_calls": [call]},
+    }
+    async with app_client(create_app(config, {})) as client:
+        answer = (await client.post("/v1/check", json=body)).json()
+    assert (answer["decision"], answer["reason"]) == ("fallback", "insufficient")

@@ -61,8 +61,13 @@ def offline_verdict(request: ChatRequest) -> str:
     if not raw_max.isdigit() or int(raw_max) < 1:
         raise RouteBadResponse(OFFLINE_ROUTE, f"subject['max_chars'] is not a count: {raw_max!r}")
     context = RuleContext(max_chars=int(raw_max), region=subject.get("region") or None)
-    findings = RuleCatalogue.builtin().check(candidate, context)
     calls = subject.get("tool_calls", "")
+    # A finding that points at no character (empty_text on a reply that is only tool
+    # calls) cannot be a violation's span, and the gate checks such drafts itself: a
+    # verdict naming it would break its own contract (review_malformed, not a verdict).
+    findings = [
+        f for f in RuleCatalogue.builtin().check(candidate, context) if f.span[0] < f.span[1]
+    ]
     digest = sha256_hex(candidate_bytes_of(candidate, calls))
     if findings:
         decision = VerdictDecision.REJECT
