@@ -117,6 +117,8 @@ def test_two_workers_on_one_sqlite_file_share_the_rate_limit(tmp_path: Path) -> 
         output = stop_process(server.process)
     assert outcomes.count("ok") == BURST
     assert outcomes.count("limited") == 3 * BURST
+    # No region configured: serve said what users will then be shown, once.
+    assert output.count("gate.region is not set") == 1
     # Two workers were started, and each one that served drained on SIGTERM.
     assert output.count("Started server process") == 2
     served = output.count("Application startup complete.")

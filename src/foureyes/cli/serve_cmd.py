@@ -87,6 +87,10 @@ def serve(
             'take turns (docs/gateway.md, "Deployment")',
             err=True,
         )
+    if cfg.gate.region is None:
+        # Said, not refused: a client may name foureyes.region on each request.
+        note = {"warning": "no_region"}
+        typer.echo(json.dumps(note) if as_json else NO_REGION_NOTE, err=True)
     if not as_json:
         processes = f", {count} workers" if count > 1 else ""
         console.print(
@@ -120,6 +124,14 @@ def serve(
         uvicorn.run(serving_app(effective), **options)  # type: ignore[arg-type]
         return
     _supervise(effective, options)
+
+
+NO_REGION_NOTE = (
+    "note: gate.region is not set: a crisis reply to a request that names no "
+    "foureyes.region shows no phone number, only the advice to call the local emergency "
+    "number and the international directory (set [gate] region, e.g. region = \"CN\")"
+)
+"""What ``serve`` says at start-up when no ``gate.region`` is configured."""
 
 
 def usable_cpus() -> int | None:
