@@ -219,9 +219,10 @@ def test_list_shows_each_runs_tenant_and_a_tenant_narrows_a_shared_conversation(
     table = runner.invoke(cli, ["trace", "list"])
     assert table.exit_code == 0, table.output
     header, *rows = table.output.splitlines()
-    assert header.split() == ["trace", "started", "purpose", "tenant", "outcome", "reason", "risk"]
+    columns = ["trace", "started", "purpose", "kind", "tenant", "outcome", "reason", "risk"]
+    assert header.split() == columns
     for trace_id, tenant in ((local, "local"), (run_a, a), (run_b, b)):
-        assert next(row for row in rows if trace_id in row).split()[3] == tenant
+        assert next(row for row in rows if trace_id in row).split()[4] == tenant
     for bad in ("", "k" * 129):
         refused = runner.invoke(cli, ["trace", "list", "--tenant", bad, "--json"])
         assert refused.exit_code == 2 and "tenant" in refused.output

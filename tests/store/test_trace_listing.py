@@ -241,11 +241,14 @@ async def test_the_purpose_filter_keeps_eval_runs_apart_from_chat_runs(
     triage_eval = await _run(store, clock, kind="risk_triage", purpose="calibration")
     review = await _run(store, clock, kind="review", status="")
     live_triage = await _run(store, clock, kind="risk_triage", purpose="live")
+    # Guard mode and /v1/check are chat the gateway served too (they were "other").
+    guard = await _run(store, clock, kind="guard_message", purpose="live")
+    check = await _run(store, clock, kind="draft_check", purpose="live")
 
     async def ids(purpose: str) -> list[str]:
         return [r.trace_id for r in await store.traces.list_runs(RunFilter(purpose=purpose))]
 
-    assert await ids("chat") == [untagged_chat, chat]
+    assert await ids("chat") == [check, guard, untagged_chat, chat]
     assert await ids("eval") == [triage_eval, gate_eval]
     assert await ids("other") == [live_triage, review]
     listed = {r.trace_id: r.as_json()["purpose"] for r in await store.traces.list_runs()}

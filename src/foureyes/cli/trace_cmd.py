@@ -185,12 +185,13 @@ def list_runs(
         _out("no runs match", markup=False)
         return
     # Plain lines, not a table: an id must stay whole at any terminal width.
-    rows = [("trace", "started", "purpose", "tenant", "outcome", "reason", "risk")]
+    rows = [("trace", "started", "purpose", "kind", "tenant", "outcome", "reason", "risk")]
     rows += [
         (
             summary.trace_id,
             summary.started_at.isoformat(timespec="seconds"),
             summary.purpose,
+            summary.kind,
             summary.tenant,
             summary.outcome or "-",
             summary.reason or "-",

@@ -6,8 +6,9 @@ the primary key both orders the list and bounds it by date.
 
 Each run has a purpose (:data:`RUN_PURPOSES`), read from its header: ``eval`` for a run
 recorded with the purpose ``test`` or ``calibration`` in its meta (the eval harness's gate
-and triage runs, calibration, test triages), ``chat`` for any other support message (the
-gateway, the console's chat, ``foureyes chat``), ``other`` for the rest (reviews, facts,
+and triage runs, calibration, test triages), ``chat`` for any other message the gateway
+served, in any mode (support, guard, ``/v1/check``; the console's chat, ``foureyes chat``),
+``other`` for the rest (reviews, facts,
 live lone triages, a library's own gate runs).
 
 Each run belongs to a tenant (:mod:`foureyes.core.tenancy`): the ``tenant`` its meta names
@@ -51,8 +52,10 @@ TENANT_MAX = 128
 """The longest tenant a run records (as long as an observation's)."""
 _KEPT_APART = ("test", "calibration")
 """Purposes in a run's meta that mark it as an evaluation's, kept apart from live traffic."""
-_CHAT_KIND = "support_message"
-"""The run kind of a support message (:data:`foureyes.pipeline.RUN_KIND`)."""
+_CHAT_KINDS = ("support_message", "guard_message", "draft_check")
+"""The run kinds of the messages the gateway serves, whatever its mode: a support message,
+a message in guard mode and a caller's draft checked (:data:`foureyes.pipeline.RUN_KIND`,
+``GUARD_RUN_KIND``, ``CHECK_RUN_KIND``). Each is listed as ``chat``, with its kind."""
 _NO_LEVEL = frozenset({"unknown", "unscreened"})
 """Filter values naming a triage status that has no level."""
 
@@ -88,7 +91,7 @@ def run_purpose() -> ColumnElement[str]:
     runs = trace_runs.c
     return case(
         (runs.meta["purpose"].as_string().in_(_KEPT_APART), "eval"),
-        (runs.kind == _CHAT_KIND, "chat"),
+        (runs.kind.in_(_CHAT_KINDS), "chat"),
         else_="other",
     )
 
