@@ -3,6 +3,9 @@
 - ``app_client(app)``: runs the app's lifespan on the test's event loop and yields an
   ``httpx.AsyncClient`` speaking ASGI to it, with a chosen client address. Fast; for
   tests of handlers, dependencies and middleware.
+- ``app_caller(app)``: the same client on an event loop of its own, in a thread, called
+  synchronously (:class:`AppCaller`): one started app for every example of a hypothesis
+  test, whose examples are synchronous.
 - ``serve_app(app)``: real uvicorn on a free 127.0.0.1 port in a background thread (its
   own event loop), so the official ``openai`` SDK talks to it over TCP. Stopped on exit.
 - ``start_server`` (fixture): ``start_server(config, environ)`` builds ``create_app`` and
@@ -17,6 +20,8 @@ Register with ``pytest_plugins = ["tests.helpers.server"]`` (or import the fixtu
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import os
 import subprocess
@@ -28,6 +33,7 @@ import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -41,7 +47,9 @@ from foureyes.server import create_app
 from tests.helpers.postgres import free_port
 
 __all__ = [
+    "AppCaller",
     "RunningServer",
+    "app_caller",
     "app_client",
     "offline_serve",
     "serve_app",
@@ -79,6 +87,54 @@ async def app_client(
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             yield client
+
+
+class AppCaller:
+    """An :func:`app_client` on its own event loop, in a thread; see :func:`app_caller`."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, client: httpx.AsyncClient) -> None:
+        self._loop = loop
+        self.client = client
+        """The client; use it only through :meth:`call` (it lives on the caller's loop)."""
+
+    def call(self, method: str, url: str, **options: Any) -> httpx.Response:
+        """Send one request (``httpx.AsyncClient.request``'s options) and wait for the answer."""
+        request = self.client.request(method, url, **options)
+        return asyncio.run_coroutine_threadsafe(request, self._loop).result(timeout=_STARTUP_S)
+
+
+@contextlib.contextmanager
+def app_caller(app: FastAPI, *, client_host: str = "127.0.0.1") -> Iterator[AppCaller]:
+    """Start ``app`` on an event loop of its own, in a thread, until the block ends.
+
+    Its lifespan is entered and left in one task (the thread's), as under a server; each
+    :meth:`AppCaller.call` runs on that loop.
+
+    Raises:
+        Exception: whatever the app's start-up raised.
+    """
+    loop = asyncio.new_event_loop()
+    ready: concurrent.futures.Future[AppCaller] = concurrent.futures.Future()
+    stop = asyncio.Event()
+
+    async def serve() -> None:
+        try:
+            async with app_client(app, client_host=client_host) as client:
+                ready.set_result(AppCaller(loop, client))
+                await stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            raise
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    try:
+        yield ready.result(timeout=_STARTUP_S)
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=30)
+        loop.close()
 
 
 @contextlib.contextmanager

@@ -282,6 +282,19 @@ async def test_admins_create_list_and_revoke_keys_over_http() -> None:
     assert bad_scope.status_code == 422 and _error(bad_scope)["param"] == "scope"
 
 
+@pytest.mark.parametrize(("name", "kept"), [(" ", None), ("\r\x1c", None), (" web ", "web")])
+async def test_a_key_name_is_kept_stripped_and_a_blank_one_is_no_name(
+    name: str, kept: str | None
+) -> None:
+    # The schema takes any 1-128 characters; the store keeps names stripped, none blank
+    # (a blank one was a 500 from the store's own check).
+    async with app_client(create_app(keyed(), KEYS_ENV)) as client:
+        created = await client.post("/v1/keys", json={"name": name}, headers=bearer(ADMIN_KEY))
+
+    assert created.status_code == 201, created.text
+    assert created.json()["name"] == kept
+
+
 # --- one store read per expired cache entry ---------------------------------------------
 
 

@@ -52,8 +52,8 @@ def _bad_values(schema: dict[str, Any]) -> list[str]:
         values.append("no-such-value")
     elif schema.get("format") == "date-time":
         values += ["0.5", "1700000000", "yesterday", "2026-11-30T12:00:00"]
-    elif "pattern" in schema:
-        values.append("!!")
+    elif "pattern" in schema and not re.search(schema["pattern"], "!!"):
+        values.append("!!")  # a text's own pattern (TEXT_PATTERN) takes it: the NUL is bad
     if schema.get("maxLength"):
         values.append("y" * (schema["maxLength"] + 1))
     return values
@@ -195,6 +195,65 @@ async def test_metrics_are_declared_with_the_media_type_they_are_served_with() -
     assert b"foureyes_http_requests_total" in response.content
 
 
+# --- text: a request that conforms to the document holds no NUL --------------------------
+
+
+def _strings(doc: dict[str, Any], schema: Any, where: str, seen: set[str]) -> list[tuple]:
+    """Every (place, string schema) a request schema describes, keys of free objects too."""
+    if not isinstance(schema, dict):
+        return []
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        if name in seen:
+            return []
+        return _strings(doc, _resolve(doc, schema), name, seen | {name})
+    found: list[tuple] = [(where, schema)] if schema.get("type") == "string" else []
+    for key in ("anyOf", "oneOf", "allOf"):
+        for branch in schema.get(key, ()):
+            found += _strings(doc, branch, where, seen)
+    for name, sub in schema.get("properties", {}).items():
+        found += _strings(doc, sub, f"{where}.{name}", seen)
+    for key in ("items", "additionalProperties"):
+        found += _strings(doc, schema.get(key), f"{where}[]", seen)
+    if "propertyNames" in schema:
+        found.append((f"{where}<key>", {"type": "string", **schema["propertyNames"]}))
+    return found
+
+
+TAKEN_AS_IS = {
+    "ChatCompletionRequest.tool_choice",  # passed on to the team's model, never checked
+    "post /v1/check/stream body",  # NDJSON, whose lines are checked as they are read
+}
+
+
+def _refuses_nul(schema: dict[str, Any]) -> bool:
+    if "enum" in schema or "const" in schema or "format" in schema:
+        return True  # a NUL is none of these values
+    patterns = [schema.get("pattern")] + [s.get("pattern") for s in schema.get("allOf", ())]
+    return any(p is not None and not re.search(p, "a\x00b") for p in patterns)
+
+
+async def test_every_text_a_request_may_carry_refuses_a_nul_in_the_document() -> None:
+    async with app_client(create_app(_service(), KEYS_ENV)) as client:
+        doc = (await client.get("/openapi.json")).json()
+
+    places = []
+    for path, item in doc["paths"].items():
+        for method, operation in item.items():
+            for param in operation.get("parameters", ()):
+                places += _strings(doc, param["schema"], f"{method} {path} {param['name']}", set())
+            for content in operation.get("requestBody", {}).get("content", {}).values():
+                places += _strings(doc, content["schema"], f"{method} {path} body", set())
+    assert len(places) > 50
+    refused = [
+        where for where, schema in places if not _refuses_nul(schema) and where not in TAKEN_AS_IS
+    ]
+    assert refused == [], "\n".join(refused)
+    # Free-form members are the same recursive value, whose strings and keys refuse a NUL.
+    value = doc["components"]["schemas"]["TextJsonValue"]
+    assert all(_refuses_nul(s) for _, s in _strings(doc, value, "TextJsonValue", set()))
+
+
 # --- the review body: the schema refuses what the handler refuses ------------------------
 
 
@@ -204,6 +263,10 @@ def _allows(doc: dict[str, Any], schema: dict[str, Any], value: Any) -> bool:
     if "oneOf" in schema and sum(_allows(doc, s, value) for s in schema["oneOf"]) != 1:
         return False
     if "anyOf" in schema and not any(_allows(doc, s, value) for s in schema["anyOf"]):
+        return False
+    if "allOf" in schema and not all(_allows(doc, s, value) for s in schema["allOf"]):
+        return False
+    if "not" in schema and _allows(doc, schema["not"], value):
         return False
     kind = schema.get("type")
     types = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
@@ -234,6 +297,14 @@ REVIEW_BODIES: list[dict[str, Any]] = [
     {"messages": SESSION, "system": []},
     {"messages": SESSION, "system": ["be brief"]},
     {"messages": SESSION, "events": SESSION},
+    # Empty sessions are a 200 (skipped: empty_session); both lists is no session, even
+    # when ``system`` rules the messages' branch out.
+    {"messages": []},
+    {"messages": [], "system": []},
+    {"events": [], "system": [], "tools": []},
+    {"messages": [], "events": []},
+    {"messages": [], "events": [], "system": [""]},
+    {"events": [], "system": ["a\u0000"]},
     {},
     {"messages": None},
     {"messages": SESSION, "window": "recent:2"},

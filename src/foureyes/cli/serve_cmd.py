@@ -129,7 +129,7 @@ def serve(
 NO_REGION_NOTE = (
     "note: gate.region is not set: a crisis reply to a request that names no "
     "foureyes.region shows no phone number, only the advice to call the local emergency "
-    "number and the international directory (set [gate] region, e.g. region = \"CN\")"
+    'number and the international directory (set [gate] region, e.g. region = "CN")'
 )
 """What ``serve`` says at start-up when no ``gate.region`` is configured."""
 

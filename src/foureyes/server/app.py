@@ -49,6 +49,7 @@ from foureyes.server._logging import (
     log_event,
     server_logger,
 )
+from foureyes.server._openapi import one_segment_parameters
 from foureyes.server.api import api_router
 from foureyes.server.auth import (
     AdminKey,
@@ -192,6 +193,13 @@ def create_app(
                 await evidence.aclose()
 
     app = FastAPI(title="foureyes", version=__version__, lifespan=lifespan)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = one_segment_parameters(FastAPI.openapi(app))
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     install_error_handlers(app, screen=screen_refused_text)
     # Each add_middleware wraps the ones before it: the last added sees requests first.
     app.add_middleware(

@@ -43,7 +43,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from foureyes.config import ServerConfig
 from foureyes.core.errors import ConfigError
@@ -381,10 +381,20 @@ AdminKey = Annotated[Principal, Depends(require_scope(KeyScope.ADMIN))]
 
 
 class _KeyRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     scope: KeyScope = KeyScope.CLIENT
+    """What the key may do."""
     name: Text | None = Field(default=None, min_length=1, max_length=128)
+    """A label for people; surrounding whitespace is dropped, and a blank one is no name."""
+
+    @field_validator("name")
+    @classmethod
+    def _label(cls, name: str | None) -> str | None:
+        # The store keeps the name stripped and takes no blank one: a blank label is none.
+        if name is None:
+            return None
+        return name.strip() or None
 
 
 keys_router = APIRouter(prefix="/v1/keys", tags=["keys"])

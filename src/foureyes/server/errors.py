@@ -307,6 +307,10 @@ class ErrorBody(BaseModel):
 
 _OPENAPI_NOTES = {
     404: "; on the gateway also `model_not_found`",
+    422: (
+        "; `invalid_text` for a text holding a NUL (every text field's `pattern` excludes "
+        "it) or an unpaired surrogate (not Unicode text, so no schema string holds one)"
+    ),
     503: "; beyond `server.max_connections`, uvicorn's own plain-text 503",
 }
 

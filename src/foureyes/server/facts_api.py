@@ -10,6 +10,12 @@ are the server's own (``[evidence]``, :class:`~foureyes.evidence.ConfiguredEvide
 the durable owner rebuilds the snapshot from the configured source and never from
 anything a client posts (invariant 8). A server without ``[evidence]`` answers 404.
 
+The OpenAPI document declares every status ``select`` answers with the body it has: the
+facts run's JSON (``200``, and ``409``, ``429``, ``502``, ``504`` by its status), a
+:class:`FactsProblem` (``404`` without ``[evidence]``, ``422`` for a snapshot the source
+does not hold, ``503`` for a store failure), or the shared ``ErrorBody`` of a request
+refused before the handler (its key, its body).
+
 Observations belong to the tenant of the API key that committed them (``key:<id>``;
 :data:`~foureyes.core.tenancy.LOCAL_TENANT` for a caller served without a key), and
 a ``client`` key reads only its own; the ``admin`` scope reads every tenant's.
@@ -18,7 +24,7 @@ a ``client`` key reads only its own; the ``admin`` scope reads every tenant's.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
@@ -39,11 +45,12 @@ from foureyes.evidence import (
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.routes import Routes
 from foureyes.server.auth import ClientKey
+from foureyes.server.errors import ErrorBody, error_responses
 from foureyes.server.text import Text
 from foureyes.store import Store
 from foureyes.store.api_keys import KeyScope
 
-__all__ = ["FactsServices", "SelectBody", "facts_router"]
+__all__ = ["FactsProblem", "FactsServices", "SelectBody", "facts_router"]
 
 _STATUS_CODES: dict[CommitStatus | SelectorFailure, int] = {
     CommitStatus.COMMITTED: 200,
@@ -97,6 +104,65 @@ class SelectBody(BaseModel):
     """Also ask for an explanation (free model text, never persisted)."""
 
 
+class FactsProblem(BaseModel):
+    """The body of a facts endpoint's own refusal: what failed and why, never evidence."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    ok: Literal[False]
+    """Always ``false``."""
+    error: str
+    """What failed: ``ConfigError`` (no ``[evidence]``), ``CatalogError`` (the snapshot),
+    ``StoreError`` (the store)."""
+    problems: list[str]
+    """Why, one problem a line."""
+
+
+_RUN = "The facts run's JSON, as for 200 ({what})."
+_SELECT_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **error_responses(400, 408),
+    404: {
+        "model": FactsProblem,
+        "description": "``ConfigError``: this server's config has no ``[evidence]``.",
+    },
+    409: {"description": _RUN.format(what="the commit was refused: its ``status``")},
+    422: {
+        "model": ErrorBody | FactsProblem,
+        "description": (
+            "A ``FactsProblem`` (``CatalogError``: the source holds no such snapshot) or, "
+            "for a body that breaks the schema, the ``ErrorBody``. "
+            + error_responses(422)[422]["description"]
+        ),
+    },
+    429: {
+        "model": ErrorBody | dict[str, Any],
+        "description": (
+            "The key's rate limit (``ErrorBody``: `rate_limit_exceeded`), or the facts "
+            "run's JSON when the selector's budget is exhausted."
+        ),
+    },
+    502: {"description": _RUN.format(what="the selector failed or answered malformed JSON")},
+    503: {
+        "model": ErrorBody | FactsProblem,
+        "description": (
+            "The store cannot check the key (``ErrorBody``: `store_unavailable`) or "
+            "record the run (``FactsProblem``: ``StoreError``)."
+        ),
+    },
+    504: {"description": _RUN.format(what="the selector timed out or the run's deadline passed")},
+}
+_OBSERVATIONS_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **error_responses(422),
+    503: {
+        "model": ErrorBody | FactsProblem,
+        "description": (
+            "The store cannot check the key (``ErrorBody``: `store_unavailable`) or read "
+            "the observations (``FactsProblem``: ``StoreError``)."
+        ),
+    },
+}
+
+
 def _problem(status: int, error: str, problems: list[str]) -> JSONResponse:
     return JSONResponse({"ok": False, "error": error, "problems": problems}, status_code=status)
 
@@ -110,7 +176,7 @@ def facts_router(services: Callable[[Request], FactsServices]) -> APIRouter:
     """
     router = APIRouter(prefix="/v1/facts", tags=["facts"])
 
-    @router.post("/select")
+    @router.post("/select", responses=_SELECT_RESPONSES)
     async def select(body: SelectBody, request: Request, principal: ClientKey) -> JSONResponse:
         """Select evidence, validate, render by code, and commit to the store."""
         service = services(request)
@@ -147,7 +213,7 @@ def facts_router(services: Callable[[Request], FactsServices]) -> APIRouter:
             return _problem(503, "StoreError", [str(exc)])
         return JSONResponse(outcome.to_json(), status_code=_STATUS_CODES[outcome.status])
 
-    @router.get("/observations")
+    @router.get("/observations", responses=_OBSERVATIONS_RESPONSES)
     async def observations(
         request: Request,
         principal: ClientKey,

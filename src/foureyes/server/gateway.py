@@ -86,9 +86,10 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import inspect
 import json
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
@@ -98,13 +99,17 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     StringConstraints,
     ValidationError,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 from starlette.requests import ClientDisconnect
 
 from foureyes.core.errors import UsageError
+from foureyes.core.fold import TOOL_NAME
 from foureyes.core.locale import Locale
 from foureyes.core.roles import Role
 from foureyes.gate import GivenDraft, Outcome, Source, ToolCall, ToolCallRefused, Turn
@@ -127,7 +132,15 @@ from foureyes.server.errors import (
     locale_from_accept_language,
 )
 from foureyes.server.metrics import Metrics
-from foureyes.server.text import MESSAGE_TEXT_CHECK, TEXT_CHECK, JsonText, MessageText, Text
+from foureyes.server.text import (
+    MESSAGE_TEXT_CHECK,
+    TEXT_CHECK,
+    TEXT_PATTERN,
+    JsonText,
+    MessageText,
+    Text,
+    text_members,
+)
 
 __all__ = [
     "ChatCompletionRequest",
@@ -193,6 +206,52 @@ _DECISION_HEADERS = _TRACE_HEADER | {
         "SHA-256 of the delivered text, as ``foureyes.delivered_sha256``; not sent on a stream."
     ),
 }
+# What a JSON schema cannot say (a rule across messages, or on a string's JSON), in each
+# operation's description and its 422: a request the schema allows is refused only so.
+_RULES_LAST = "the last message is the user's, with text (``messages``)"
+
+
+def _tool_rules(*drafts: str) -> str:
+    calls = ", ".join(f"``{param}``" for param in ("messages.<i>.tool_calls.<j>", *drafts))
+    return (
+        "only an assistant message makes tool calls (``messages.<i>.tool_calls``); a ``tool`` "
+        "message answers a call that an earlier assistant message made "
+        "(``messages.<i>.tool_call_id``): a tool result without its call is refused, never "
+        "passed on as if it had been called; a call's ``arguments`` are strict JSON and no "
+        f"call id repeats ({calls})"
+    )
+
+
+def _rules(*rules: str) -> str:
+    return (
+        "Rules the request schema cannot express, each a 422 ``invalid_request`` whose "
+        "``param`` names the field: " + "; ".join(rules) + "."
+    )
+
+
+_CHAT_RULES = _rules(
+    _RULES_LAST,
+    "in ``support`` mode no ``tool`` message and no ``tool_calls`` (``messages.<i>``); in "
+    "``guard`` mode " + _tool_rules(),
+)
+_CHECK_RULES = _rules(_RULES_LAST, _tool_rules("draft.tool_calls.<j>"))
+_STREAM_RULES = _rules(
+    "on the first line, " + _RULES_LAST,
+    _tool_rules() + "; a later line that is no chunk, or a draft that is not whole, is a "
+    "fallback (``draft_failed``), not an error",
+)
+_RULES_422 = (
+    " Also `invalid_request` for a request the schema allows that breaks a rule the "
+    "operation's description lists (e.g. a ``tool`` message that answers no earlier call: "
+    "``param`` ``messages.<i>.tool_call_id``)."
+)
+
+
+def _with_rules(responses: dict[int | str, dict[str, Any]]) -> dict[int | str, dict[str, Any]]:
+    refused = responses[422] | {"description": responses[422]["description"] + _RULES_422}
+    return responses | {422: refused}
+
+
 _RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The completion; with ``stream: true`` the server-sent events.",
@@ -226,6 +285,9 @@ _CHECK_STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
     },
     **error_responses(400, 401, 408, 413, 422, 429, 503),
 }
+_RESPONSES = _with_rules(_RESPONSES)
+_CHECK_RESPONSES = _with_rules(_CHECK_RESPONSES)
+_CHECK_STREAM_RESPONSES = _with_rules(_CHECK_STREAM_RESPONSES)
 _TAGS: list[str | enum.Enum] = ["gateway"]
 _NDJSON_BODY: dict[str, Any] = {
     "requestBody": {
@@ -240,8 +302,13 @@ _NDJSON_BODY: dict[str, Any] = {
     }
 }
 _ConversationId = Annotated[Text, StringConstraints(min_length=1, max_length=256)]
-# Source ids and origins are attributes of the Supervisor's data block.
-_Attribute = Annotated[Text, StringConstraints(pattern=r'^[^"\r\n]{1,200}$')]
+# Source ids and origins are attributes of the Supervisor's data block: 1-200 characters,
+# no quotes or line breaks (the gate's Source takes no other). The constraints come before
+# the text check, which still runs first: after it, pydantic would validate the pattern
+# but leave it out of the document.
+_Attribute = Annotated[
+    str, StringConstraints(min_length=1, max_length=200, pattern=r'^[^"\r\n]*$'), TEXT_CHECK
+]
 _Field = Annotated[Text, StringConstraints(min_length=1, max_length=256)]
 
 
@@ -259,6 +326,13 @@ class TextContent(_Lenient):
     text: MessageText
     """The text."""
 
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        # The content's check reads every key and value of a part, the ignored ones too.
+        return text_members(handler(core_schema), handler)
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
@@ -267,8 +341,10 @@ class _Strict(BaseModel):
 class DraftFunction(_Strict):
     """The function a tool call of a draft calls."""
 
-    name: _Field
-    """The function's name (``[gate] tools_allow`` / ``tools_deny`` name these)."""
+    # Checked where the draft is built (a 422 naming the call); the document says it.
+    name: _Field = Field(json_schema_extra={"pattern": f"^{TOOL_NAME.pattern}$"})
+    """The function's name (``[gate] tools_allow`` / ``tools_deny`` name these): 1 to 64
+    ASCII letters, digits, ``_`` or ``-``, as OpenAI takes them."""
     arguments: JsonText
     """The arguments as a JSON string (OpenAI's format); parsed strictly. A string in it
     that holds an unpaired surrogate (``"\\ud800"``) is ``invalid_text``, naming this
@@ -343,8 +419,9 @@ class StreamOptions(_Lenient):
 class ChatCompletionRequest(_Lenient):
     """The body of ``POST /v1/chat/completions`` (OpenAI's, plus ``foureyes``)."""
 
-    model: Text
-    """Must be ``foureyes-support``."""
+    # The document names the one model (an OpenAI client may send any: it is a 404).
+    model: Text = Field(json_schema_extra={"enum": [GATEWAY_MODEL]})
+    """Must be ``foureyes-support`` (another is a 404 ``model_not_found``)."""
     messages: list[InputMessage] = Field(min_length=1)
     """The conversation so far; the last message is the user's current one."""
     stream: bool = False
@@ -371,6 +448,21 @@ class ChatCompletionRequest(_Lenient):
 
 class DraftBody(_Strict):
     """The caller's own draft: an assistant message's ``content`` and ``tool_calls``."""
+
+    # The document says what the validator below refuses: neither text nor a tool call.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {
+                    "required": ["content"],
+                    "properties": {
+                        "content": {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN}
+                    },
+                },
+                {"required": ["tool_calls"], "properties": {"tool_calls": {"minItems": 1}}},
+            ]
+        }
+    )
 
     content: Annotated[Text | None, TEXT_CHECK] = None
     """The draft's text; ``null`` (or empty) for a draft of tool calls only."""
@@ -863,11 +955,11 @@ def gateway_router(router: APIRouter | None = None) -> APIRouter:
         methods=["POST"],
         response_model=None,
         responses=_RESPONSES,
+        description=_described(chat_completions, _CHAT_RULES),
         tags=_TAGS,
         route_class_override=fast,
     )
 
-    @router.post("/v1/check", response_model=None, responses=_CHECK_RESPONSES, tags=_TAGS)
     async def check(body: CheckRequest, request: Request, principal: ClientKey) -> Response:
         """Triage the conversation's last user message and judge the caller's own draft."""
         message = support_message(body, tenant=principal.tenant, tool_turns=True)
@@ -877,13 +969,16 @@ def gateway_router(router: APIRouter | None = None) -> APIRouter:
         _recorded(request, outcome)
         return JSONResponse(check_body(outcome), headers=decision_headers(outcome))
 
-    @router.post(
-        "/v1/check/stream",
+    router.add_api_route(
+        "/v1/check",
+        check,
+        methods=["POST"],
         response_model=None,
-        responses=_CHECK_STREAM_RESPONSES,
-        openapi_extra=_NDJSON_BODY,
+        responses=_CHECK_RESPONSES,
+        description=_described(check, _CHECK_RULES),
         tags=_TAGS,
     )
+
     async def check_stream(request: Request, principal: ClientKey) -> Response:
         """Judge a draft the caller streams in (NDJSON: the request, then its chunks)."""
         lines = ndjson_lines(request.stream())
@@ -915,7 +1010,22 @@ def gateway_router(router: APIRouter | None = None) -> APIRouter:
             },
         )
 
+    router.add_api_route(
+        "/v1/check/stream",
+        check_stream,
+        methods=["POST"],
+        response_model=None,
+        responses=_CHECK_STREAM_RESPONSES,
+        openapi_extra=_NDJSON_BODY,
+        description=_described(check_stream, _STREAM_RULES),
+        tags=_TAGS,
+    )
     return router
+
+
+def _described(endpoint: Callable[..., Any], rules: str) -> str:
+    """An operation's description: its docstring, then the rules its schema cannot express."""
+    return f"{inspect.getdoc(endpoint)}\n\n{rules}"
 
 
 def _segment_response(

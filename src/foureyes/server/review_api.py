@@ -19,6 +19,7 @@ that is not a session is a ``422``.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -47,7 +48,13 @@ def _absent(schema: dict[str, Any]) -> None:
 
 # Checked before the union, so a refused text's location has no branch name in it.
 _Session = Annotated[list[JsonObject] | SkipJsonSchema[None], TEXT_CHECK]
-_WINDOW = r"^\s*(current-turn|since-last-mutation|all-turns|recent:0*[1-9][0-9]*)\s*$"
+# Spaces spelled out: ``\s`` is another set in each of ECMA-262 (the document's), Python
+# and pydantic's Rust engine (U+001C, U+0085, U+FEFF), so a window that one engine takes
+# another refused.
+_WINDOW = (
+    r"^[\t\n\v\f\r ]*(current-turn|since-last-mutation|all-turns|recent:0*[1-9][0-9]*)"
+    r"[\t\n\v\f\r ]*$"
+)
 
 
 class _SessionBody(BaseModel):
@@ -60,8 +67,12 @@ class _SessionBody(BaseModel):
         # ``messages`` and ``events``, and ``system`` only with ``events``.
         json_schema_extra={
             "oneOf": [
-                {"required": ["messages"], "properties": {"system": {"maxItems": 0}}},
-                {"required": ["events"]},
+                {
+                    "required": ["messages"],
+                    "not": {"required": ["events"]},
+                    "properties": {"system": {"maxItems": 0}},
+                },
+                {"required": ["events"], "not": {"required": ["messages"]}},
             ]
         },
     )
@@ -144,6 +155,15 @@ class DeliberateBody(_SessionBody):
     result, not an error."""
 
 
+_SESSION_RULE = (
+    "A rule the request schema cannot express: the free-form ``messages`` or ``events`` are "
+    "a session of their format (OpenAI chat messages, or native events). A body the schema "
+    "allows whose session is not one is a 422 whose ``error.message`` is an object "
+    '``{"format", "reason", "detail"}`` (``code`` ``null``). An empty session is not an '
+    "error: it is a ``200`` skipped as ``empty_session``."
+)
+
+
 def review_router(reviewer: Callable[[Request], Reviewer]) -> APIRouter:
     """The router serving ``POST /v1/review`` and ``POST /v1/review/deliberate``.
 
@@ -153,7 +173,6 @@ def review_router(reviewer: Callable[[Request], Reviewer]) -> APIRouter:
     """
     router = APIRouter()
 
-    @router.post("/v1/review", tags=["review"], responses=error_responses(400, 408, 413, 422))
     async def review(body: ReviewBody, request: Request) -> dict[str, Any]:
         """Review one session through a window and a mask; one reviewer call at most."""
         session = _session(body)
@@ -169,9 +188,6 @@ def review_router(reviewer: Callable[[Request], Reviewer]) -> APIRouter:
         )
         return {"ok": True, **result.as_json()}
 
-    @router.post(
-        "/v1/review/deliberate", tags=["review"], responses=error_responses(400, 408, 413, 422)
-    )
     async def deliberate(body: DeliberateBody, request: Request) -> dict[str, Any]:
         """Carry out an agent's ``deliberate`` call on its session; one reviewer call at most."""
         session = _session(body)
@@ -180,6 +196,19 @@ def review_router(reviewer: Callable[[Request], Reviewer]) -> APIRouter:
         )
         return {"ok": True, **result.as_json()}
 
+    responses = error_responses(400, 408, 413, 422)
+    responses[422] = responses[422] | {
+        "description": f"{responses[422]['description']} {_SESSION_RULE}"
+    }
+    for path, endpoint in (("/v1/review", review), ("/v1/review/deliberate", deliberate)):
+        router.add_api_route(
+            path,
+            endpoint,
+            methods=["POST"],
+            tags=["review"],
+            responses=responses,
+            description=f"{inspect.getdoc(endpoint)}\n\n{_SESSION_RULE}",
+        )
     return router
 
 

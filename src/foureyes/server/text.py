@@ -21,17 +21,36 @@ or path has one of the types here, and such a value is a 422 naming the field (t
 A request refused for invalid text still has its people's words screened: besides the
 refused message texts, the user messages of a gateway or assessment body (the readable
 ones too) are screened with L0 (:func:`screen_refused_text`).
+
+The OpenAPI document says so at the depth of these types, so that a request conforming to
+``/openapi.json`` cannot carry a NUL: every string a :data:`TEXT_CHECK` (or
+:data:`MESSAGE_TEXT_CHECK`) covers has the ``pattern`` :data:`TEXT_PATTERN` (under
+``allOf`` beside a field's own pattern), and a free-form object's keys have it too while
+its members are :data:`TextJsonValue`, a JSON value whose strings have it at any depth.
+An unpaired surrogate needs no pattern: it is not Unicode text, so no JSON text a schema
+describes holds one (I-JSON, RFC 7493, forbids it); the 422 descriptions name it.
+Validation is the check's alone: the schema only describes it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Annotated, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, Union
 
 from fastapi import Request
-from pydantic import AfterValidator, BeforeValidator, ValidationError
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    TypeAdapter,
+    ValidationError,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError
+from typing_extensions import TypeAliasType
 
 from foureyes.core.locale import Locale, detect_locale
 from foureyes.core.strict_json import UnpairedSurrogate, loads_strict
@@ -45,15 +64,22 @@ __all__ = [
     "MESSAGE_TEXT_CHECK",
     "MessageText",
     "TEXT_CHECK",
+    "TEXT_PATTERN",
     "Text",
+    "TextJsonValue",
     "crisis_resources",
     "repair_text",
     "screen_refused_text",
+    "text_members",
     "text_problem",
 ]
 
 INVALID_TEXT = "invalid_text"
 """The pydantic error type of a refused text; its context says whether to ``screen`` it."""
+
+TEXT_PATTERN = r"^[^\u0000]*$"
+"""The JSON-schema ``pattern`` (ECMA-262, as Python's ``re`` reads it too) of every text:
+no NUL. It only describes :func:`text_problem`'s rule; requests are never matched by it."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _REGION = re.compile(r"[A-Z]{2}")
@@ -116,12 +142,108 @@ def _checker(*, screen: bool) -> Callable[[Any], Any]:
     return check
 
 
-TEXT_CHECK = BeforeValidator(_checker(screen=False))
+@dataclass(frozen=True, slots=True)
+class _Described:
+    """Only for the document: what :func:`_describe` says of a type checked elsewhere."""
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return _describe(handler(core_schema), handler)
+
+
+if TYPE_CHECKING:  # mypy reads no recursive TypeAliasType; pydantic.JsonValue does the same
+    TextJsonValue: TypeAlias = Union[
+        str, int, float, bool, None, list["TextJsonValue"], dict[str, "TextJsonValue"]
+    ]
+else:
+    TextJsonValue = TypeAliasType(
+        "TextJsonValue",
+        Annotated[
+            Union[str, int, float, bool, None, list["TextJsonValue"], dict[str, "TextJsonValue"]],
+            _Described(),
+        ],
+    )
+"""A JSON value whose strings, object keys included, at any depth, are text: only for the
+document (``#/components/schemas/TextJsonValue``), where a free-form object's members are
+these. It validates nothing: :data:`TEXT_CHECK` checks free-form objects."""
+_TEXT_JSON_VALUE_SCHEMA = TypeAdapter(TextJsonValue).core_schema
+
+
+def _describe(schema: JsonSchemaValue, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+    """``schema`` with :data:`TEXT_PATTERN` on every string and free-form object it describes.
+
+    A ``$ref`` is left as it is: the model or value it names describes its own fields.
+    """
+    if not isinstance(schema, dict) or "$ref" in schema:
+        return schema
+    described = dict(schema)
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        if isinstance(schema.get(key), list):
+            described[key] = [_describe(branch, handler) for branch in schema[key]]
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            described[key] = _describe(schema[key], handler)
+    if isinstance(schema.get("properties"), dict):
+        described["properties"] = {
+            name: _describe(value, handler) for name, value in schema["properties"].items()
+        }
+    kind = schema.get("type")
+    if kind == "string":
+        _add_pattern(described)
+    elif kind == "object" and "properties" not in schema:  # free-form: keys are text too
+        described["propertyNames"] = _add_pattern(dict(schema.get("propertyNames", {})))
+        if schema.get("additionalProperties", True) is True:
+            described["additionalProperties"] = handler(_TEXT_JSON_VALUE_SCHEMA)
+    return described
+
+
+def text_members(schema: JsonSchemaValue, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+    """A model's JSON ``schema`` whose members, ignored ones included, are text at any depth.
+
+    For a model used only inside a field :data:`TEXT_CHECK` covers, which checks every key
+    and value of the raw object: call it from the model's ``__get_pydantic_json_schema__``.
+    """
+    target = handler.resolve_ref_schema(schema)
+    target["propertyNames"] = _add_pattern(dict(target.get("propertyNames", {})))
+    if target.get("additionalProperties", True) is True:
+        target["additionalProperties"] = handler(_TEXT_JSON_VALUE_SCHEMA)
+    return schema
+
+
+def _add_pattern(schema: dict[str, Any]) -> dict[str, Any]:
+    pattern = schema.get("pattern")
+    if pattern is None:
+        schema["pattern"] = TEXT_PATTERN
+    elif pattern != TEXT_PATTERN and {"pattern": TEXT_PATTERN} not in schema.get("allOf", []):
+        # A field's own pattern stays as it is; the document requires both.
+        schema["allOf"] = [*schema.get("allOf", []), {"pattern": TEXT_PATTERN}]
+    return schema
+
+
+@dataclass(frozen=True, slots=True)
+class _TextCheck:
+    """A ``BeforeValidator`` that says what it refuses in the JSON schema (:func:`_describe`)."""
+
+    validator: BeforeValidator
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        return self.validator.__get_pydantic_core_schema__(source, handler)
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return _describe(handler(core_schema), handler)
+
+
+TEXT_CHECK = _TextCheck(BeforeValidator(_checker(screen=False)))
 """The check of :data:`Text`: every string in the raw value (at any depth) is text.
 
 Put it on a field whose type is a union or a container, so the check runs before any
-branch is tried."""
-MESSAGE_TEXT_CHECK = BeforeValidator(_checker(screen=True))
+branch is tried. In the JSON schema, every string it covers has :data:`TEXT_PATTERN`."""
+MESSAGE_TEXT_CHECK = _TextCheck(BeforeValidator(_checker(screen=True)))
 """The check of :data:`MessageText`, for a field holding a message's text or its parts."""
 
 Text = Annotated[str, TEXT_CHECK]
