@@ -42,7 +42,8 @@ so a client that drops unknown body fields can still read it.
 ``stream: true`` answers with server-sent events, but only once the decision is made and
 recorded: not a byte (not even the status line) is sent before, so a stream can only
 ever carry released text (and, in guard mode, released tool calls: one delta each, after
-the text) or the fallback. Every chunk carries the ``foureyes`` object; a stream's
+the text) or the fallback. Every chunk carries the ``foureyes`` object (in whole release;
+in segment release, below, only the chunks after the last segment do); a stream's
 headers carry only ``X-Foureyes-Trace-Id`` (and ``X-Foureyes-Ignored``; read the decision
 from the final chunk's ``foureyes`` object). A store that cannot record the run answers 503 and
 delivers nothing (invariant 10).
