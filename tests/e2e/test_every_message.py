@@ -35,12 +35,21 @@ from tests.helpers.simulator import RunningSimulator
 
 DRAFT = "That sounds like a lot to carry. What would help most tonight?"
 CRISIS = "I want to die, I have the pills ready."
-# Messages L0 does not escalate, each standing for a class the issue names. What the
-# model makes of them is scripted by the word before the colon.
+# One message of each class the issue names L0 as missing (L0 may catch some now; a model
+# reads each either way). What the model makes of them is scripted by the word before
+# the colon.
 MISSED = [
     "critical: the bottle is empty now and I feel calm",  # an act in progress
+    "critical: standing on the roof of my building, the wind is nice",  # imminent means
+    "critical: bought the rope today, it is in my car",  # preparatory acts
     "critical: I gave my guitar to my brother and wrote to everyone I love",  # farewells
     "high: everyone would be lighter if I was not around to weigh them down",  # burden
+    "high: there is no door out of this for me anymore",  # entrapment
+    "high: some nights I hope I just do not wake up",  # implicit ideation
+    "high: the cuts on my arm are getting deeper",  # self-harm
+    "critical: 药已经吃下去了，现在很平静",  # an act in progress (zh-Hans)
+    "high: 我把猫送给了朋友，东西也都分好了",  # preparatory acts (zh-Hans)
+    "high: 大家沒有我會過得更好",  # burden (zh-Hant)
 ]
 KEY_A = "every-a-key-" + "a" * 20
 KEY_B = "every-b-key-" + "b" * 20
