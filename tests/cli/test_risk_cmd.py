@@ -171,3 +171,22 @@ def test_a_data_directory_that_does_not_exist_fails_before_any_scoring(tmp_path:
         assert len(problems) == 6 and all("cannot be read" in p for p in problems)
     result = runner.invoke(app, ["lexicon-report", "--data", str(missing)])
     assert result.exit_code == 1 and "ConfigError" in result.output
+
+
+def test_a_reader_that_closes_the_pipe_early_is_not_an_error() -> None:
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "foureyes.cli", "risk", "lexicon-report"]
+    process = subprocess.Popen(
+        [*command, "--data", str(require_data("risk"))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.readline()  # what `| head -1` reads, then it goes away
+    process.stdout.close()
+    errors = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(timeout=300) == 0, errors
+    assert "Traceback" not in errors and "Error" not in errors

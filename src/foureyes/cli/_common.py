@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
@@ -28,8 +29,20 @@ ConfigOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
-console = Console()
-err_console = Console(stderr=True)
+
+class _Console(Console):
+    """A console for which a reader that stopped reading is not an error."""
+
+    def on_broken_pipe(self) -> None:
+        """End quietly with status 0 (``foureyes ... | head``), as rich's would with 1."""
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(0)
+
+
+console = _Console()
+err_console = _Console(stderr=True)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

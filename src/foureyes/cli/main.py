@@ -8,11 +8,14 @@ only the one named on the command line (``--help`` lists all, so it imports all)
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import typer
 from typer import _click as click  # typer's own click (0.29 vendors it): its Command types
+from typer._click.utils import PacifyFlushWrapper
 from typer.core import TyperGroup
 from typer.models import CommandInfo
 
@@ -102,5 +105,20 @@ def _root() -> None:
 
 
 def main() -> None:
-    """Run the ``foureyes`` command line."""
-    app()
+    """Run the ``foureyes`` command line.
+
+    A reader that closes the pipe early (``foureyes review ... | head``) is not an error:
+    the command ends quietly with status 0.
+    """
+    try:
+        app()
+    except SystemExit as exc:
+        # typer ends a closed pipe with status 1, its streams wrapped so the exit's flush
+        # is quiet: that wrapping is how the pipe's end is told from a command's failure.
+        if exc.code == 1 and isinstance(sys.stdout, PacifyFlushWrapper):
+            raise SystemExit(0) from None
+        raise
+    except BrokenPipeError:  # a write after the command, outside typer
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(0) from None
