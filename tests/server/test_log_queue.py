@@ -203,3 +203,19 @@ def test_a_host_s_own_sigterm_handler_is_left_in_place() -> None:
         timeout=120,
     )
     assert result.returncode == 7
+
+
+def test_a_batch_is_written_in_whole_lines_of_at_most_pipe_buf_bytes() -> None:
+    # Workers share one stderr: a write to a pipe of at most PIPE_BUF bytes is never
+    # interleaved with another process's, so a batch must not be one long write.
+    import select
+
+    from foureyes.server._logging import _atomic_chunks
+
+    lines = [json.dumps({"event": "line", "n": n, "pad": "x" * 200}) for n in range(100)]
+    chunks = _atomic_chunks(lines)
+    assert len(chunks) > 1 and all(len(c) <= select.PIPE_BUF for c in chunks)
+    assert all(c.endswith(b"\n") for c in chunks)
+    assert b"".join(chunks).decode().splitlines() == lines
+    [alone] = _atomic_chunks(["y" * (select.PIPE_BUF + 10)])  # too long to be atomic anyway
+    assert len(alone) == select.PIPE_BUF + 11

@@ -23,6 +23,7 @@ import logging.config
 import os
 import queue
 import re
+import select
 import signal
 import sys
 import threading
@@ -312,18 +313,42 @@ class QueuedStreamHandler(logging.Handler):
                 self._unsaid += count
 
     def _write(self, lines: Sequence[str]) -> bool:
-        text = "\n".join(lines) + "\n"
         try:
             if self._fd is None:
-                self.stream.write(text)
+                self.stream.write("\n".join(lines) + "\n")
                 self.stream.flush()
                 return True
-            data = memoryview(text.encode("utf-8", "backslashreplace"))
-            while data:
-                data = data[os.write(self._fd, data) :]
+            for chunk in _atomic_chunks(lines):
+                data = memoryview(chunk)
+                while data:
+                    data = data[os.write(self._fd, data) :]
         except Exception:  # a closed or broken sink: the lines are lost, and counted
             return False
         return True
+
+
+_PIPE_BUF = getattr(select, "PIPE_BUF", 512)
+"""The most bytes one write to a pipe puts there whole, never mixed with another's."""
+
+
+def _atomic_chunks(lines: Sequence[str]) -> list[bytes]:
+    """``lines`` as writes of whole lines, each at most :data:`_PIPE_BUF` bytes if it can be.
+
+    The workers of ``serve --workers N`` and their parent share one stderr: a write of at
+    most ``PIPE_BUF`` bytes to a pipe is never interleaved with another process's, so no
+    line is cut by another's. A single longer line is written alone (it cannot be whole).
+    """
+    chunks: list[bytes] = []
+    pending = bytearray()
+    for line in lines:
+        data = (line + "\n").encode("utf-8", "backslashreplace")
+        if pending and len(pending) + len(data) > _PIPE_BUF:
+            chunks.append(bytes(pending))
+            pending.clear()
+        pending += data
+    if pending:
+        chunks.append(bytes(pending))
+    return chunks
 
 
 _flushed_on_terminate: weakref.WeakSet[QueuedStreamHandler] = weakref.WeakSet()
