@@ -99,7 +99,9 @@ def _config(simulator: RunningSimulator, db: Path, **server: Any) -> Config:
         privacy=PrivacyConfig(store_raw_text=True),
         routes={
             "counselor_sim": simulator.route("counselor-sim"),
-            "supervisor_sim": simulator.route("supervisor-sim", timeout_s=1),
+            # Long enough that no review stalled by a loaded machine times out by chance
+            # (issue 40's lesson); the hanging review of its own test waits it out.
+            "supervisor_sim": simulator.route("supervisor-sim", timeout_s=3),
             "risk_sim": simulator.route("risk-sim"),
         },
         roles=RolesConfig(
