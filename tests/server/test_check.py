@@ -362,3 +362,17 @@ async def test_a_check_takes_tool_turns_and_the_supervisor_sees_them_as_data(
     # An earlier call is held to the same strict JSON as a draft's.
     assert bad.status_code == 422
     assert bad.json()["error"]["param"] == "messages.1.tool_calls.0"
+
+
+async def test_a_draft_of_text_alone_may_be_sent_as_a_string_as_guard_check_takes_it(
+    simulator: RunningSimulator,
+) -> None:
+    simulator.load(SCENARIO)
+    async with app_client(create_app(sim_config(simulator), {})) as client:
+        as_object = await client.post("/v1/check", json=check(calls=[]))
+        as_string = await client.post("/v1/check", json=check(content=None) | {"draft": TEXT})
+        empty = await client.post("/v1/check", json=check(content=None) | {"draft": ""})
+    assert as_string.status_code == 200, as_string.text
+    for key in ("decision", "reason", "candidate_sha256", "delivered_sha256", "content"):
+        assert as_string.json()[key] == as_object.json()[key], key
+    assert empty.status_code == 422

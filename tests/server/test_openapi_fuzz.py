@@ -86,7 +86,7 @@ def _keeping_rules(body: dict[str, Any]) -> dict[str, Any]:
     text = content if isinstance(content, str) and content.strip() else "Hello"
     extra = {k: v for k, v in last.items() if k not in ("role", "content", "tool_calls")}
     kept = body | {"messages": [*turns, extra | {"role": "user", "content": text}]}
-    if "draft" in body:
+    if isinstance(body.get("draft"), dict):  # a draft of text alone may be a string
         calls = [
             call | {"id": f"call_{i}", "function": call["function"] | {"arguments": "{}"}}
             for i, call in enumerate(body["draft"].get("tool_calls", ()))

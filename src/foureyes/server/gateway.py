@@ -491,8 +491,10 @@ class CheckStreamRequest(_Strict):
 class CheckRequest(CheckStreamRequest):
     """The body of ``POST /v1/check``."""
 
-    draft: DraftBody
-    """The reply the caller would send, to be checked."""
+    draft: DraftBody | Annotated[str, StringConstraints(min_length=1), TEXT_CHECK]
+    """The reply the caller would send, to be checked: an assistant message's ``content``
+    and ``tool_calls``, or, for a reply of text alone, that text (as ``Guard.check`` takes
+    it)."""
 
     def given_draft(self) -> GivenDraft:
         """The draft as the gate judges it.
@@ -501,6 +503,8 @@ class CheckRequest(CheckStreamRequest):
             ApiError: 422 naming the tool call whose arguments are not strict JSON (or
                 whose id repeats another's).
         """
+        if isinstance(self.draft, str):
+            return GivenDraft.of_openai(self.draft, [])
         calls = [call.model_dump() for call in self.draft.tool_calls]
         try:
             return GivenDraft.of_openai(self.draft.content, calls)
