@@ -98,6 +98,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
@@ -488,10 +489,23 @@ class CheckStreamRequest(_Strict):
     """foureyes' own options, as for chat completions."""
 
 
+def _text_as_draft(value: Any) -> Any:
+    # A draft of text alone, sent as its string: the draft whose content it is.
+    return {"content": value} if isinstance(value, str) else value
+
+
+def _draft_or_text(schema: dict[str, Any]) -> None:
+    # The document says the string form too (as text: no NUL, not empty).
+    draft = {key: schema.pop(key) for key in ("$ref", "allOf") if key in schema}
+    schema["anyOf"] = [draft, {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN}]
+
+
 class CheckRequest(CheckStreamRequest):
     """The body of ``POST /v1/check``."""
 
-    draft: DraftBody | Annotated[str, StringConstraints(min_length=1), TEXT_CHECK]
+    draft: Annotated[DraftBody, BeforeValidator(_text_as_draft)] = Field(
+        json_schema_extra=_draft_or_text
+    )
     """The reply the caller would send, to be checked: an assistant message's ``content``
     and ``tool_calls``, or, for a reply of text alone, that text (as ``Guard.check`` takes
     it)."""
@@ -503,8 +517,6 @@ class CheckRequest(CheckStreamRequest):
             ApiError: 422 naming the tool call whose arguments are not strict JSON (or
                 whose id repeats another's).
         """
-        if isinstance(self.draft, str):
-            return GivenDraft.of_openai(self.draft, [])
         calls = [call.model_dump() for call in self.draft.tool_calls]
         try:
             return GivenDraft.of_openai(self.draft.content, calls)
