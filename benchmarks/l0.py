@@ -272,8 +272,12 @@ def main() -> None:
             f"| {scale}x | {sizes[scale]} | {matches[scale]} | {l0:.1f} | {automaton:.1f} "
             f"| {rx:.1f} | {loop:.1f} | {rx / l0:.1f}x | {loop / l0:.1f}x |"
         )
-    growth = " | ".join(f"{name}: {scaling[name][100] / scaling[name][1]:.1f}x" for name in scaling)
-    print(f"\nGrowth from 1x to 100x: {growth}")
+    low, high = min(args.scales), max(args.scales)
+    if high > low:  # one scale (--scales 1): no growth to print
+        growth = " | ".join(
+            f"{name}: {scaling[name][high] / scaling[name][low]:.1f}x" for name in scaling
+        )
+        print(f"\nGrowth from {low}x to {high}x: {growth}")
 
 
 if __name__ == "__main__":

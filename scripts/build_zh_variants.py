@@ -8,12 +8,20 @@ Build time only (pypinyin is not a runtime dependency of foureyes)::
 For every strong term of ``zh.txt`` (weight 1) of two to four characters:
 
 - **homophones**: each spelling that replaces one character by another of the same
-  reading and tone (pypinyin's most common reading of each), the replacement taken from the
-  3,755 characters of level 1 of GB 2312-80 (the common characters, read from Python's own
-  ``gb2312`` codec), and for two-character terms also every spelling that replaces both;
+  reading, whatever its tone (pypinyin's most common reading of each; ``子杀`` as well as
+  ``自刹``), the replacement taken from the 3,755 characters of level 1 of GB 2312-80 (the
+  common characters, read from Python's own ``gb2312`` codec), and for two-character terms
+  also every spelling that replaces both. A replacement of another tone at the first or
+  last character is left out when it forms a word with the character outside the term
+  (it starts, at the end, or ends, at the start, a two-character phrase of pypinyin's
+  phrase dictionary: ``一起思`` would match ``一起思考``);
 - **pinyin**: the toneless reading written together and with spaces (``zisha``,
   ``zi sha``), for terms of two or three characters whose reading has at least five
-  letters.
+  letters;
+- **mixed**: one character of a two- or three-character term written in its toneless
+  pinyin (``zi杀``, ``自sha``, ``想si``);
+- **initials**: the first letters of the reading (``ylbl`` for 一了百了), for terms of
+  four characters only (shorter initials are common Latin-script strings: ``sys``).
 
 A form is left out when it is a word of its own (a phrase of pypinyin's phrase dictionary,
 or a single-character reading shared by such a phrase, as ``xiangsi`` is 相思 as well as
@@ -30,9 +38,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from foureyes.core.datadir import data_dir as default_data_dir
 from foureyes.core.fold import normalise
 from foureyes.risk._lexicon import EntryKind, Lexicon
-from foureyes.risk.lexicon_report import Dataset, find_data_dir, load_risk_data
+from foureyes.risk.lexicon_report import Dataset, load_risk_data
 
 try:
     import pypinyin
@@ -90,8 +99,12 @@ def build(data_dir: Path | None) -> list[tuple[str, str]]:
         (lists / _OUT.name).write_text("", encoding="utf-8")
         lexicon = Lexicon.load(lists)
     by_tone: dict[str, list[str]] = {}
+    by_reading: dict[str, list[str]] = {}
     for char in _level_one_characters():
         by_tone.setdefault(_tones(char)[0], []).append(char)
+        by_reading.setdefault(_reading(char)[0], []).append(char)
+    starts = {p[0] for p in PHRASES_DICT if len(p) == 2}
+    ends = {p[1] for p in PHRASES_DICT if len(p) == 2}
     phrases_by_reading: dict[tuple[str, ...], set[str]] = {}
     for phrase in PHRASES_DICT:
         phrases_by_reading.setdefault(_reading(phrase), set()).add(phrase)
@@ -117,11 +130,28 @@ def build(data_dir: Path | None) -> list[tuple[str, str]]:
         term = entry.term
         reading, tones = _reading(term), _tones(term)
         forms: set[str] = set()
-        for i, syllable in enumerate(tones):
-            forms.update(term[:i] + c + term[i + 1 :] for c in by_tone.get(syllable, ()))
+        last = len(term) - 1
+        same_sound: list[list[str]] = []
+        for i, (syllable, sound) in enumerate(zip(tones, reading, strict=True)):
+            same_tone = set(by_tone.get(syllable, ()))
+            same_sound.append(
+                [
+                    c
+                    for c in by_reading.get(sound, ())
+                    if c in same_tone or not ((i == last and c in starts) or (i == 0 and c in ends))
+                ]
+            )
+            forms.update(term[:i] + c + term[i + 1 :] for c in same_sound[i])
         if len(term) == 2:
-            first, second = (by_tone.get(s, []) for s in tones)
-            forms.update(a + b for a in first for b in second)
+            forms.update(a + b for a in same_sound[0] for b in same_sound[1])
+        if len(term) == 4:
+            forms.add("".join(syllable[0] for syllable in reading))
+        if len(term) <= 3:
+            forms.update(
+                term[:i] + sound + term[i + 1 :]
+                for i, sound in enumerate(reading)
+                if sound.isascii() and sound.isalpha()
+            )
         # A reading shared with another word (xiangsi: 相思 as well as 想死) is not safe,
         # nor one short enough to be an English or Latin-script word.
         pinyin_ok = len("".join(reading)) >= _MIN_PINYIN
@@ -140,8 +170,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=None, help="calibration data directory")
     args = parser.parse_args()
-    data_dir = args.data or find_data_dir(Path.cwd())
-    if data_dir is None:
+    data_dir = args.data or default_data_dir() / "risk"
+    if not data_dir.is_dir():
         sys.exit("no calibration data found: pass --data DIR")
     rows = build(data_dir)
     text = _HEADER.format(version=pypinyin.__version__) + "\n"

@@ -35,6 +35,16 @@ specifications, which the fast paths follow and the tests check character by cha
    for which that matters checks the original between its match's ends (L0 reads no
    negation or joke cue across removed punctuation).
 
+**Look-alike fold** (``normalise(text, lookalikes=True)``; the L0 lexicon only, when
+:func:`has_lookalikes` says it can change the text): after step 1, emoji standing for a
+means become the word for it (a pill emoji reads ``pills``, or 药 beside a Han character),
+Latin letters lose their marks (pinyin with tones: ``zì shā`` → ``zi sha``), and digits and
+symbols written for letters (``0 1 3 4 5 7 @ $ !``; ``11`` reads ``ll``) become those letters
+inside a word (``k1ll``, ``pi11s``, ``$uicide``; not ``5am``, ``1st``, ``mp3``, ``b4``) and in a
+dotted or spaced run of single characters (``s.u.i.c.i.d.e``, ``k 1 l l``), whose dots become
+spaces for step 2 to join. Other callers (the gate's rules, tool names, the learned screen)
+keep the keyword fold: ``tool1`` and ``tooli`` are not one name.
+
 Apostrophes are kept: the lexicon compiles each term with and without them instead
 (``don't``, ``don’t``, ``dont``), which keeps them off the hot path.
 
@@ -75,6 +85,7 @@ __all__ = [
     "TOOL_NAME",
     "fold_char",
     "fold_digit_char",
+    "has_lookalikes",
     "normalise",
     "normalise_digits",
     "tool_name_key",
@@ -113,6 +124,48 @@ _LETTER_RUN_HINT = re.compile(r" [a-z] +[a-z] ")  # cheaper to scan for; most te
 _LETTER_RUN_AT_START = re.compile(r"[a-z](?: +[a-z]){2,}(?![a-z0-9])")
 _RUN_GAP = re.compile(" +")
 _ONE_LETTER_WORDS = frozenset("ia")
+
+# The look-alike fold (normalise(..., lookalikes=True)). Digits and symbols written for the
+# letter they look like; "11" reads "ll" (pi11s), a single "1" reads "i" (k1ll).
+_LEET = {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i"}
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyz")
+_WORD_CHARS = _LETTERS | frozenset("0123456789@$!")
+_INNER_LOOKALIKE = re.compile("[a-z][0-9@$!]+[a-z]")
+_EDGE_LOOKALIKE = re.compile("[0-9@$!]?[a-z]+[0-9@$!]?")
+# A run of three or more single letters or look-alikes, dotted or spaced (k.i.l.l, k 1 l l).
+_SINGLE_RUN = re.compile(r"(?<![a-z0-9@$])[a-z0-9@$](?:[ .]+[a-z0-9@$]){2,}(?![a-z0-9@$])")
+# A dotted single character (k.i.l.l): the look-alike fold may join the run it is in.
+_DOTTED = re.compile(r"\.[a-z0-9@$]\.")
+# Emoji that stand for a means, and the word each is read as (English, Chinese). The words
+# are the lexicon's own: "pills" and 药 are in its phrases (took all my 💊, 吞了一整瓶💊).
+_MEANS_EMOJI = {
+    "\U0001f48a": ("pills", "药"),  # pill
+    "\U0001f52a": ("knife", "刀"),  # kitchen knife
+    "\U0001f5e1": ("knife", "刀"),  # dagger
+    "\U0001f52b": ("gun", "枪"),  # pistol
+    "\U0001faa2": ("rope", "绳子"),  # knot
+    "\U0001fa78": ("blood", "血"),  # drop of blood
+    "\U0001fa92": ("razor", "刀片"),  # razor
+    "\U0001f489": ("needle", "针"),  # syringe
+    "\U0001f309": ("bridge", "桥"),  # bridge at night
+    "\U0001f682": ("train", "火车"),  # locomotive
+    "\U0001f686": ("train", "火车"),  # train
+    "\U0001f684": ("train", "火车"),  # high-speed train
+    "\U0001f688": ("train", "火车"),  # light rail
+}
+# Latin letters with a mark (the tone marks of pinyin among them) and their base letter.
+_ACCENT_BASE = {
+    c: base
+    for c in map(chr, [*range(0xC0, 0x250), *range(0x1E00, 0x1F00)])
+    if (base := unicodedata.normalize("NFD", c)[0]) != c
+    and base.isascii()
+    and base.isalpha()
+    and c.lower() == c
+}
+_ACCENTED = re.compile("[" + "".join(_ACCENT_BASE) + "]")
+_MEANS_EMOJI_PATTERN = re.compile("[" + "".join(_MEANS_EMOJI) + "]")
+_FIRST_MEANS_EMOJI = min(_MEANS_EMOJI)
+_HAN_CHAR = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
 
 # The digit fold. Removed besides _DROP: every other format character, combining mark
 # and control character that is not white space (categories, checked per character).
@@ -212,8 +265,13 @@ class Normalised:
         return first, end_of_last
 
 
-def normalise(text: str) -> Normalised:
+def normalise(text: str, *, lookalikes: bool = False) -> Normalised:
     """Fold ``text`` for keyword matching (see the module docstring for the steps).
+
+    With ``lookalikes``, step 1 is followed by the look-alike fold (:func:`has_lookalikes`
+    says whether it can change anything): emoji standing for a means become its word, and
+    digits and symbols written for letters inside words, or in a dotted or spaced run of
+    single characters, become those letters.
 
     Pure and total: every string folds, the empty string to itself.
     """
@@ -224,12 +282,145 @@ def normalise(text: str) -> Normalised:
             folded = _fold_characters(text, maps)
     else:
         folded = _fold_characters(text, maps)
+    if lookalikes:
+        folded = _fold_lookalikes(folded, maps)
     deletions, breaks = _spacing_deletions(folded)
     if deletions:
         folded = _apply(folded, deletions, maps)
     if breaks:
         return Normalised(folded, tuple(maps), _shifted(breaks, deletions))
     return Normalised(folded, tuple(maps))
+
+
+def has_lookalikes(folded: str, text: str) -> bool:
+    """Whether the look-alike fold could change ``text`` (``folded`` is its keyword fold).
+
+    Cheap: most messages have no digit or symbol beside a letter, no dotted letters and no
+    means emoji, and :class:`~foureyes.risk.l0.L0Gate` folds them only once.
+    """
+    return (
+        _lookalike_hint(folded)
+        or _has_means_emoji(text)
+        or (not folded.isascii() and _ACCENTED.search(folded) is not None)
+    )
+
+
+def _fold_lookalikes(text: str, maps: list[_OffsetMap]) -> str:
+    """The look-alike fold of step 1's output (see :func:`normalise`)."""
+    if _has_means_emoji(text):
+        edits = [
+            (m.start(), m.end(), _emoji_word(text, m.start(), m.end()))
+            for m in _MEANS_EMOJI_PATTERN.finditer(text)
+        ]
+        text = _apply(text, edits, maps)
+    if not text.isascii() and _ACCENTED.search(text):
+        # Pinyin written with its tones (zì shā): the letters without their marks.
+        text = _ACCENTED.sub(_unaccented, text)
+    if not _lookalike_hint(text):
+        return text
+    chars = list(text)  # every replacement is one character for one: positions stay
+    for run in _SINGLE_RUN.finditer(text):
+        body = run.group()
+        if sum(c.isalpha() for c in body) >= 2 and any(c in _LEET or c == "." for c in body):
+            for i in range(run.start(), run.end()):
+                chars[i] = " " if text[i] == "." else _LEET.get(text[i], text[i])
+    for start, end in _leet_words(text):
+        for i, c in enumerate(text[start:end].replace("11", "ll"), start):
+            chars[i] = _LEET.get(c, c)
+    return "".join(chars)
+
+
+def _leet_words(text: str) -> list[tuple[int, int]]:
+    """The words of letters and look-alikes that read as letters (trailing ``!`` left out).
+
+    A word qualifies with look-alikes between two letters (``k1ll``, ``pi11s``) and two
+    letters or more, or with one at either edge of four letters or more (``0verdose``,
+    ``$uicide``); not ``5am``, ``1st``, ``mp3``, ``b4``, ``20yearold``.
+    """
+    words: list[tuple[int, int]] = []
+    end = 0
+    for start in _lookalike_positions(text):
+        if start < end or not (
+            text[start - 1 : start] in _LETTERS or text[start + 1 : start + 2] in _LETTERS
+        ):
+            continue  # inside a word already read, or no letter beside it (a number, "!")
+        while start > 0 and text[start - 1] in _WORD_CHARS:
+            start -= 1
+        end = start + 1
+        while end < len(text) and text[end] in _WORD_CHARS:
+            end += 1
+        body = text[start:end].rstrip("!")
+        letters = sum(c.isalpha() for c in body)
+        if letters == len(body):
+            continue  # only a trailing "!": punctuation
+        if (letters >= 2 and _INNER_LOOKALIKE.search(body)) or (
+            letters >= 4 and _EDGE_LOOKALIKE.fullmatch(body)
+        ):
+            words.append((start, start + len(body)))
+    return words
+
+
+def _lookalike_positions(text: str) -> list[int]:
+    """Where the look-alike characters are, in order.
+
+    ``str.find`` per character: most texts have none or few, and a character-class search
+    would read every position.
+    """
+    positions: list[int] = []
+    for char in _LEET:
+        i = text.find(char)
+        while i != -1:
+            positions.append(i)
+            i = text.find(char, i + 1)
+    positions.sort()
+    return positions
+
+
+def _lookalike_hint(folded: str) -> bool:
+    if positions := _lookalike_positions(folded):
+        if _leet_words(folded):
+            return True
+        for i in positions:  # spaced among letters: k 1 l l
+            if folded[i - 1 : i] == " " == folded[i + 1 : i + 2] and (
+                _single_letter(folded, i - 2) or _single_letter(folded, i + 2)
+            ):
+                return True
+    return "." in folded and _DOTTED.search(folded) is not None
+
+
+def _single_letter(text: str, i: int) -> bool:
+    """Whether ``text[i]`` is a letter standing alone (spaces or the text's ends around it)."""
+    return (
+        0 <= i < len(text)
+        and text[i].isalpha()
+        and (i == 0 or not text[i - 1].isalnum())
+        and (i + 1 == len(text) or not text[i + 1].isalnum())
+    )
+
+
+def _has_means_emoji(text: str) -> bool:
+    # Every means emoji is astral: ``max`` (a C loop) rules most texts out at once.
+    return (
+        not text.isascii()
+        and max(text) >= _FIRST_MEANS_EMOJI
+        and (_MEANS_EMOJI_PATTERN.search(text) is not None)
+    )
+
+
+def _unaccented(match: re.Match[str]) -> str:
+    return _ACCENT_BASE[match.group()]
+
+
+def _emoji_word(text: str, start: int, end: int) -> str:
+    """The word a means emoji stands for: Chinese beside a Han character, else English."""
+    english, chinese = _MEANS_EMOJI[text[start:end]]
+    beside = text[:start].rstrip()[-1:] or text[end:].lstrip()[:1]
+    if _HAN_CHAR.match(beside):
+        return chinese
+    # Spaced off only from what it touches: a reported span never ends inside an expansion.
+    left = " " if start > 0 and not text[start - 1].isspace() else ""
+    right = " " if end < len(text) and not text[end].isspace() else ""
+    return f"{left}{english}{right}"
 
 
 def fold_char(char: str) -> str:

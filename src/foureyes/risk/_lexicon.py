@@ -13,13 +13,16 @@ converts anything at run time:
 - terms with apostrophes with a straight one, a curly one and none (``don't``, ``dont``);
 - English multi-word terms also without spaces (``killmyself``, the fold of
   ``k i l l m y s e l f``);
+- strong English one-word terms of seven letters or more with one typing slip (a letter
+  left out or two swapped: ``sucide``, ``suicdal``; not a slip that spells another word);
 - strong Chinese terms in their homophone and pinyin forms listed in ``zh_variants.txt``
-  (``自刹``, ``zisha``; generated at build time by ``scripts/build_zh_variants.py``). A
-  variant only adds a key, never replaces one.
+  (``自刹``, ``zisha``; generated at build time by ``scripts/build_zh_variants.py``), in
+  their Traditional forms as well. A variant only adds a key, never replaces one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -44,6 +47,9 @@ _SOURCE_DIRECTIVE = "@source"
 _SOURCE_ID = re.compile(r"[a-z0-9][a-z0-9-]*")
 _APOSTROPHES = ("'", "\u2019", "", " ")
 _MAX_VARIANTS = 256
+_TYPO_MIN = 7
+# English words one slip away from a strong term (overdoing: overdosing less an s).
+_TYPO_WORDS = frozenset({"overdoes", "overdoing", "overdoed"})
 
 
 class L0Category(StrEnum):
@@ -162,9 +168,14 @@ class Lexicon:
                 continue
             for variant in _variants(entry, traditional):
                 keys.setdefault(normalise(variant).text.strip(), entry)
+        for entry in entries:
+            for typo in _typos(entry):
+                keys.setdefault(typo, entry)
         text = _read(directory, _VARIANTS_FILE, problems)
         for variant, entry in _read_variants(text, entries, problems):
-            keys.setdefault(normalise(variant).text.strip(), entry)
+            # In Traditional characters too, as the terms are (自剎 as well as 自刹).
+            for spelling in _variants(dataclasses.replace(entry, term=variant), traditional):
+                keys.setdefault(normalise(spelling).text.strip(), entry)
         if problems:
             raise ConfigError(problems)
         return cls(tuple(entries), keys, sources)
@@ -321,6 +332,25 @@ def _variants(entry: LexiconEntry, forms: Mapping[str, tuple[str, ...]]) -> Iter
         yield variant
         if entry.kind is EntryKind.TERM and " " in variant and variant.isascii():
             yield variant.replace(" ", "")
+
+
+def _typos(entry: LexiconEntry) -> Iterator[str]:
+    """Common typing slips of a strong English one-word term (seven letters or more).
+
+    One letter after the first left out (``sucide``) or two swapped (``suicdie``). A slip
+    that spells another English word (:data:`_TYPO_WORDS`) is left out.
+    """
+    term = entry.term
+    if (
+        entry.kind is not EntryKind.TERM
+        or entry.weight < 1
+        or len(term) < _TYPO_MIN
+        or not (term.isascii() and term.isalpha())
+    ):
+        return
+    forms = {term[:i] + term[i + 1 :] for i in range(1, len(term))}
+    forms |= {term[:i] + term[i + 1] + term[i] + term[i + 2 :] for i in range(1, len(term) - 1)}
+    yield from sorted(forms - {term} - _TYPO_WORDS)
 
 
 def _variant_count(entry: LexiconEntry, forms: Mapping[str, tuple[str, ...]]) -> int:

@@ -7,7 +7,9 @@ invariant 5): a keyword proves nothing, it only spends attention.
 **Matching.** One Aho-Corasick automaton (pyahocorasick), built once from the packaged
 lexicon (:class:`Lexicon`; Chinese Traditional and Simplified variants and the other
 spellings compiled in), runs over the message folded for matching (NFKC, case, invisible
-characters and spacing tricks undone; see :mod:`foureyes.core.fold`). Terms that begin
+characters and spacing tricks undone; see :mod:`foureyes.core.fold`), and, when the text
+has any, with look-alikes undone as well (``k1ll``, ``s.u.i.c.i.d.e``, a pill emoji for
+"pills"; ``normalise(..., lookalikes=True)``). Terms that begin
 or end with a Latin letter or digit match on word boundaries only (no "si" in "music"),
 where a one-letter word joined to a letter-spaced run counts as one (``I k i l l m y s e l f``).
 Every reported span indexes the original text. A negation or cue the fold formed across
@@ -51,7 +53,7 @@ from typing import Any, NamedTuple
 
 import ahocorasick
 
-from foureyes.core.fold import Normalised, normalise
+from foureyes.core.fold import Normalised, has_lookalikes, normalise
 from foureyes.risk._lexicon import EntryKind, L0Category, Lexicon, LexiconEntry
 from foureyes.risk.screen_model import ScreenModel, default_screen_model, language_of
 
@@ -232,7 +234,14 @@ class L0Gate:
         Any string is accepted (empty, huge, any script); nothing in it is read as an
         instruction.
         """
-        folded = normalise(text)
+        keyword_fold = normalise(text)
+        # The lexicon reads the look-alike fold too (k1ll, s.u.i.c.i.d.e, 💊); the learned
+        # scorer was trained on the keyword fold and reads that one.
+        folded = (
+            normalise(text, lookalikes=True)
+            if has_lookalikes(keyword_fold.text, text)
+            else keyword_fold
+        )
         chars = folded.text
         terms: list[_Hit] = []
         cues: list[_Hit] = []
@@ -263,7 +272,7 @@ class L0Gate:
                 cues.append(_Hit(start, end, key, entry))
             else:
                 negations[end] = key
-        screen_score, scorer = self._scored(chars)
+        screen_score, scorer = self._scored(keyword_fold.text)
         counted = _counted(terms, cues)
         if not counted:
             if screen_score is None:
