@@ -22,6 +22,7 @@ from tests.e2e.test_guard_mode import config, messages
 from tests.helpers.answers import APPROVE, answer, by_message
 from tests.helpers.server import RunningServer
 from tests.helpers.simulator import RunningSimulator
+from tests.server.test_check import tool_call
 from tests.server.test_check_stream import chunk, post_stream
 
 Start = Callable[..., RunningServer]
@@ -41,11 +42,7 @@ SCENARIO = {
 
 
 def _call(arguments: str) -> dict[str, Any]:
-    return {
-        "id": "call_1",
-        "type": "function",
-        "function": {"name": "send_note", "arguments": arguments},
-    }
+    return tool_call("send_note", arguments)
 
 
 @pytest.fixture
