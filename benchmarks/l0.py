@@ -32,7 +32,7 @@ import ahocorasick
 
 from foureyes.core.datadir import DATA_HOWTO, data_dir
 from foureyes.core.fold import normalise
-from foureyes.core.locale import is_covered
+from foureyes.core.locale import detect_locale, is_covered
 from foureyes.risk._lexicon import EntryKind, L0Category, Lexicon, LexiconEntry
 from foureyes.risk.l0 import L0Gate
 from foureyes.risk.lexicon_report import load_risk_data
@@ -161,8 +161,9 @@ def main() -> None:
     texts = messages(data, args.texts, rng, sorted(gate.keys))
 
     def whole_screen(text: str) -> object:
-        # What triage runs on every message before any model: L0 and the language check.
-        return gate.scan(text), is_covered(text)
+        # What triage runs on every message before any model: L0, the language check and
+        # the reply locale.
+        return gate.scan(text), is_covered(text), detect_locale(text)
 
     latency = per_message_us(gate.scan, texts, REPEATS)
     screened = per_message_us(whole_screen, texts, REPEATS)
@@ -248,7 +249,7 @@ def main() -> None:
     )
     whole = result["with_language_id"]
     print(
-        f"with language identification (is_covered): median {whole['median_us']} us, "
+        f"with the language check (is_covered, detect_locale): median {whole['median_us']} us, "
         f"p99 {whole['p99_us']} us; at {MAX_CHARS} characters median "
         f"{whole['full_length_median_us']} us, p99 {whole['full_length_p99_us']} us"
     )

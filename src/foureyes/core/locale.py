@@ -47,7 +47,7 @@ _SIMPLIFIED = frozenset(pair[1] for pair in _PAIRS)
 
 # CJK Unified Ideographs and their extensions, plus the compatibility ideographs.
 _HAN_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f\U00030000-\U000323af"
-_HAN = re.compile(f"[{_HAN_CLASS}]")
+_HAN_RUN = re.compile(f"[{_HAN_CLASS}]+")
 # Word characters that are neither digits, "_" nor Han: every letter (str.isalpha) that is
 # not an ideograph, and the rare numeric characters that are not decimal digits (², ½,
 # Ⅻ), which do not count as letters; a run holding one is split on it.
@@ -63,6 +63,14 @@ _SIMPLIFIED_RE = re.compile("[" + "".join(sorted(_SIMPLIFIED)) + "]")
 _CHARS_PER_WORD = 2
 
 
+def _count(runs: re.Pattern[str], text: str) -> int:
+    """How many characters of ``text`` the character class of ``runs`` matches.
+
+    Counted by runs: a few matches instead of one per character.
+    """
+    return sum(map(len, runs.findall(text)))
+
+
 def _words(text: str) -> int:
     """How many runs of letters other than ideographs ``text`` holds."""
     count = 0
@@ -75,6 +83,26 @@ def _words(text: str) -> int:
             count += ch.isalpha() and not in_word
             in_word = ch.isalpha()
     return count
+
+
+def _word_weight(text: str, han: int) -> int:
+    """The weight of ``text``'s other words, as it compares with its ``han`` ideographs.
+
+    Exact where the comparison needs it; otherwise a value on the same side of ``han``,
+    found without the costly count: each word is at least one character that is not an
+    ideograph, so where the ideographs outweigh all other characters (most Chinese
+    messages) that bound is below ``han``; with no ideograph, one word decides.
+    """
+    bound = (len(text) - han) * _CHARS_PER_WORD
+    if bound < han:
+        return bound
+    if not han:
+        first = _WORDISH.search(text)
+        if first is None:
+            return 0
+        if first.group().isalpha():
+            return _CHARS_PER_WORD
+    return _words(text) * _CHARS_PER_WORD
 
 
 def detect_locale(text: str, default: Locale = Locale.EN) -> Locale:
@@ -96,8 +124,8 @@ def detect_locale(text: str, default: Locale = Locale.EN) -> Locale:
     Returns:
         ``zh-Hans``, ``zh-Hant`` or ``en``.
     """
-    han = len(_HAN.findall(text))
-    weight = _words(text) * _CHARS_PER_WORD
+    han = _count(_HAN_RUN, text)
+    weight = _word_weight(text, han)
     if han == weight:
         return default
     if han < weight or _KANA_HANGUL.search(text) is not None:
@@ -145,17 +173,10 @@ _LATIN_LETTER = re.compile(r"[A-Za-zÀ-ɏ]")
 
 
 _COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
-_HAN_RUN = re.compile(f"[{_HAN_CLASS}]+")
-_LETTER_RUN = re.compile(r"[^\W\d_]+")
+# Letters that are neither Latin nor Han (Cyrillic, Arabic, kana, Hangul, Greek...): few
+# or none in the messages the screen reads, so counting them is cheap.
+_OTHER_LETTER_RUN = re.compile(f"[^\\W\\d_A-Za-zÀ-ɏ{_HAN_CLASS}]+")
 _LATIN_RUN = re.compile(r"[A-Za-zÀ-ɏ]+")
-
-
-def _count(runs: re.Pattern[str], text: str) -> int:
-    """How many characters of ``text`` the character class of ``runs`` matches.
-
-    Counted by runs: a few matches instead of one per character.
-    """
-    return sum(map(len, runs.findall(text)))
 
 
 _IDENTIFIED_CHARS = 200
@@ -166,7 +187,7 @@ def identified_language(text: str) -> str | None:
     """The language CLD2 reliably finds ``text`` in (an ISO 639 code), or ``None``.
 
     ``None`` when it finds none, or is not sure (short or mixed text). Its models are in
-    the ``pycld2`` wheel: no I/O. About 40 µs at 500 characters (benchmarks/l0.py).
+    the ``pycld2`` wheel: no I/O. About 6 µs (it reads at most 200 characters; benchmarks/l0.py).
     """
     sample = text[:_IDENTIFIED_CHARS]
     try:
@@ -202,25 +223,21 @@ def is_covered(text: str) -> bool:
             return True
     else:
         han = _count(_HAN_RUN, text)
-        if han and han >= _words(text) * _CHARS_PER_WORD:
+        if han and han >= _word_weight(text, han):
             if _KANA_HANGUL.search(text) is not None:
                 return False
             return identified_language(text) not in ("ja", "ko")
         if _COMBINING.search(text) is not None:
             text = _COMBINING.sub("", text)  # stacked marks ("zalgo") hide their letters
-        letters = _count(_LETTER_RUN, text)
-        if letters - han > _count(_LATIN_RUN, text):
+        other = _count(_OTHER_LETTER_RUN, text)
+        if other and other > _count(_LATIN_RUN, text):
             # Mostly letters of another script.
             return False
-        if not letters:
-            return True
+        if not (han or other) and _LATIN_LETTER.search(text) is None:
+            return True  # no letters at all
     identified = identified_language(text)
     if identified is not None:
         return identified == "en"
-    latin = _LATIN_WORD.findall(text)
-    english = other = 0
-    for word in latin:
-        folded = word.lower().replace("’", "'")
-        english += folded in _ENGLISH_WORDS
-        other += folded in _OTHER_WORDS
-    return english >= other
+    words = _LATIN_WORD.findall(text.lower().replace("’", "'"))
+    english = sum(map(_ENGLISH_WORDS.__contains__, words))
+    return english >= sum(map(_OTHER_WORDS.__contains__, words))
