@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the test suite needs when they are missing:
 # PostgreSQL 15 (server binaries for the tests' own throw-away cluster), Chromium
-# (the console's browser tests drive /usr/bin/chromium through Playwright) and a font
+# (the console's browser tests drive /usr/bin/chromium through Playwright), a font
 # with Chinese ideographs (WenQuanYi Micro Hei, 5 MB: Chinese eval-report plots and
-# console screenshots; without one the plots fall back to English words).
+# console screenshots; without one the plots fall back to English words) and bubblewrap
+# (bwrap: the sandbox of the agent-task evals' commands and verifiers, docs/evals.md).
 set -euo pipefail
 
 need=()
@@ -22,6 +23,10 @@ for font in /usr/share/fonts/truetype/wqy/wqy-microhei.ttc \
 done
 if [ "$cjk_font" = no ]; then
   need+=(fonts-wqy-microhei)
+fi
+
+if ! command -v bwrap >/dev/null 2>&1; then
+  need+=(bubblewrap)
 fi
 
 if [ ${#need[@]} -eq 0 ]; then

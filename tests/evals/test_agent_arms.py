@@ -301,7 +301,9 @@ async def test_the_report_shows_each_review_metric_and_each_arms_instruction_dig
         assert instruction_sha256(mask, cfg)[:16] in text
     for heading in ("adoption", "unique delta", "format failures", "cache-read tokens"):
         assert heading in text.lower()
-    assert "100.0% [100.0%, 100.0%]" in text  # the format failures, with their interval
+    # The format failures, 1 of 1, with the exact interval (a bootstrap would collapse to
+    # [100%, 100%]).
+    assert "100.0% [2.5%, 100.0%]" in text
 
 
 def test_masked_strong_is_left_out_with_a_note_without_a_strong_route(tmp_path: Path) -> None:
@@ -315,6 +317,8 @@ def test_masked_strong_is_left_out_with_a_note_without_a_strong_route(tmp_path: 
         "action-only",
         "observe-only",
         "all-turns",
+        "simple-verifier",
+        "deliberate-offered",
     ]
     assert set(missing) == {"masked-strong"} and "strong" in missing["masked-strong"]
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from foureyes.evals.agent_arm import DONE, NOT_DONE, restated_items
 from foureyes.evals.metrics import PairRecord, compute_metrics, confusion
 from foureyes.evals.suite import SuiteKind
+from foureyes.review.packet import check_packet
+from foureyes.review.session import ReasoningBlock, TextBlock
+from tests.review._session_support import Build
 
 
 def _r(case: str, arm: str, prediction: str | None, expected: str, **detail: str) -> PairRecord:
@@ -70,3 +76,44 @@ def test_triage_recall_precision_and_agreement() -> None:
     # Pairs (c,c), (h,c), (h,h): po = 2/3; pe = 1/3*2/3 + 2/3*1/3 = 4/9; kappa = 0.4.
     assert agreement.kappa == pytest.approx(0.4)
     assert confusion(records, ["low", "medium"])["medium"]["none"] == 1
+
+
+def test_unique_delta_counts_a_contradiction_of_the_primary_as_new() -> None:
+    session = (
+        Build()
+        .turn("fix clamp")
+        .step(
+            ReasoningBlock(text="The bug is in clamp. The fix is correct."),
+            TextBlock(text="修复是正确的。测试通过了。"),
+        )
+        .session()
+    )
+    entries = [
+        ("conclusion", "The fix is not correct."),  # contradicts: new
+        ("observation", "The fix is probably correct."),  # a hedged restatement
+        ("possible_error", "修复是错误的"),  # contradicts: new
+        ("observation", "测试没有失败"),  # restates 测试通过了 (no failure: passed)
+    ]
+    body = [{"kind": k, "certainty": "likely", "content": c} for k, c in entries]
+    checked = check_packet(
+        json.dumps({"role": "masked-review", "status": "update", "items": body}), max_chars=10_000
+    )
+    assert checked.packet is not None
+    assert restated_items(checked.packet, session) == 2
+    record = PairRecord(
+        case_id="1",
+        arm="a",
+        passed=True,
+        failed=False,
+        prediction=DONE,
+        expected=DONE,
+        cost_usd=0.0,
+        latency_ms=10.0,
+        detail={"reviewed": True, "items": len(entries), "restated": 2},
+    )
+    m = compute_metrics(
+        SuiteKind.AGENT, [record], arms=["a"], baseline="a", labels=[DONE, NOT_DONE], seed=0
+    )
+    review = m.arms[0].review
+    assert review is not None and review.unique_delta is not None
+    assert review.unique_delta.estimate == 0.5

@@ -162,16 +162,39 @@ def test_rules_are_tried_in_order_and_times_limits_them() -> None:
             }
         )
     )
-    picks = [book.pick("m", text) for text in ("hi", "hi", "bye", "bye")]
+    picks = [book.pick("m", [_user(text)]) for text in ("hi", "hi", "bye", "bye")]
     assert [p[1].name if p else None for p in picks] == ["first-hi", "any-hi", "once", None]
     book.reset()
-    assert book.pick("m", "hi") == (0, book.scenario.models["m"][0])
+    assert book.pick("m", [_user("hi")]) == (0, book.scenario.models["m"][0])
+
+
+def test_a_request_scoped_match_reads_every_message_in_order() -> None:
+    book = RuleBook(
+        parse_scenario(
+            {
+                "models": {
+                    "m": [
+                        {"name": "both", "match": "(?s)task.*review", "match_scope": "request"},
+                        {"name": "last", "match": "review"},
+                    ]
+                }
+            }
+        )
+    )
+
+    def name(*texts: str) -> str | None:
+        picked = book.pick("m", [_user(t) for t in texts])
+        return picked[1].name if picked else None
+
+    assert name("the task", "a review") == "both"
+    assert name("a review", "the task") is None  # the order counts; the last says no review
+    assert name("other", "a review") == "last"  # the default scope reads the last message
 
 
 def test_a_model_without_rules_never_answers() -> None:
     book = RuleBook(parse_scenario({"models": {"m": []}}))
     assert book.knows("m") and not book.knows("other")
-    assert book.pick("m", "anything") is None
+    assert book.pick("m", [_user("anything")]) is None
 
 
 def test_the_last_message_text_joins_text_parts() -> None:

@@ -138,6 +138,54 @@ def test_without_a_control_nothing_is_compared_to_it() -> None:
     assert compress([result("only", Mask.NONE, items(TESTS_FAIL))], SESSION).stable == ()
 
 
+CORRECT = ("conclusion", "certain", "The fix is correct")
+NOT_CORRECT = ("conclusion", "certain", "The fix is not correct")
+PROBABLY = ("conclusion", "likely", "The fix is probably correct")  # CORRECT, hedged
+ZH_CORRECT = ("conclusion", "certain", "修复是正确的")
+ZH_WRONG = ("conclusion", "certain", "修复是错误的")
+
+
+def test_a_reversed_conclusion_is_a_disagreement_not_a_certainty_change() -> None:
+    summary = compress(
+        [
+            result("full", Mask.NONE, items(CORRECT, ZH_CORRECT, TESTS_FAIL), steps=3),
+            result("ro@1", Mask.REASONING_ONLY, items(NOT_CORRECT, ZH_WRONG, TESTS_FAIL)),
+        ],
+        SESSION,
+    )
+    # "not correct" shares every content token with "correct": a reversal, not a match.
+    assert summary.flips == (
+        Flip("ro@1", "conclusion", CORRECT[2], CORRECT[2], NOT_CORRECT[2]),
+        Flip("ro@1", "conclusion", ZH_CORRECT[2], ZH_CORRECT[2], ZH_WRONG[2]),
+    )
+    assert [i.content for i in summary.stable] == [TESTS_FAIL[2]]
+    assert [i.content for i in summary.full_only] == [CORRECT[2], ZH_CORRECT[2]]
+    assert summary.earliest_divergence == Divergence("s3", 1, 3, ("full", "ro@1"), False)
+
+
+def test_a_hedged_restatement_is_a_certainty_change_not_a_reversal() -> None:
+    summary = compress(
+        [result("full", Mask.NONE, items(CORRECT)), result("m", Mask.ACTION_ONLY, items(PROBABLY))],
+        SESSION,
+    )
+    assert summary.flips == (Flip("m", "certainty", CORRECT[2], "certain", "likely"),)
+    assert [i.content for i in summary.stable] == [CORRECT[2]]
+
+
+def test_an_item_contradicting_one_kept_before_is_not_dropped() -> None:
+    summary = compress(
+        [
+            result("full", Mask.NONE, items(CORRECT)),
+            result("full2", Mask.NONE, items(NOT_CORRECT, PROBABLY)),
+            result("ao", Mask.ACTION_ONLY, items(TESTS_FAIL)),
+        ],
+        SESSION,
+    )
+    # PROBABLY restates CORRECT and is dropped; NOT_CORRECT is another conclusion.
+    assert [i.content for i in summary.full_only] == [CORRECT[2], NOT_CORRECT[2]]
+    assert summary.flips == ()
+
+
 pool = st.sampled_from(
     [items(), items(TESTS_FAIL), items(FIXTURE, CHECK_SHORT), items(TESTS_FAIL, CHECK_LONG)]
 )

@@ -4,6 +4,7 @@ import ast
 import importlib
 import inspect
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -30,6 +31,7 @@ from foureyes.review.session import (
     EndReason,
     Event,
     ImageBlock,
+    MessageSource,
     ReasoningBlock,
     Session,
     StepEnd,
@@ -611,6 +613,136 @@ def test_an_unbalanced_prefix_is_skipped_because_the_api_would_refuse_it() -> No
     assert "no result was recorded" in _project(call_without_result, "recent:2").snapshot_text
 
 
+# --- the task view -----------------------------------------------------------------------
+
+
+def _task_session() -> Session:
+    """Two turns: the rich step, a tool step, a published note, then a step in flight."""
+    nested = ToolResult(
+        call_id="c1", content="SUBAGENT-RESULT", reasoning=(ReasoningBlock(text="NESTED-THOUGHT"),)
+    )
+    return (
+        Build()
+        .turn("TASK-ONE")
+        .step(
+            ReasoningBlock(text="SECRET-THOUGHT"),
+            TextBlock(text="VISIBLE-TEXT"),
+            ToolCallBlock(call_id="c1", name="delegate", arguments='{"task": "look"}'),
+            results=(nested,),
+        )
+        .end()
+        .turn("TASK-TWO")
+        .tool_step(2)
+        .add(UserMessage(content="PUBLISHED-NOTE", source=MessageSource.PLUGIN))
+        .tool_step(3, end=False)
+        .session(system=("You are an agent.",))
+    )
+
+
+def _task(session: Session, mask: Mask = Mask.NONE, **limits: int | bool | None) -> Projection:
+    result = project(session, Window.all_turns(), mask, task_only=True, **(LIMITS | limits))
+    assert isinstance(result, Projection), result
+    return result
+
+
+def test_the_task_view_shows_the_users_messages_and_nothing_of_the_agents_steps() -> None:
+    session = _task_session()
+    views = {mask: _task(session, mask) for mask in Mask}
+    view = views[Mask.NONE]
+    text = view.snapshot_text
+    assert text.startswith(DATA_RULE) and view.prefix == ()
+    assert text.index("## Turn 1\n") < text.index("TASK-ONE") < text.index("## Turn 2\n")
+    assert text.index("## Turn 2\n") < text.index("TASK-TWO")
+    assert '<<<DATA user_message source="user">>>\nTASK-ONE\n<<<END DATA>>>' in text
+    hidden = ("SECRET-THOUGHT", "NESTED-THOUGHT", "VISIBLE-TEXT", "SUBAGENT-RESULT", "delegate")
+    for gone in (*hidden, "R2", "T2", "OUT2", "R3", "OUT3", "bash", "PUBLISHED-NOTE"):
+        assert gone not in text, gone
+    for label in ("### Turn", "Action batch", "Outcome", "ended", "reasoning", "tool_"):
+        assert label not in text, label
+    # Nothing is left for a mask to hide: every mask gives the same view, recorded as given.
+    assert {v.snapshot for v in views.values()} == {view.snapshot}
+    assert [v.meta.mask for v in views.values()] == list(Mask)
+    assert view.meta == replace(
+        view.meta,
+        window="all-turns",
+        requested_k=None,
+        effective_k=2,  # both complete steps, hidden whole; the third is in flight
+        turns=2,
+        steps=0,
+        omitted_reasoning_blocks=3,  # SECRET, NESTED and R2; R3 is in flight
+        chars=len(text),
+        images=0,
+        cut=None,
+        prefix_messages=0,
+        task_only=True,
+    )
+    assert _project(session, "all-turns").meta.task_only is False
+
+
+def test_the_task_view_covers_the_whole_session_only() -> None:
+    for window in ("recent:3", "current-turn", "since-last-mutation"):
+        with pytest.raises(ValueError, match="all-turns"):
+            project(_task_session(), Window.parse(window), Mask.NONE, task_only=True, **LIMITS)
+
+
+def test_the_task_view_needs_a_task_not_a_step() -> None:
+    first_step = Build().turn("THE-TASK").tool_step(1, end=False).session()
+    early = _task(first_step)
+    assert "THE-TASK" in early.snapshot_text and early.meta.effective_k == 0
+    untold = (
+        Build()
+        .add(TurnStart(turn_id="t1"), UserMessage(content="DEMO", source=MessageSource.PLUGIN))
+        .tool_step(1)
+        .session()
+    )
+    result = project(untold, Window.all_turns(), Mask.NONE, task_only=True, **LIMITS)
+    assert isinstance(result, ProjectionSkipped) and result.reason is SkipReason.NO_TASK
+    assert result.meta.task_only and result.meta.effective_k == 1 and result.meta.chars == 0
+    empty = project(Session(events=()), Window.all_turns(), Mask.NONE, task_only=True, **LIMITS)
+    assert isinstance(empty, ProjectionSkipped) and empty.reason is SkipReason.EMPTY_SESSION
+
+
+def test_the_task_view_keeps_the_users_images_under_every_limit() -> None:
+    picture = ImageBlock(ref="https://img/task.png")
+    session = (
+        Build()
+        .add(TurnStart(turn_id="t1"), UserMessage(content="see this", images=(picture,)))
+        .tool_step(1)
+        .session()
+    )
+    view = _task(session, images=True)
+    assert view.meta.images == 1
+    assert [p.url for p in view.snapshot.content if isinstance(p, ImagePart)] == [picture.ref]
+    for images, reason in (
+        (None, SkipReason.IMAGES_UNKNOWN),
+        (False, SkipReason.IMAGES_UNSUPPORTED),
+    ):
+        skipped = project(
+            session, Window.all_turns(), Mask.NONE, task_only=True, images=images, **LIMITS
+        )
+        assert isinstance(skipped, ProjectionSkipped) and skipped.reason is reason
+    few = project(
+        session,
+        Window.all_turns(),
+        Mask.NONE,
+        task_only=True,
+        images=True,
+        max_snapshot_chars=10**6,
+        max_images=0,
+    )
+    assert isinstance(few, ProjectionSkipped) and few.reason is SkipReason.OVER_IMAGES
+    short = project(
+        session,
+        Window.all_turns(),
+        Mask.NONE,
+        task_only=True,
+        images=True,
+        max_snapshot_chars=view.meta.chars - 1,
+        max_images=5,
+    )
+    assert short == ProjectionSkipped(SkipReason.OVER_CHARS, view.meta)
+
+
 # --- purity, real data, size ---------------------------------------------------------------
 
 
@@ -816,6 +948,25 @@ def test_a_projection_is_whole_or_skipped_never_truncated(
         assert limited == full
     else:
         assert limited == ProjectionSkipped(SkipReason.OVER_CHARS, full.meta)
+
+
+@settings(max_examples=100, deadline=None)
+@given(canary_sessions(), st.sampled_from(Mask))
+def test_the_task_view_shows_every_user_message_and_nothing_else(
+    session: Session, mask: Mask
+) -> None:
+    result = project(session, Window.all_turns(), mask, task_only=True, **LIMITS)
+    assert isinstance(result, Projection), result
+    text = result.snapshot_text
+    assert result.prefix == () and result.meta.steps == 0 and result.meta.task_only
+    assert not re.search(r"CANARY|TEXT\d|RESULT\d|bash|call\d", text)
+    told = [e.content for e in session.events if isinstance(e, UserMessage)]
+    assert told and all(content in text for content in told)
+    assert result.meta.effective_k == sum(1 for s in session.steps() if s.completed)
+    in_flight = session.in_flight()
+    stop = len(session.events) if in_flight is None else in_flight.start
+    canaries = _reasoning_at_or_after(Session(events=session.events[:stop]), 0)
+    assert result.meta.omitted_reasoning_blocks == len(canaries)
 
 
 # --- purity --------------------------------------------------------------------------------

@@ -207,14 +207,15 @@ async def test_deliberate_answers_the_tool_result_for_the_agent_to_read(
         "/v1/review/deliberate", json={"messages": ASKING, "arguments": '{"role": "oracle"}'}
     )
     assert answered["ok"] and (answered["status"], answered["reason"]) == ("packet", "accepted")
+    # The audit is the full unmasked fork of the whole session, whatever recentSteps says.
     assert (answered["role"], answered["window"], answered["error"]) == (
         "trajectory-audit",
-        "recent:1",
+        "all-turns",
         False,
     )
     head, shown = answered["content"].split("\n", 1)
     assert json.loads(head)["masked_steps"] == 1 and "the test itself may be wrong" in shown
-    assert answered["review"]["projection"]["mask"] == "action-only"
+    assert answered["review"]["projection"]["mask"] == "none"
     assert refused.status_code == 200
     assert refused.json() | {"content": None} == {
         "ok": True,
@@ -228,4 +229,5 @@ async def test_deliberate_answers_the_tool_result_for_the_agent_to_read(
     }
     (sent,) = simulator.requests()
     wire = json.dumps(sent["messages"])
-    assert REASONING not in wire and "now sure" not in wire and "Running the tests." not in wire
+    assert REASONING in wire and "Running the tests." in wire and "1 failed: test_parse" in wire
+    assert "now sure" not in wire  # the calling step is in flight

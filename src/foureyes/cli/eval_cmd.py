@@ -37,8 +37,12 @@ from foureyes.evals import (
     suite_path,
     write_report,
 )
+from foureyes.evals.agent_tasks import agent_task
 from foureyes.evals.report import ReportFiles
 from foureyes.evals.runner import new_run_id
+from foureyes.evals.sandbox import SandboxName, sandbox_named, use_sandbox
+from foureyes.evals.scripted import SCRIPTED_MODE, needs_script, scripted_config, scripted_scenario
+from foureyes.evals.suite import SuiteKind
 from foureyes.store import Store
 
 app = typer.Typer(no_args_is_help=True, help="Paired-arm evaluation: suites, runs, reports.")
@@ -88,13 +92,43 @@ async def _run(
     run_id: str,
     concurrency: int,
     pair_deadline_s: float,
+    review_deadline_s: float,
+    samples: int,
     seed: int,
     record: Path | None,
     replay: Path | None,
     data_root: Path,
     show_progress: bool,
+    sandbox: SandboxName = SandboxName.BUBBLEWRAP,
+    scripted: bool = False,
 ) -> tuple[RunSummary, dict[str, str]]:
     suite = load_suite(suite_path(suite_name))
+    if suite.kind is SuiteKind.AGENT and replay is None and needs_script(cfg):
+        # No model for the Primary: the scripted offline run, through an in-process
+        # simulator on loopback (foureyes.evals.scripted); its mode says so in the report.
+        from foureyes.llm.simulate import Simulator, listen, parse_scenario, serving
+
+        scenario, _ = scripted_scenario([agent_task(suite, c) for c in suite.cases])
+        sock = listen("127.0.0.1", 0)
+        async with serving(Simulator(parse_scenario(scenario)), sock):
+            url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+            return await _run(
+                scripted_config(cfg, url),
+                suite_name,
+                arm_names,
+                run_id=run_id,
+                concurrency=concurrency,
+                pair_deadline_s=pair_deadline_s,
+                review_deadline_s=review_deadline_s,
+                samples=samples,
+                seed=seed,
+                record=record,
+                replay=replay,
+                data_root=data_root,
+                show_progress=show_progress,
+                sandbox=sandbox,
+                scripted=True,
+            )
     left_out: dict[str, str] = {}
     if arm_names:
         arms = [suite.arm(n) for n in arm_names]
@@ -106,6 +140,8 @@ async def _run(
     routes = arm_routes(cfg, arms)
     providers = eval_providers(cfg, routes, os.environ, record=record, replay=replay)
     mode = "replay" if replay else "record" if record else "live"
+    if scripted:
+        mode = SCRIPTED_MODE if record is None else f"{SCRIPTED_MODE}+record"
     store = await Store.open(cfg.store, cfg.privacy, os.environ)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -116,7 +152,8 @@ async def _run(
         console=console,
         disable=not show_progress,
     )
-    task = progress.add_task(suite.name, total=len(arms) * len(suite.cases), failures=0, spend=0.0)
+    total = len(arms) * len(suite.cases) * samples
+    task = progress.add_task(suite.name, total=total, failures=0, spend=0.0)
 
     def advance(done: PairDone) -> None:
         progress.update(task, completed=done.done, failures=done.failures, spend=done.spend_usd)
@@ -132,12 +169,16 @@ async def _run(
                 run_id=run_id,
                 concurrency=concurrency,
                 pair_deadline_s=pair_deadline_s,
+                review_deadline_s=review_deadline_s,
+                samples=samples,
                 seed=seed,
                 mode=mode,
                 data_root=data_root,
                 on_progress=advance,
             )
-            return await runner.run(), left_out
+            # An agent suite's Primary commands and verifiers run in it (recorded).
+            with use_sandbox(sandbox_named(sandbox)):
+                return await runner.run(), left_out
     finally:
         for provider in providers.values():
             await provider.aclose()
@@ -159,8 +200,28 @@ def run_suite(
     ] = None,
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="Pairs in flight.")] = 4,
     pair_deadline: Annotated[
-        float, typer.Option("--pair-deadline", min=0.1, help="Seconds one pair may take.")
-    ] = 120.0,
+        float,
+        typer.Option(
+            "--pair-deadline",
+            min=0.1,
+            help="Seconds one pair may take (agent suites: the Primary's deadline, in the "
+            "shared prefix and again after the review; fits a thinking model on 30 steps).",
+        ),
+    ] = 1800.0,
+    review_deadline: Annotated[
+        float,
+        typer.Option(
+            "--review-deadline",
+            min=0.1,
+            help="Agent suites: seconds a review may take (later: that arm's timeout).",
+        ),
+    ] = 300.0,
+    samples: Annotated[
+        int,
+        typer.Option(
+            min=1, max=100, help="Agent suites: runs per case, each forked into every arm."
+        ),
+    ] = 1,
     seed: Annotated[int, typer.Option(help="Seed of the run's statistics.")] = 0,
     record: Annotated[
         Path | None, typer.Option(help="Record every model exchange into this cassette.")
@@ -177,6 +238,13 @@ def run_suite(
             f"${DATA_DIR_ENV}, else ../shared/data/trajectories from the checkout).",
         ),
     ] = None,
+    sandbox: Annotated[
+        SandboxName,
+        typer.Option(
+            help="Agent suites: where the Primary's commands and the verifiers run "
+            "(none: unisolated, recorded with the run)."
+        ),
+    ] = SandboxName.BUBBLEWRAP,
     config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -184,7 +252,8 @@ def run_suite(
 
     Without --arms, an arm whose route the config does not define (supervisor-strong
     without a strong route) is left out and named; a named arm whose route is missing, or
-    a baseline that cannot run, exits 1 before any case runs.
+    a baseline that cannot run, exits 1 before any case runs. So does an agent suite when
+    its bubblewrap sandbox cannot be set up, unless --sandbox none.
     """
     cfg = load(config, as_json=as_json)
     rid = new_run_id(Path(suite).name, dt.datetime.now(dt.UTC)) if run_id is None else run_id
@@ -198,11 +267,14 @@ def run_suite(
                 run_id=rid,
                 concurrency=concurrency,
                 pair_deadline_s=pair_deadline,
+                review_deadline_s=review_deadline,
+                samples=samples,
                 seed=seed,
                 record=record,
                 replay=replay,
                 data_root=data_root or data_dir() / "trajectories",
                 show_progress=not as_json,
+                sandbox=sandbox,
             )
         )
     except FoureyesError as exc:

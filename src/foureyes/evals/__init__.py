@@ -5,7 +5,8 @@ A :class:`Suite` of frozen cases is run under named :class:`Arm` configurations 
 Model exchanges can be recorded into a cassette and replayed offline
 (:func:`eval_providers`); :mod:`foureyes.evals.stats` holds the paired statistics and
 :func:`write_report` the HTML and Markdown reports. Agent suites run a Primary
-(:class:`AgentLoop`) over a sandboxed :class:`Workspace` of each task. See
+(:class:`AgentLoop`) over a :class:`Workspace` of each task, its commands and the
+verifiers in a :class:`Sandbox` (:class:`Bubblewrap` unless opted out). See
 ``docs/evals.md``.
 """
 
@@ -71,6 +72,16 @@ from foureyes.evals.runner import (
     new_run_id,
     run_facts,
 )
+from foureyes.evals.sandbox import (
+    Bubblewrap,
+    NoSandbox,
+    Sandbox,
+    SandboxName,
+    SandboxUnavailable,
+    active_sandbox,
+    sandbox_named,
+    use_sandbox,
+)
 from foureyes.evals.stats import (
     NO_SIGNIFICANT_DIFFERENCE,
     Interval,
@@ -103,6 +114,7 @@ __all__ = [
     "AgentTask",
     "Arm",
     "ArmMetrics",
+    "Bubblewrap",
     "CASE_DRAFT_ROUTE",
     "Case",
     "CaseAnswer",
@@ -115,6 +127,7 @@ __all__ = [
     "NOT_DONE",
     "NO_REVIEW",
     "NO_SIGNIFICANT_DIFFERENCE",
+    "NoSandbox",
     "PAIR_DEADLINE",
     "PairDone",
     "PairRecord",
@@ -129,6 +142,9 @@ __all__ = [
     "ReportView",
     "RunMetrics",
     "RunSummary",
+    "Sandbox",
+    "SandboxName",
+    "SandboxUnavailable",
     "StopReason",
     "Suite",
     "SuiteError",
@@ -140,6 +156,7 @@ __all__ = [
     "TriageAgreement",
     "VerifierResult",
     "Workspace",
+    "active_sandbox",
     "agent_task",
     "answer_agent_case",
     "answer_case",
@@ -172,8 +189,10 @@ __all__ = [
     "run_facts",
     "run_verifier",
     "runnable_arms",
+    "sandbox_named",
     "shipped_suites",
     "suite_path",
     "task_workspace",
+    "use_sandbox",
     "write_report",
 ]

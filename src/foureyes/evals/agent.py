@@ -80,6 +80,7 @@ __all__ = [
     "AgentLoop",
     "AgentResult",
     "Checkpoint",
+    "Fork",
     "PublicationHook",
     "StopReason",
     "review_checkpoint",
@@ -196,6 +197,25 @@ class AgentResult:
     ``content_filtered``, ``unfinished``)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Fork:
+    """A run's turn stop, to go on from (:meth:`AgentLoop.resume`) as often as needed."""
+
+    session: Session
+    """The session at the stop: the stopping step ended, the turn still open."""
+    steps: int
+    """Steps taken up to it."""
+    usage: Usage | None
+    """Their tokens (``None``: no call completed)."""
+    answer: str
+    """The Primary's answer at the stop."""
+
+    @classmethod
+    def at(cls, point: Checkpoint, result: AgentResult) -> Fork:
+        """The fork at ``point``, the stop at which ``result``'s run ended."""
+        return cls(point.session, point.steps, result.usage, result.answer)
+
+
 class AgentLoop:
     """The Primary: one model, the workspace's tools, a step budget."""
 
@@ -211,6 +231,7 @@ class AgentLoop:
         reviewer: Reviewer | None = None,
         locale: Locale = Locale.EN,
         trace_id: str | None = None,
+        seed: int | None = None,
     ) -> None:
         """Prepare a loop; nothing runs until :meth:`run`.
 
@@ -225,6 +246,7 @@ class AgentLoop:
                 ``None``: the workspace's four tools only.
             locale: the language of a published packet's header.
             trace_id: the trace run to record model calls in (``None``: none).
+            seed: sent with every request as OpenAI's ``seed`` (``None``: not sent).
 
         Raises:
             UsageError: ``max_steps`` or ``deadline_s`` is not positive.
@@ -240,6 +262,7 @@ class AgentLoop:
         self._reviewer = reviewer
         self._locale = locale
         self._trace_id = trace_id
+        self._seed = seed
 
     async def run(self, task: str) -> AgentResult:
         """Give the Primary ``task`` and run until it stops.
@@ -248,11 +271,6 @@ class AgentLoop:
             StoreError: the spend ledger or the trace failed.
             CassetteMiss: a replayed request is not in the cassette.
         """
-        scope = CallScope(
-            deadline=Deadline.after(self._deadline_s),
-            budget=CallBudget(self._max_steps),
-            trace_id=self._trace_id,
-        )
         tools = TOOL_SPECS if self._reviewer is None else (*TOOL_SPECS, deliberate_tool())
         run = _Run(
             Session(
@@ -262,6 +280,41 @@ class AgentLoop:
             ),
             session_id=uuid.uuid4().hex,
         )
+        return await self._go(run, self._scope(self._max_steps))
+
+    async def resume(self, fork: Fork) -> AgentResult:
+        """Go on from ``fork``, a run's turn stop, as if the Primary had just stopped there.
+
+        The publication hook is asked first, at that stop (``stopping``); without a packet
+        the run ends there (``completed``), with one the Primary goes on, within what is
+        left of the step budget. Usage and cost count the fork's steps too, so a resumed
+        run costs what the whole run did. Every resume of one fork starts from the same
+        session: that is what makes arms forks rather than fresh samples.
+
+        Raises:
+            StoreError: the spend ledger or the trace failed.
+            CassetteMiss: a replayed request is not in the cassette.
+        """
+        run = _Run(
+            fork.session,
+            session_id=uuid.uuid4().hex,
+            steps=fork.steps,
+            usage=fork.usage,
+            answer=fork.answer,
+        )
+        stop = await self._offer(run, stopping=True)
+        if stop is not None:
+            return self._end(run, *stop)
+        return await self._go(run, self._scope(max(1, self._max_steps - fork.steps)))
+
+    def _scope(self, calls: int) -> CallScope:
+        return CallScope(
+            deadline=Deadline.after(self._deadline_s),
+            budget=CallBudget(calls),
+            trace_id=self._trace_id,
+        )
+
+    async def _go(self, run: _Run, scope: CallScope) -> AgentResult:
         while run.steps < self._max_steps:
             stop = await self._step(run, scope)
             if stop is not None:
@@ -277,7 +330,9 @@ class AgentLoop:
             *(ChatMessage.system(s) for s in run.session.system),
             *native_messages(run.session),
         )
-        request = ChatRequest(messages=messages, role=Role.PRIMARY, tools=run.session.tools)
+        request = ChatRequest(
+            messages=messages, role=Role.PRIMARY, tools=run.session.tools, seed=self._seed
+        )
         try:
             result = await self._caller.call(Role.PRIMARY, request, scope, stage=_STAGE)
         except (RouteError, LimitExceeded) as exc:
@@ -301,7 +356,10 @@ class AgentLoop:
             result_event = await self._tool(run, call)
             run.session = run.session.append(result_event)
         run.session = run.session.append(StepEnd(step_id=step_id))
-        stopping = not calls
+        return await self._offer(run, stopping=not calls)
+
+    async def _offer(self, run: _Run, *, stopping: bool) -> tuple[StopReason, str | None] | None:
+        """Ask the publication hook after a step: show its packet and go on, or stop."""
         if self._publish is not None:
             point = Checkpoint(run.session, run.steps, stopping, run.session_id)
             packet = await self._publish(point)

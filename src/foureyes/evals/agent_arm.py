@@ -28,39 +28,53 @@ sha256 of the arm's review instruction.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from foureyes.config import Config
 from foureyes.core.budget import cost_usd
+from foureyes.core.deadline import Deadline
 from foureyes.core.digest import sha256_hex
 from foureyes.core.overlap import matches
 from foureyes.core.roles import Role
-from foureyes.evals.agent import AgentLoop, Checkpoint
-from foureyes.evals.agent_tasks import agent_task, task_workspace
+from foureyes.evals.agent import AgentLoop, AgentResult, Checkpoint, Fork, StopReason
+from foureyes.evals.agent_tasks import AgentTask, agent_task, task_workspace
 from foureyes.evals.arms import CaseAnswer
-from foureyes.evals.suite import Arm, Case, Suite, tree_sha256
+from foureyes.evals.suite import Arm, ArmCheck, Case, Suite, tree_sha256
 from foureyes.evals.verify import VerifierResult
 from foureyes.evals.workspace import ReadOnlyTools, Workspace
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.provider import Provider, Usage
 from foureyes.llm.routes import Routes
-from foureyes.review.packet import PacketStatus, ReviewPacket, review_instruction
+from foureyes.review.deliberate import DELIBERATE_TOOL
+from foureyes.review.packet import PacketStatus, ReviewPacket, check_packet, review_instruction
 from foureyes.review.projection import Mask, Window
 from foureyes.review.publication import PublicationPolicy
 from foureyes.review.request import RequestMode
 from foureyes.review.reviewer import Reviewer, SessionReview
 from foureyes.review.runner import ReviewReason, ReviewRunner
-from foureyes.review.session import AssistantMessage, ReasoningBlock, Session, TextBlock
+from foureyes.review.session import (
+    AssistantMessage,
+    ReasoningBlock,
+    Session,
+    TextBlock,
+    ToolCallBlock,
+)
 from foureyes.store import Store
 
 __all__ = [
     "AGENT_MAX_STEPS",
+    "AGENT_RUN_KIND",
     "DONE",
     "NOT_DONE",
+    "PREFIX_DEADLINE",
+    "Prefix",
+    "Prefixes",
     "answer_agent_case",
     "instruction_sha256",
     "restated_items",
@@ -112,6 +126,7 @@ class _ArmReview:
     folder: Path
     observe_only: bool
     mode: RequestMode
+    review_deadline_s: float = 300.0
     review: SessionReview | None = None
     reviewed: Session | None = None
     shown_sha256: str | None = None
@@ -125,6 +140,7 @@ class _ArmReview:
             window=self.window,
             mask=self.mask,
             mode=self.mode,
+            deadline=Deadline.after(self.review_deadline_s),
             tools=ReadOnlyTools(Workspace(self.folder)),
         )
         if done.review is None:
@@ -168,6 +184,194 @@ class _ArmReview:
         return outcome.usage if outcome is not None else None
 
 
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """The Primary's run of one case and sample up to its first turn stop.
+
+    Every arm of that case and sample that leaves the Primary's route and tools as they
+    are starts from it (:meth:`AgentLoop.resume`), so the arms differ only after the
+    review: a correction is the packet's doing, not a second sample's.
+    """
+
+    result: AgentResult | None
+    """The run as it ended at its turn stop (``None``: it failed, :attr:`failure`)."""
+    fork: Fork | None
+    """Its turn stop; ``None`` when it never stopped (step budget, a failed or
+    unfinished call): then no review runs and every arm is the prefix."""
+    files: tuple[tuple[str, bytes], ...] = ()
+    """The workspace's files as the run left them (path relative to it, bytes)."""
+    trace_id: str | None = None
+    """The trace run holding its model calls."""
+    failure: str | None = None
+    """Why there is no prefix (a reason code): every arm of the case and sample fails alike."""
+
+    @property
+    def sha256(self) -> str | None:
+        """The digest of its session: the same in every arm that shares it."""
+        return self.result.session.digest() if self.result is not None else None
+
+
+PREFIX_DEADLINE = "prefix_deadline"
+"""Reason of a pair whose shared prefix ran past the pair deadline (every arm alike)."""
+_GRACE_S = 30.0
+"""How long past its deadline a run may go before it is cut (its own deadline stops it
+first: no call starts after it)."""
+
+
+class Prefixes:
+    """One :class:`Prefix` per case, sample, Primary route and seed, run once and shared.
+
+    The first arm that asks runs it (as a task of its own, so cancelling one arm does not
+    cancel the prefix the others wait for); the others wait for it. Kept for the run of
+    one process: a resumed run recomputes the prefixes of the pairs it still has to run,
+    and its detail's ``prefix_sha256`` shows which pairs share one.
+    """
+
+    def __init__(self) -> None:
+        """An empty cache."""
+        self._runs: dict[tuple[str, ...], asyncio.Task[Prefix]] = {}
+
+    async def get(
+        self, key: tuple[str, ...], make: Callable[[], Coroutine[Any, Any, Prefix]]
+    ) -> Prefix:
+        """The prefix of ``key``, running ``make`` the first time it is asked for."""
+        task = self._runs.get(key)
+        if task is None:
+            task = self._runs[key] = asyncio.ensure_future(make())
+        return await asyncio.shield(task)
+
+    async def close(self) -> None:
+        """Cancel prefixes still running (the run is over or stopped)."""
+        for task in self._runs.values():
+            task.cancel()
+        await asyncio.gather(*self._runs.values(), return_exceptions=True)
+
+
+def _files(folder: Path) -> tuple[tuple[str, bytes], ...]:
+    return tuple(
+        (str(path.relative_to(folder)), path.read_bytes())
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    )
+
+
+def _restore(folder: Path, files: tuple[tuple[str, bytes], ...]) -> None:
+    """Make ``folder``'s files exactly ``files`` (caches aside)."""
+    keep = {name for name, _ in files}
+    for path in sorted(folder.rglob("*"), reverse=True):
+        if path.is_file() and "__pycache__" not in path.parts:
+            if str(path.relative_to(folder)) not in keep:
+                path.unlink()
+    for name, data in files:
+        target = folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+async def _start_trace(store: Store, conversation_id: str, meta: dict[str, Any]) -> str:
+    return await store.traces.start_run(AGENT_RUN_KIND, conversation_id=conversation_id, meta=meta)
+
+
+AGENT_RUN_KIND = "eval_primary"
+"""The trace kind of the Primary's runs: a prefix, and each arm's run from it."""
+
+
+async def _run_prefix(
+    task: AgentTask,
+    caller: ModelCaller,
+    store: Store,
+    *,
+    conversation_id: str,
+    sample: int,
+    seed: int | None,
+    deadline_s: float,
+) -> Prefix:
+    """Run the Primary alone on a fresh copy of the task up to its first turn stop."""
+    trace_id = await _start_trace(
+        store, conversation_id, {"case": task.case.id, "sample": sample, "prefix": True}
+    )
+    stops: list[Checkpoint] = []
+
+    async def capture(point: Checkpoint) -> ReviewPacket | None:
+        if point.stopping:
+            stops.append(point)
+        return None  # never a packet: the run ends at its first stop
+
+    try:
+        async with asyncio.timeout(deadline_s + _GRACE_S):
+            with task_workspace(task) as folder:
+                loop = AgentLoop(
+                    caller,
+                    Workspace(folder),
+                    max_steps=AGENT_MAX_STEPS,
+                    deadline_s=deadline_s,
+                    publish=capture,
+                    trace_id=trace_id,
+                    seed=seed,
+                )
+                result = await loop.run(task.statement)
+                files = _files(folder)
+    except TimeoutError:
+        await store.traces.finish_run(trace_id, outcome="failed", reason=PREFIX_DEADLINE)
+        return Prefix(None, None, trace_id=trace_id, failure=PREFIX_DEADLINE)
+    await store.traces.finish_run(trace_id, outcome=result.stop.value, reason=result.failure)
+    fork = Fork.at(stops[-1], result) if stops and result.stop is StopReason.COMPLETED else None
+    return Prefix(result, fork, files, trace_id)
+
+
+_SIMPLE_CHECK = "python check.py"
+_CHECK_OUTPUT_CHARS = 600
+
+
+@dataclass(slots=True)
+class _SimpleVerifier:
+    """The simple-verifier arm's hook: the visible check re-run at the turn stop.
+
+    Its outcome is shown as a packet ("re-run the tests"); no model is called.
+    """
+
+    folder: Path
+    max_chars: int
+    shown_sha256: str | None = None
+
+    async def hook(self, point: Checkpoint) -> ReviewPacket | None:
+        if not point.stopping or self.shown_sha256 is not None:
+            return None
+        self.shown_sha256 = tree_sha256(self.folder)
+        outcome = await Workspace(self.folder).call("run", json.dumps({"command": _SIMPLE_CHECK}))
+        output = outcome.content[-_CHECK_OUTPUT_CHARS:]
+        content = (
+            f"The repository's check was re-run (`{_SIMPLE_CHECK}`) before you finish; "
+            f"make sure the whole task statement holds, not only this check.\n{output}"
+        )
+        wire = {
+            "role": "masked-review",
+            "status": "update",
+            "items": [{"kind": "observation", "certainty": "certain", "content": content}],
+        }
+        checked = check_packet(json.dumps(wire, ensure_ascii=False), max_chars=self.max_chars)
+        return checked.packet
+
+    def facts(self, end_sha256: str) -> dict[str, Any]:
+        shown = self.shown_sha256 is not None
+        return {
+            "reviewed": shown,
+            "shown": shown,
+            "adopted": (end_sha256 != self.shown_sha256) if shown else None,
+            "packet_status": "update" if shown else None,
+        }
+
+
+def _deliberate_calls(session: Session) -> int:
+    return sum(
+        1
+        for event in session.events
+        if isinstance(event, AssistantMessage)
+        for block in event.blocks
+        if isinstance(block, ToolCallBlock) and block.name == DELIBERATE_TOOL
+    )
+
+
 async def answer_agent_case(
     suite: Suite,
     arm: Arm,
@@ -176,8 +380,23 @@ async def answer_agent_case(
     config: Config,
     providers: Mapping[str, Provider],
     store: Store,
+    prefixes: Prefixes,
+    sample: int = 1,
+    seed: int | None = None,
+    deadline_s: float = 1800.0,
+    review_deadline_s: float = 300.0,
+    conversation_id: str = "",
 ) -> CaseAnswer:
-    """Run the Primary on the case's task in a fresh copy and verify what it left.
+    """Fork the case's shared prefix for ``arm``, review at its stop, verify what is left.
+
+    The prefix (:class:`Prefix`: the Primary alone up to its first turn stop) is run once
+    per case, sample, Primary route and seed and shared by the arms. The baseline is the
+    prefix; a reviewing arm reviews at its stop under ``review_deadline_s`` (a review that
+    misses it is that arm's ``review_timeout``: nothing is shown, and the pair is scored
+    on what the Primary did, never failed for it) and the Primary goes on from there when
+    a packet is shown, until ``deadline_s`` (no call starts after it; the verifier then
+    judges the workspace as it stands). The ``deliberate`` arm offers the Primary the tool
+    from its first step, so it runs a sample of its own.
 
     Raises:
         StoreError: the store failed.
@@ -185,27 +404,96 @@ async def answer_agent_case(
     """
     task = agent_task(suite, case)
     caller = ModelCaller(Routes(config, providers), ledger=store.ledger, trace=store.traces)
+    conversation_id = conversation_id or f"eval-{case.id}-{sample}"
+    reviewer_policy = (
+        PublicationPolicy.OBSERVE_ONLY
+        if arm.observe_only
+        else PublicationPolicy.ALL
+        if arm.always_show
+        else PublicationPolicy.UPDATES_ONLY
+    )
+    runner = ReviewRunner(caller, packet_max_chars=config.review.packet_max_chars)
+    reviewer = Reviewer(runner, config.review, policy=reviewer_policy)
+    prefix: Prefix | None = None
+    if arm.check is not ArmCheck.DELIBERATE:
+        key = (case.id, str(sample), config.roles.route_for(Role.PRIMARY), str(seed))
+
+        async def make() -> Prefix:
+            return await _run_prefix(
+                task,
+                caller,
+                store,
+                conversation_id=conversation_id,
+                sample=sample,
+                seed=seed,
+                deadline_s=deadline_s,
+            )
+
+        prefix = await prefixes.get(key, make)
+        if prefix.result is None:
+            return CaseAnswer(
+                prediction=None,
+                output="",
+                failure=prefix.failure,
+                detail={"prefix_sha256": None, "prefix_trace_id": prefix.trace_id},
+            )
+    watch: _ArmReview | None = None
+    simple: _SimpleVerifier | None = None
+    timeout: str | None = None
+    trace_id: str | None = None
     with task_workspace(task) as folder:
-        watch = None
-        if arm.mask is not None:
-            policy = PublicationPolicy.OBSERVE_ONLY if arm.observe_only else None
-            runner = ReviewRunner(caller, packet_max_chars=config.review.packet_max_chars)
+        if prefix is not None:
+            _restore(folder, prefix.files)
+        hook = None
+        if arm.check is ArmCheck.SIMPLE_VERIFIER:
+            simple = _SimpleVerifier(folder, config.review.packet_max_chars)
+            hook = simple.hook
+        elif arm.check is ArmCheck.REVIEW and arm.mask is not None:
             watch = _ArmReview(
-                Reviewer(runner, config.review, policy=policy or PublicationPolicy.UPDATES_ONLY),
+                reviewer,
                 Window.parse(arm.window),
                 arm.mask,
-                f"{case.id}/{arm.name}",
+                f"{case.id}/{sample}/{arm.name}",
                 folder,
                 arm.observe_only,
                 arm.mode,
+                review_deadline_s=min(review_deadline_s, deadline_s),
             )
-        loop = AgentLoop(
-            caller,
-            Workspace(folder),
-            max_steps=AGENT_MAX_STEPS,
-            publish=watch.hook if watch is not None else None,
-        )
-        result = await loop.run(task.statement)
+            hook = watch.hook
+        if prefix is not None and (prefix.fork is None or hook is None):
+            assert prefix.result is not None
+            result = prefix.result  # nothing to review at, or nothing reviews: the prefix
+        else:
+            trace_id = await _start_trace(
+                store,
+                conversation_id,
+                {
+                    "case": case.id,
+                    "sample": sample,
+                    "arm": arm.name,
+                    "fork_of": prefix.trace_id if prefix is not None else None,
+                },
+            )
+            loop = AgentLoop(
+                caller,
+                Workspace(folder),
+                max_steps=AGENT_MAX_STEPS,
+                deadline_s=deadline_s,
+                publish=hook,
+                reviewer=reviewer if arm.check is ArmCheck.DELIBERATE else None,
+                trace_id=trace_id,
+                seed=seed,
+            )
+            if prefix is not None:
+                assert prefix.fork is not None
+                result = await loop.resume(prefix.fork)
+            else:
+                result = await loop.run(task.statement)
+            await store.traces.finish_run(
+                trace_id, outcome=result.stop.value, reason=result.failure
+            )
+            if result.failure == "deadline_exceeded":
+                timeout = "primary"
         verdict = await task.verify(folder)
         end_sha256 = tree_sha256(folder)
     usage, cost, calls = result.usage, result.cost_usd, result.steps
@@ -216,7 +504,18 @@ async def answer_agent_case(
         "verifier": verdict.value,
         "session_sha256": result.session.digest(),
         "primary_timeout": result.failure == "route_timeout",
+        "sample": sample,
+        "prefix_sha256": prefix.sha256 if prefix is not None else None,
+        "prefix_trace_id": prefix.trace_id if prefix is not None else None,
+        "trace_id": trace_id,
+        "prefix_steps": prefix.result.steps if prefix is not None and prefix.result else None,
+        "forked": prefix is not None and prefix.fork is not None,
+        "end_sha256": end_sha256,
+        "deliberate_calls": _deliberate_calls(result.session),
+        "timeout": timeout,
     }
+    if simple is not None:
+        detail |= simple.facts(end_sha256)
     if watch is not None:
         detail |= watch.facts(config, end_sha256)
         if watch.review is not None and watch.review.outcome is not None:
@@ -230,6 +529,8 @@ async def answer_agent_case(
                 price_in=route.price_in or 0.0,
                 price_out=route.price_out or 0.0,
             )
+        if detail.get("review_timeout"):
+            detail["timeout"] = "review"
     detail |= {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
@@ -237,6 +538,8 @@ async def answer_agent_case(
         "cached_tokens": usage.cached_tokens,
     }
     failure = result.failure
+    if failure == "deadline_exceeded" and timeout == "primary":
+        failure = None  # out of time after the review: the verifier judges what it left
     if failure is None and verdict in (VerifierResult.TIMEOUT, VerifierResult.UNAVAILABLE):
         failure = verdict.value
     return CaseAnswer(

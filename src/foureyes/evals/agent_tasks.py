@@ -6,15 +6,23 @@ A task folder of an ``agent`` suite (``tasks/<id>/`` of ``agent-tasks``) holds
   every run (:func:`task_workspace`), so no run sees another's edits;
 - the verifier (the case's ``verifier`` argv, e.g. ``{python} {task}/verify.py``), kept
   *outside* ``repo/`` so the Primary can neither read nor edit it, run in the workspace
-  with this interpreter; it exits 0 only when the task is truly done;
+  with the sandbox's interpreter; it exits 0 only when the task is truly done;
 - ``right/`` and ``wrong/``: the files of the recorded right fix and of a plausible wrong
   one, each replacing the repository's file of the same path (:func:`apply_fix`). The
   wrong fix passes the case's weak check (``state.weak_check``, a script of the
   repository showing the reported case, which the Primary may run) and fails the
   verifier, as a fix that only makes the reported example pass would.
 
-Checks run with :func:`~foureyes.evals.verify.run_verifier` in the workspace, with the
-minimal environment of the workspace's ``run`` tool.
+The case's ``state.failure_mode`` (one of :class:`FailureMode`, checked by the loader) and
+``state.failure_note`` say which kind of mistake the task targets and how its wrong fix
+makes it.
+
+Checks run with :func:`~foureyes.evals.verify.run_verifier` in the workspace, in the
+sandbox and with the environment of the workspace's ``run`` tool (the Primary's code they
+import is untrusted): in the bubblewrap sandbox ``{python}`` is its interpreter and
+``{task}`` is ``/verifier``, where each file an argument names as ``{task}/<path>`` is
+shown read-only for that verifier alone, never in the workspace, which a check sees
+read-only.
 """
 
 from __future__ import annotations
@@ -22,18 +30,19 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
 from foureyes.core.errors import UsageError
-from foureyes.evals.suite import Case, Suite, SuiteKind
+from foureyes.evals.sandbox import Sandbox, active_sandbox
+from foureyes.evals.suite import Case, FailureMode, Suite, SuiteKind
 from foureyes.evals.verify import VerifierResult, run_verifier
-from foureyes.evals.workspace import minimal_env
+from foureyes.evals.workspace import ToolLimits
 
-__all__ = ["AgentTask", "TaskFix", "agent_task", "apply_fix", "task_workspace"]
+__all__ = ["AgentTask", "FailureMode", "TaskFix", "agent_task", "apply_fix", "task_workspace"]
 
 
 class TaskFix(StrEnum):
@@ -59,8 +68,18 @@ class AgentTask:
         """What the Primary is asked to do."""
         return self.case.goal
 
+    @property
+    def failure_mode(self) -> FailureMode:
+        """The kind of mistake the task targets (``state.failure_mode``)."""
+        return FailureMode(self.case.state["failure_mode"])
+
+    @property
+    def failure_note(self) -> str:
+        """How the task's plausible wrong fix goes wrong (``state.failure_note``)."""
+        return self.case.state["failure_note"]
+
     def verifier_argv(self) -> tuple[str, ...]:
-        """The verifier with ``{python}`` and ``{task}`` filled in."""
+        """The verifier with ``{python}`` and ``{task}`` filled in, as seen unsandboxed."""
         return tuple(
             arg.replace("{python}", sys.executable).replace("{task}", str(self.folder))
             for arg in self.case.verifier
@@ -70,21 +89,52 @@ class AgentTask:
         """The weak check: the repository's script, run with this interpreter."""
         return (sys.executable, self.case.state["weak_check"])
 
-    async def verify(self, workspace: Path) -> VerifierResult:
-        """Run the verifier in ``workspace``."""
-        return await self._check(self.verifier_argv(), workspace)
+    async def verify(self, workspace: Path, sandbox: Sandbox | None = None) -> VerifierResult:
+        """Run the verifier in ``workspace``, in ``sandbox`` (the :func:`active_sandbox`).
 
-    async def weak_check(self, workspace: Path) -> VerifierResult:
-        """Run the weak check in ``workspace``."""
-        return await self._check(self.weak_argv(), workspace)
+        Raises:
+            SandboxUnavailable: the sandbox cannot be set up.
+        """
+        sandbox = sandbox or active_sandbox()
+        inside = sandbox.task_path(self.folder)
+        argv: list[str] = []
+        shown: dict[str, Path] = {}
+        for arg in self.case.verifier:
+            if arg.startswith("{task}/"):
+                rel = arg.removeprefix("{task}/")
+                shown[f"{inside}/{rel}"] = self.folder / rel
+            argv.append(arg.replace("{python}", sandbox.python).replace("{task}", inside))
+        return await self._check(argv, workspace, sandbox, shown)
 
-    async def _check(self, argv: tuple[str, ...], workspace: Path) -> VerifierResult:
+    async def weak_check(self, workspace: Path, sandbox: Sandbox | None = None) -> VerifierResult:
+        """Run the weak check in ``workspace``, in ``sandbox`` (the :func:`active_sandbox`).
+
+        Raises:
+            SandboxUnavailable: the sandbox cannot be set up.
+        """
+        sandbox = sandbox or active_sandbox()
+        argv = [sandbox.python, self.case.state["weak_check"]]
+        return await self._check(argv, workspace, sandbox, {})
+
+    async def _check(
+        self, argv: list[str], workspace: Path, sandbox: Sandbox, shown: Mapping[str, Path]
+    ) -> VerifierResult:
+        await sandbox.check()
+        root = workspace.resolve(strict=True)
+        limits = ToolLimits()
         return await run_verifier(
-            argv,
+            sandbox.command(
+                argv,
+                root=root,
+                memory_bytes=limits.memory_bytes,
+                max_processes=limits.max_processes,
+                readonly=shown,
+                writable=False,
+            ),
             "",
             timeout_s=self.case.verifier_timeout_s,
-            cwd=workspace,
-            env=minimal_env(workspace),
+            cwd=root,
+            env=sandbox.env(root),
         )
 
 

@@ -47,8 +47,16 @@ class CassetteMiss(UsageError):
 
 
 def exchange_key(route: str, request: ChatRequest) -> str:
-    """The canonical digest of a request on a route (the cassette's lookup key)."""
-    return sha256_hex(canonical_json({"route": route, "request": request.model_dump(mode="json")}))
+    """The canonical digest of a request on a route (the cassette's lookup key).
+
+    A request without a ``seed`` is keyed as it was before requests could carry one, so
+    cassettes recorded then still replay.
+    """
+    return sha256_hex(canonical_json({"route": route, "request": _request_json(request)}))
+
+
+def _request_json(request: ChatRequest) -> dict[str, Any]:
+    return request.model_dump(mode="json", exclude={"seed"} if request.seed is None else None)
 
 
 def load_cassette(path: Path) -> dict[str, list[ChatResult]]:
@@ -89,7 +97,7 @@ class RecordingProvider:
         entry: dict[str, Any] = {
             "key": exchange_key(self.route, request),
             "route": self.route,
-            "request": request.model_dump(mode="json"),
+            "request": _request_json(request),
             "result": result.model_dump(mode="json"),
         }
         # One write call per line, in append mode: concurrent pairs never interleave a line.

@@ -13,15 +13,19 @@ from typing import Any
 from foureyes.evals.stats import (
     Interval,
     PairedComparison,
-    bootstrap_ci,
+    PowerStatement,
     cohen_kappa,
     compare_paired,
     pearson,
+    power_statement,
+    rate_interval,
 )
 from foureyes.evals.suite import SuiteKind
 
 __all__ = [
+    "DEFAULT_CONTRASTS",
     "ArmMetrics",
+    "Contrast",
     "PairRecord",
     "ReviewMetrics",
     "RunMetrics",
@@ -78,7 +82,8 @@ class ReviewMetrics:
     """Of the adopted pairs, the share the verifier passed (acting on it was right)."""
     unique_delta: Interval | None
     """Of the accepted packets' items, the share that restate nothing the Primary had said
-    (:func:`foureyes.core.overlap.matches` against each of its sentences)."""
+    (:func:`foureyes.core.overlap.matches` against each of its sentences; an item that
+    contradicts one of them restates nothing: it is new)."""
     would_show: Interval | None
     """Observe-only: of the reviewed pairs, the share whose update would have been shown."""
     timeouts: Interval | None
@@ -96,6 +101,14 @@ class ReviewMetrics:
     instruction_sha256: str | None
     """The sha256 of the arm's review instruction (``None`` for an arm that reviews
     nothing)."""
+    no_update: Interval | None = None
+    """Of the reviewed pairs, the share whose review answered ``no_update`` (the child's
+    own "nothing to add")."""
+    deliberate_calls: float | None = None
+    """``deliberate`` calls per pair, where the arm offered the tool (else ``None``)."""
+    review_timeouts: Interval | None = None
+    """Of the reviewed pairs, the share whose review missed its deadline: shown nothing,
+    scored on what the Primary did (never a false diversion by itself)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +153,17 @@ class ArmMetrics:
     """:attr:`no_update_rate` with its interval."""
     review: ReviewMetrics | None = None
     """Agent suites: what the arm's reviews did and its tokens."""
+    divergence_ci: Interval | None = None
+    """Agent suites: of the paired cases, the share whose workspace ended different from
+    the baseline's (the decision diverged, for better or worse)."""
+    tokens_per_correction: float | None = None
+    """Extra tokens (in and out) over the baseline per correction; ``None`` without one."""
+    shared_prefix: int | None = None
+    """Agent suites: paired cases whose run started from the baseline's very prefix
+    (equal ``prefix_sha256``): the pairs that are forks, not fresh samples."""
+    sample_spread: float | None = None
+    """With several samples per case: the mean, over cases, of the variance of the pass
+    indicator across that case's samples (0: every sample of a case agreed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +176,23 @@ class TriageAgreement:
     """Cohen's kappa of their levels."""
     error_correlation: float | None
     """Correlation of their errors (1 = wrong on the same cases)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Contrast:
+    """Two arms compared directly on the cases both ran (neither need be the baseline)."""
+
+    first: str
+    """The arm whose passes count as ``arm_only``."""
+    second: str
+    """The arm it is compared with (``baseline_only``)."""
+    comparison: PairedComparison
+    """McNemar's exact test and the paired difference, ``first`` minus ``second``."""
+
+
+DEFAULT_CONTRASTS: tuple[tuple[str, str], ...] = (("masked-same", "full-fork-same"),)
+"""Contrasts every report shows when both arms ran: masking against the unmasked control
+(the same review with nothing hidden), what masking itself adds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +211,10 @@ class RunMetrics:
     """Per arm: expected label to predicted label (``none`` when it gave none) to count."""
     agreement: Mapping[str, TriageAgreement]
     """Triage: per arm, L1/L2 agreement."""
+    power: PowerStatement | None = None
+    """What the run could detect: McNemar's exact test on the baseline's paired cases."""
+    contrasts: tuple[Contrast, ...] = ()
+    """Direct comparisons of pairs of arms (:data:`DEFAULT_CONTRASTS` and those asked)."""
 
 
 def confusion(records: Sequence[PairRecord], labels: Sequence[str]) -> dict[str, dict[str, int]]:
@@ -187,7 +232,8 @@ def _share(hits: int, n: int) -> float | None:
 
 
 def _rate(flags: Sequence[bool], seed: int) -> Interval | None:
-    return bootstrap_ci([float(f) for f in flags], seed=seed) if flags else None
+    """The rate of ``flags`` with the report's interval (exact where a bootstrap collapses)."""
+    return rate_interval(sum(map(bool, flags)), len(flags), seed=seed)
 
 
 def _mean_known(values: Sequence[Any]) -> float | None:
@@ -195,11 +241,19 @@ def _mean_known(values: Sequence[Any]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-def _review(rows: Sequence[PairRecord], seed: int) -> ReviewMetrics:
+def _review(rows: Sequence[PairRecord], base: Mapping[str, PairRecord], seed: int) -> ReviewMetrics:
     detail = [r.detail for r in rows]
     reviewed = [d for d in detail if d.get("reviewed")]
     shown = [r for r in rows if r.detail.get("shown")]
-    adopted = [r for r in shown if r.detail.get("adopted")]
+    # Adoption precision against the baseline: of the adopted pairs whose verdict the
+    # packet changed, the share it changed for the better; without a baseline pair, the
+    # verifier's verdict alone.
+    adopted = [
+        r
+        for r in shown
+        if r.detail.get("adopted") and (r.case_id not in base or base[r.case_id].passed != r.passed)
+    ]
+    offered = [d for d in detail if d.get("deliberate_calls") is not None]
     items = [
         i > int(d.get("restated", 0))
         for d in reviewed
@@ -218,6 +272,13 @@ def _review(rows: Sequence[PairRecord], seed: int) -> ReviewMetrics:
             [bool(d.get("primary_timeout") or d.get("review_timeout")) for d in detail], seed
         ),
         format_failures=_rate([bool(d.get("format_failure")) for d in reviewed], seed),
+        no_update=_rate([d.get("packet_status") == "no_update" for d in reviewed], seed),
+        deliberate_calls=(
+            sum(int(d["deliberate_calls"]) for d in offered) / len(offered)
+            if offered and any(d["deliberate_calls"] for d in offered)
+            else None
+        ),
+        review_timeouts=_rate([bool(d.get("review_timeout")) for d in reviewed], seed),
         prompt_tokens=sum(int(d.get("prompt_tokens", 0)) for d in detail) / len(detail),
         completion_tokens=sum(int(d.get("completion_tokens", 0)) for d in detail) / len(detail),
         reasoning_tokens=_mean_known([d.get("reasoning_tokens") for d in detail]),
@@ -241,6 +302,7 @@ def _arm(
     diversions = sum(1 for c in shared if base[c].passed and not mine[c].passed)
     same = sum(1 for c in shared if mine[c].prediction == base[c].prediction)
     extra = sum(mine[c].cost_usd - base[c].cost_usd for c in shared)
+    extra_tokens = sum(_tokens_of(mine[c]) - _tokens_of(base[c]) for c in shared)
     comparison = None
     if not is_baseline and shared:
         comparison = compare_paired(
@@ -251,11 +313,13 @@ def _arm(
     critical = [r for r in rows if r.expected == "critical"]
     alerts = [r for r in rows if r.prediction in _ELEVATED]
     n = len(rows)
+    pass_rate = _rate([r.passed for r in rows], seed)
+    assert pass_rate is not None  # an arm is only measured when it has a record
     return ArmMetrics(
         arm=arm,
         n=n,
         failures=sum(r.failed for r in rows),
-        pass_rate=bootstrap_ci([float(r.passed) for r in rows], seed=seed),
+        pass_rate=pass_rate,
         mean_cost_usd=sum(r.cost_usd for r in rows) / n,
         mean_latency_ms=sum(r.latency_ms for r in rows) / n,
         correction_rate=None if is_baseline else _share(corrections, len(shared)),
@@ -276,8 +340,54 @@ def _arm(
         no_update_ci=None
         if is_baseline
         else _rate([mine[c].prediction == base[c].prediction for c in shared], seed),
-        review=_review(rows, seed) if kind is SuiteKind.AGENT else None,
+        review=_review(rows, base, seed) if kind is SuiteKind.AGENT else None,
+        divergence_ci=(
+            _rate([_end(mine[c]) != _end(base[c]) for c in shared], seed)
+            if kind is SuiteKind.AGENT and not is_baseline
+            else None
+        ),
+        tokens_per_correction=(
+            extra_tokens / corrections if corrections and not is_baseline else None
+        ),
+        shared_prefix=(
+            sum(
+                1
+                for c in shared
+                if mine[c].detail.get("prefix_sha256")
+                and mine[c].detail.get("prefix_sha256") == base[c].detail.get("prefix_sha256")
+            )
+            if kind is SuiteKind.AGENT
+            else None
+        ),
+        sample_spread=_sample_spread(rows),
     )
+
+
+def _tokens_of(record: PairRecord) -> int:
+    return int(record.detail.get("prompt_tokens", 0)) + int(
+        record.detail.get("completion_tokens", 0)
+    )
+
+
+def _end(record: PairRecord) -> object:
+    """What a pair's Primary left: its workspace's digest (else its verdict)."""
+    return record.detail.get("end_sha256", record.passed)
+
+
+def _case_of(case_id: str) -> str:
+    """The case a pair id names: ``<case>#<n>`` is sample ``n`` of ``<case>``."""
+    return case_id.rpartition("#")[0] or case_id
+
+
+def _sample_spread(rows: Sequence[PairRecord]) -> float | None:
+    cells: dict[str, list[float]] = {}
+    for r in rows:
+        cells.setdefault(_case_of(r.case_id), []).append(float(r.passed))
+    sampled = [v for v in cells.values() if len(v) > 1]
+    if not sampled:
+        return None
+    spreads = [sum((x - sum(v) / len(v)) ** 2 for x in v) / (len(v) - 1) for v in sampled]
+    return sum(spreads) / len(spreads)
 
 
 def _agreement(rows: Sequence[PairRecord]) -> TriageAgreement:
@@ -299,8 +409,13 @@ def compute_metrics(
     baseline: str,
     labels: Sequence[str],
     seed: int,
+    contrasts: Sequence[tuple[str, str]] = (),
 ) -> RunMetrics:
-    """The metrics of a run's records; arms without any record are left out."""
+    """The metrics of a run's records; arms without any record are left out.
+
+    ``contrasts`` (with :data:`DEFAULT_CONTRASTS`) name pairs of arms compared directly;
+    a pair with an arm that has no record is left out.
+    """
     by_arm: dict[str, dict[str, PairRecord]] = {a: {} for a in arms}
     for r in records:
         if r.arm in by_arm:
@@ -321,4 +436,19 @@ def compute_metrics(
             if kind is SuiteKind.TRIAGE
             else {}
         ),
+        power=power_statement(len(base)) if base else None,
+        contrasts=tuple(
+            Contrast(first, second, _contrast(by_arm[first], by_arm[second], seed))
+            for first, second in dict.fromkeys([*DEFAULT_CONTRASTS, *contrasts])
+            if by_arm.get(first) and by_arm.get(second) and set(by_arm[first]) & set(by_arm[second])
+        ),
+    )
+
+
+def _contrast(
+    first: Mapping[str, PairRecord], second: Mapping[str, PairRecord], seed: int
+) -> PairedComparison:
+    shared = sorted(set(first) & set(second))
+    return compare_paired(
+        [second[c].passed for c in shared], [first[c].passed for c in shared], seed=seed
     )

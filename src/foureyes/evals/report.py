@@ -168,6 +168,10 @@ class ReportView:
     """Why there are no plots (matplotlib, the ``eval`` extra, is missing), else ``None``."""
     review: ReportTable | None = None
     """Agent suites: each arm's review metrics, tokens and instruction digest."""
+    power: str | None = None
+    """What the run could detect (its power), shown before the tables of p-values."""
+    contrasts: ReportTable | None = None
+    """Pairs of arms compared directly (masked against its unmasked control...)."""
 
     def as_json(self) -> dict[str, Any]:
         """The view as JSON: tables as header and rows, plots as base64 PNG."""
@@ -193,6 +197,8 @@ class ReportView:
             "arms": table(self.arms),
             "agreement": table(self.agreement),
             "review": table(self.review),
+            "power": self.power,
+            "contrasts": table(self.contrasts),
             "plots": {
                 "heading": self.plots_heading,
                 "items": plots(self.plots),
@@ -213,7 +219,7 @@ _ARM_COLUMNS = (
     "col.pass_rate",
     "col.correction",
     "col.false_diversion",
-    "col.no_update",
+    "col.same_as_baseline",
     "col.cost",
     "col.latency",
     "col.cost_per_correction",
@@ -268,7 +274,14 @@ _REVIEW_COLUMNS = (
     "col.unique_delta",
     "col.would_show",
     "col.timeouts",
+    "col.review_timeouts",
     "col.format_failures",
+    "col.no_update",
+    "col.divergence",
+    "col.shared_prefix",
+    "col.sample_spread",
+    "col.deliberate_calls",
+    "col.tokens_per_correction",
     "col.tokens_in",
     "col.tokens_out",
     "col.tokens_reasoning",
@@ -293,7 +306,14 @@ def _review_table(metrics: RunMetrics, text: Callable[[str], str]) -> ReportTabl
                 _ci(r.unique_delta),
                 _ci(r.would_show),
                 _ci(r.timeouts),
+                _ci(r.review_timeouts),
                 _ci(r.format_failures),
+                _ci(r.no_update),
+                _ci(a.divergence_ci),
+                "–" if a.shared_prefix is None else f"{a.shared_prefix}/{a.n}",
+                _num(a.sample_spread),
+                _num(r.deliberate_calls),
+                _tokens(a.tokens_per_correction),
                 _tokens(r.prompt_tokens),
                 _tokens(r.completion_tokens),
                 _tokens(r.reasoning_tokens),
@@ -305,6 +325,45 @@ def _review_table(metrics: RunMetrics, text: Callable[[str], str]) -> ReportTabl
     return ReportTable(text("heading.review"), tuple(text(c) for c in _REVIEW_COLUMNS), tuple(rows))
 
 
+def _contrasts(metrics: RunMetrics, text: Callable[[str], str]) -> ReportTable | None:
+    rows = []
+    for c in metrics.contrasts:
+        k = c.comparison
+        if not k.significant:
+            verdict = text("comparison.none")
+        else:
+            better = c.first if k.arm_only > k.baseline_only else c.second
+            verdict = text("contrast.first_better").format(first=better)
+        rows.append(
+            (
+                c.first,
+                c.second,
+                _ci(k.difference),
+                text("comparison.test").format(verdict=verdict, p=f"{k.p_value:.3g}", n=k.n),
+            )
+        )
+    if not rows:
+        return None
+    columns = ("col.first", "col.second", "col.difference", "col.result")
+    return ReportTable(text("heading.contrasts"), tuple(text(c) for c in columns), tuple(rows))
+
+
+def _power(metrics: RunMetrics, text: Callable[[str], str]) -> str | None:
+    """The smallest effect the run could detect, said before any p-value is read."""
+    p = metrics.power
+    if p is None:
+        return None
+    values = {"n": p.n, "alpha": f"{p.alpha:g}", "k": p.min_discordant}
+    if p.mde is None:
+        return text("power.none").format(**values)
+    return text("power.statement").format(
+        **values,
+        share=_pct(p.min_discordant / p.n),
+        power=_pct(p.power),
+        mde=_pct(p.mde),
+    )
+
+
 def _facts(run: EvalRunRow, text: Callable[[str], str]) -> ReportTable:
     f: dict[str, Any] = dict(run.facts)
     routes = ", ".join(f"{n} ({r['kind']}: {r['model']})" for n, r in f["routes"].items())
@@ -313,6 +372,7 @@ def _facts(run: EvalRunRow, text: Callable[[str], str]) -> ReportTable:
         (text("facts.started"), run.created_at.isoformat()),
         (text("facts.mode"), str(f["mode"])),
         (text("facts.seed"), str(f["seed"])),
+        *(((text("facts.samples"), str(f["samples"])),) if "samples" in f else ()),
         (text("facts.version"), f"{f['version']} (Python {f['python']})"),
         (text("facts.config"), str(f["config_sha256"])[:16]),
         (text("facts.routes"), routes),
@@ -377,6 +437,8 @@ def report_view(run: EvalRunRow, metrics: RunMetrics, locale: Locale = Locale.EN
         confusions=confusions,
         plots_note=note,
         review=_review_table(metrics, text),
+        power=_power(metrics, text),
+        contrasts=_contrasts(metrics, text),
     )
 
 
@@ -399,7 +461,11 @@ def markdown_of(view: ReportView) -> str:
     """The Markdown summary of a report view (its tables; the plots are left out)."""
     lines = [f"# {view.title}", ""]
     lines += [f"- **{k}**: {v}" for k, v in view.facts.rows]
+    if view.power is not None:
+        lines += ["", view.power]
     lines += ["", *_md_table(view.arms)]
+    if view.contrasts is not None:
+        lines += ["", f"## {view.contrasts.heading}", "", *_md_table(view.contrasts)]
     if view.review is not None:
         lines += ["", f"## {view.review.heading}", "", *_md_table(view.review)]
     if view.agreement is not None:
@@ -441,8 +507,14 @@ def html_of(view: ReportView) -> str:
         f"<title>{title}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{title}</h1>",
         _table(view.facts),
+        *((f"<p class='power'>{html.escape(view.power)}</p>",) if view.power else ()),
         f"<h2>{html.escape(view.arms.heading)}</h2>",
         _table(view.arms),
+        *(
+            (f"<h2>{html.escape(view.contrasts.heading)}</h2>", _table(view.contrasts))
+            if view.contrasts is not None
+            else ()
+        ),
         *(
             (f"<h2>{html.escape(view.review.heading)}</h2>", _table(view.review))
             if view.review is not None

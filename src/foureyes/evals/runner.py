@@ -25,9 +25,10 @@ from typing import Any
 from foureyes.config import Config
 from foureyes.core.digest import canonical_json, sha256_hex
 from foureyes.core.errors import UsageError
-from foureyes.evals.agent_arm import answer_agent_case
+from foureyes.evals.agent_arm import Prefixes, answer_agent_case
 from foureyes.evals.arms import CaseAnswer, answer_case, arm_config
 from foureyes.evals.review_arm import answer_review_case, missing_sessions
+from foureyes.evals.sandbox import active_sandbox
 from foureyes.evals.suite import Arm, Case, Suite, SuiteError, SuiteKind
 from foureyes.evals.verify import VerifierResult, run_verifier
 from foureyes.llm.provider import Provider
@@ -155,7 +156,9 @@ class EvalRunner:
         store: Store,
         run_id: str,
         concurrency: int = 4,
-        pair_deadline_s: float = 120.0,
+        pair_deadline_s: float = 1800.0,
+        review_deadline_s: float = 300.0,
+        samples: int = 1,
         seed: int = 0,
         mode: str = "live",
         data_root: Path = Path("."),
@@ -171,19 +174,26 @@ class EvalRunner:
             store: where the run and its results are kept.
             run_id: the run's id; an existing run with this id is resumed.
             concurrency: pairs in flight at once.
-            pair_deadline_s: longest a pair may take before it is recorded as failed.
+            pair_deadline_s: longest a pair may take before it is recorded as failed;
+                for an agent suite, the Primary's deadline (no call starts after it) in
+                its shared prefix and again in each arm's run from it.
+            review_deadline_s: agent suites: longest a review at the turn stop may take
+                (a later answer is that arm's ``review_timeout``, not the pair's failure).
+            samples: agent suites: how many times each case is run (each sample its own
+                prefix, shared by the arms, and its own seed); a pair's case id is then
+                ``<case>#<n>``.
             seed: recorded with the run and used by its statistics.
             mode: ``live``, ``record`` or ``replay`` (recorded with the run).
             data_root: the folder review cases' session files are relative to.
             on_progress: called after each pair is stored.
 
         Raises:
-            UsageError: ``concurrency`` or ``pair_deadline_s`` is not positive, or
+            UsageError: ``concurrency``, ``samples`` or a deadline is not positive, or
                 ``run_id`` is not a valid :data:`RUN_ID`.
         """
         check_run_id(run_id)
-        if concurrency < 1 or pair_deadline_s <= 0:
-            raise UsageError("concurrency and the pair deadline must be positive")
+        if concurrency < 1 or samples < 1 or pair_deadline_s <= 0 or review_deadline_s <= 0:
+            raise UsageError("concurrency, samples and the deadlines must be positive")
         self.suite = suite
         """The suite run."""
         self.arms = tuple(arms)
@@ -195,6 +205,9 @@ class EvalRunner:
         self._store = store
         self._concurrency = concurrency
         self._deadline_s = pair_deadline_s
+        self._review_deadline_s = review_deadline_s
+        self._samples = samples
+        self._prefixes = Prefixes()
         self._seed = seed
         self._mode = mode
         self._data_root = data_root
@@ -202,7 +215,7 @@ class EvalRunner:
         self._spend: dict[str, float] = defaultdict(float)
         self._done = 0
         self._failures = 0
-        self._total = len(suite.cases) * len(self.arms)
+        self._total = len(suite.cases) * samples * len(self.arms)
 
     async def run(self) -> RunSummary:
         """Run every pair not yet stored for this run.
@@ -212,17 +225,36 @@ class EvalRunner:
                 suite's data root or session files are missing (before anything runs).
             StoreError: the store failed.
             CassetteMiss: a replayed request is not in the cassette (the run stops).
+            SandboxUnavailable: an agent suite, and the :func:`active_sandbox` cannot be
+                set up (before anything runs or is stored).
         """
         missing = missing_sessions(self.suite, self.arms, self._data_root)
         if missing:
             raise SuiteError(missing)
         facts = run_facts(self.suite, self.arms, self._config, seed=self._seed, mode=self._mode)
+        if self.suite.kind is SuiteKind.AGENT:
+            # The Primary's commands and the verifiers run in it: refuse a run without one.
+            sandbox = active_sandbox()
+            await sandbox.check()
+            facts["sandbox"] = sandbox.name
+        facts |= {
+            "samples": self._samples,
+            "pair_deadline_s": self._deadline_s,
+            "review_deadline_s": self._review_deadline_s,
+        }
         row = await self._store.evals.start_run(
             self.run_id, suite=self.suite.name, suite_sha256=self.suite.sha256, facts=facts
         )
         if row.suite_sha256 != self.suite.sha256:
             raise SuiteError(
                 [f"run {self.run_id} was started over a different version of the suite"]
+            )
+        if row.facts.get("sandbox", facts.get("sandbox")) != facts.get("sandbox"):
+            raise SuiteError(
+                [
+                    f"run {self.run_id} was started with --sandbox {row.facts['sandbox']}: "
+                    "resume it with the same sandbox"
+                ]
             )
         stored = {(r.case_id, r.arm): r for r in await self._store.evals.results(self.run_id)}
         arm_names = {arm.name for arm in self.arms}
@@ -231,9 +263,15 @@ class EvalRunner:
                 self._spend[arm] += float(r.record.get("cost_usd", 0.0))
                 self._done += 1
                 self._failures += r.status == "failed"
-        todo = [(c, a) for c in self.suite.cases for a in self.arms if (c.id, a.name) not in stored]
+        todo = [
+            (c, n, a)
+            for c in self.suite.cases
+            for n in range(1, self._samples + 1)
+            for a in self.arms
+            if (self._pair_id(c, n), a.name) not in stored
+        ]
         gate = asyncio.Semaphore(self._concurrency)
-        tasks = [asyncio.ensure_future(self._pair(gate, case, arm)) for case, arm in todo]
+        tasks = [asyncio.ensure_future(self._pair(gate, *pair)) for pair in todo]
         try:
             for finished in asyncio.as_completed(tasks):
                 await finished
@@ -241,6 +279,7 @@ class EvalRunner:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await self._prefixes.close()
         return RunSummary(
             run_id=self.run_id,
             ran=len(todo),
@@ -249,10 +288,14 @@ class EvalRunner:
             spend_usd=sum(self._spend.values()),
         )
 
-    async def _pair(self, gate: asyncio.Semaphore, case: Case, arm: Arm) -> None:
+    def _pair_id(self, case: Case, sample: int) -> str:
+        """The case id a pair is stored under: ``<case>#<n>`` when cases are sampled."""
+        return case.id if self._samples == 1 else f"{case.id}#{sample}"
+
+    async def _pair(self, gate: asyncio.Semaphore, case: Case, sample: int, arm: Arm) -> None:
         async with gate:
             started = time.monotonic()
-            answer = await self._answer(case, arm)
+            answer = await self._answer(case, sample, arm)
             verdict = None
             # An agent case's verifier ran in its workspace, inside the arm.
             if answer.failure is None and case.verifier and self.suite.kind is not SuiteKind.AGENT:
@@ -260,7 +303,7 @@ class EvalRunner:
                     case.verifier, answer.output, timeout_s=case.verifier_timeout_s
                 )
             latency_ms = (time.monotonic() - started) * 1000
-            row = _score(case, arm, answer, verdict, latency_ms)
+            row = _score(self._pair_id(case, sample), case, arm, answer, verdict, latency_ms)
             write = asyncio.ensure_future(self._store.evals.record(self.run_id, row))
             try:
                 await asyncio.shield(write)
@@ -277,11 +320,17 @@ class EvalRunner:
                     PairDone(self._done, self._total, self._failures, sum(self._spend.values()))
                 )
 
-    async def _answer(self, case: Case, arm: Arm) -> CaseAnswer:
+    async def _answer(self, case: Case, sample: int, arm: Arm) -> CaseAnswer:
         if arm.budget_usd is not None and self._spend[arm.name] >= arm.budget_usd:
             return CaseAnswer(prediction=None, output="", failure=ARM_BUDGET_EXHAUSTED)
+        # An agent pair's deadlines are its Primary's and its review's (a late review is the
+        # arm's timeout, not the pair's failure); this bound only cuts a pair that hangs
+        # past both runs (its prefix's and its own).
+        bound = (
+            self._deadline_s * 2 + 60 if self.suite.kind is SuiteKind.AGENT else self._deadline_s
+        )
         try:
-            async with asyncio.timeout(self._deadline_s):
+            async with asyncio.timeout(bound):
                 if self.suite.kind is SuiteKind.AGENT:
                     return await answer_agent_case(
                         self.suite,
@@ -290,6 +339,12 @@ class EvalRunner:
                         config=arm_config(self._config, arm),
                         providers=self._providers,
                         store=self._store,
+                        prefixes=self._prefixes,
+                        sample=sample,
+                        seed=self._seed * 1000 + sample if self._samples > 1 else None,
+                        deadline_s=self._deadline_s,
+                        review_deadline_s=self._review_deadline_s,
+                        conversation_id=f"eval-{self.run_id}-{self._pair_id(case, sample)}",
                     )
                 if self.suite.kind is SuiteKind.REVIEW:
                     return await answer_review_case(
@@ -314,7 +369,12 @@ class EvalRunner:
 
 
 def _score(
-    case: Case, arm: Arm, answer: CaseAnswer, verdict: VerifierResult | None, latency_ms: float
+    pair_id: str,
+    case: Case,
+    arm: Arm,
+    answer: CaseAnswer,
+    verdict: VerifierResult | None,
+    latency_ms: float,
 ) -> EvalResultRow:
     failure = answer.failure
     if verdict in (VerifierResult.TIMEOUT, VerifierResult.UNAVAILABLE):
@@ -332,7 +392,7 @@ def _score(
         "verifier": None if verdict is None else str(verdict),
     }
     return EvalResultRow(
-        case_id=case.id,
+        case_id=pair_id,
         arm=arm.name,
         status="failed" if failure else "ok",
         passed=passed,

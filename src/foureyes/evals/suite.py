@@ -27,7 +27,9 @@ from foureyes.review.request import RequestMode
 
 __all__ = [
     "Arm",
+    "ArmCheck",
     "Case",
+    "FailureMode",
     "Suite",
     "SuiteError",
     "SuiteKind",
@@ -71,7 +73,8 @@ class Case(_Frozen):
     state: dict[str, str] = Field(min_length=1)
     """Initial state: ``message`` and ``draft`` (gate), ``text`` (triage), ``session``
     (a file under the run's data root) and ``window`` (review), or ``task`` (a task folder
-    of the suite) and ``weak_check`` (a script of its repository) (agent); ``locale``."""
+    of the suite), ``weak_check`` (a script of its repository), ``failure_mode`` (one of
+    :class:`FailureMode`) and ``failure_note`` (agent); ``locale``."""
     expected: str | None = None
     """The expected label; compared with the arm's prediction."""
     verifier: tuple[str, ...] = ()
@@ -80,6 +83,19 @@ class Case(_Frozen):
     ``{task}`` for the task folder."""
     verifier_timeout_s: float = Field(default=10.0, gt=0, le=600)
     """How long the verifier may run before it is killed and the case fails."""
+
+
+class ArmCheck(StrEnum):
+    """What an agent arm does at the Primary's turn stop."""
+
+    REVIEW = "review"
+    """The reviewer reviews under the arm's ``mask`` (no mask: nothing, the baseline)."""
+    SIMPLE_VERIFIER = "simple-verifier"
+    """No model: the repository's visible check is re-run and its outcome shown to the
+    Primary ("re-run the tests"), the control for an extra look without a reviewer."""
+    DELIBERATE = "deliberate"
+    """No automatic review: the Primary is offered the ``deliberate`` tool from its first
+    step, so its run shares no prefix with the other arms (an independent sample)."""
 
 
 class Arm(_Frozen):
@@ -117,6 +133,11 @@ class Arm(_Frozen):
 
     budget_usd: float | None = Field(default=None, ge=0)
     """Spend after which this arm's remaining pairs are recorded as failures, unrun."""
+    check: ArmCheck = ArmCheck.REVIEW
+    """Agent suites: what happens at the Primary's turn stop (:class:`ArmCheck`)."""
+    always_show: bool = False
+    """Agent suites: show every accepted packet, ``no_update`` included (always inject),
+    not only updates."""
 
 
 class Suite(_Frozen):
@@ -196,6 +217,33 @@ def _case_problems(
     return case, problems
 
 
+class FailureMode(StrEnum):
+    """The closed set of failure modes an agent task targets (its ``state.failure_mode``).
+
+    Each names how the task's recorded plausible-wrong fix goes wrong, so a report can
+    say which kinds of mistake an arm catches.
+    """
+
+    EDGE_CASE = "edge-case"
+    """The reported example works; an edge (empty, zero, equal, a boundary) does not."""
+    OFF_BY_ONE = "off-by-one"
+    """A count or bound one too many or one too few."""
+    SPEC_MISREAD = "spec-misread"
+    """The statement asks for more than its example shows, and the fix does the example."""
+    CROSS_MODULE = "cross-module"
+    """The cause lies in a module that others share; a fix where the symptom shows, or in
+    one consumer, leaves the others broken."""
+    RED_HERRING = "red-herring"
+    """A comment, log line, error message or TODO of the repository points at the wrong
+    cause; following it gives a fix that passes the visible check."""
+    OVERFIT_TO_CHECK = "overfit-to-check"
+    """The fix makes the visible check pass and nothing more."""
+    STATE_LEAK = "state-leak"
+    """State shared between calls, objects or requests that should be kept apart."""
+    ENCODING = "encoding"
+    """Text against bytes: byte-order marks, non-ASCII letters, Unicode normalization."""
+
+
 _AGENT_TASK_PARTS = ("repo", "right", "wrong")
 """The folders of an agent task: the shipped repository, and the files of its recorded
 right and plausible-wrong fixes (each replaces the repository's file of the same path)."""
@@ -216,6 +264,11 @@ def _agent_problems(folder: Path, case: Case) -> list[str]:
     ]
     if not weak or not (where / "repo" / weak).is_file():
         problems.append(f"case {case.id}: state.weak_check must name a file of {task}/repo")
+    if case.state.get("failure_mode") not in {mode.value for mode in FailureMode}:
+        known = ", ".join(mode.value for mode in FailureMode)
+        problems.append(f"case {case.id}: state.failure_mode must be one of {known}")
+    if not case.state.get("failure_note", "").strip():
+        problems.append(f"case {case.id}: state.failure_note must say how the wrong fix fails")
     return problems
 
 

@@ -6,14 +6,17 @@ refusal, a missing file, a bad argument or a command that failed is a tool *resu
 marked as an error (:class:`ToolOutcome`), never an exception: the model reads it and
 carries on.
 
-``run`` executes a command with ``/bin/sh -c`` in the workspace folder, with a minimal
-environment (``PATH`` with this interpreter's folder first, ``HOME`` the workspace, a
-UTF-8 locale), a time limit after which its whole process group is killed, and its
-output (stdout and stderr together) bounded, the workspace's own absolute location in it
-written as ``.``. It is **not** an isolation boundary: a
-command can still read files outside the workspace or open a network connection. The
-shipped tasks need no network and nothing outside their folder; run untrusted models in a
-container.
+``run`` executes a command with ``/bin/sh -c`` in the workspace's sandbox
+(:mod:`foureyes.evals.sandbox`; by default bubblewrap: the workspace, at ``/workspace``,
+is its only writable folder, nothing of the host but the system's programs and the
+standard library is visible, there is no network, and memory and processes are limited),
+with a minimal environment (``PATH`` with the sandbox's ``python`` first, ``HOME`` the
+workspace, a UTF-8 locale), a time limit after which its whole process group is killed,
+and its output (stdout and stderr together) bounded, the workspace's own location in it
+(``/workspace``, or its host path) written as ``.``. A sandbox that cannot be set up is
+the one exception a tool call raises (:class:`~foureyes.evals.SandboxUnavailable`), not a
+result. ``read``, ``search`` and ``edit`` run in this process: the path checks above
+confine them, not the sandbox.
 """
 
 from __future__ import annotations
@@ -23,13 +26,14 @@ import json
 import os
 import re
 import signal
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from foureyes.evals.sandbox import Sandbox, active_sandbox, minimal_env
 
 __all__ = [
     "READ_ONLY_TOOLS",
@@ -52,6 +56,10 @@ class ToolLimits:
     """Most characters of a command's output (or a file, or search hits) returned."""
     max_search_hits: int = 200
     """Most matching lines one ``search`` returns."""
+    memory_bytes: int = 1 << 30
+    """Address space each process of a sandboxed command (or verifier) may map (1 GiB)."""
+    max_processes: int = 256
+    """Processes a sandboxed command may have at once (not enforced when run as root)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,28 +153,22 @@ TOOL_SPECS: tuple[Mapping[str, Any], ...] = (
 """The OpenAI ``tools`` entries of read, search, edit and run."""
 
 
-def minimal_env(home: Path) -> dict[str, str]:
-    """The environment of a workspace command: this interpreter's folder first on ``PATH``."""
-    path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
-    return {
-        "PATH": path,
-        "HOME": str(home),
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONIOENCODING": "utf-8",
-    }
-
-
 class Workspace:
     """A folder the agent works in, and its tools, each confined to it."""
 
-    def __init__(self, root: Path, limits: ToolLimits | None = None) -> None:
-        """Serve the tools over ``root`` (an existing folder) under ``limits``."""
+    def __init__(
+        self, root: Path, limits: ToolLimits | None = None, sandbox: Sandbox | None = None
+    ) -> None:
+        """Serve the tools over ``root`` (an existing folder) under ``limits``.
+
+        ``run`` commands run in ``sandbox`` (by default the :func:`active_sandbox`).
+        """
         self.root = root.resolve(strict=True)
         """The workspace folder, resolved."""
         self.limits = limits or ToolLimits()
         """The tools' bounds."""
+        self.sandbox = sandbox or active_sandbox()
+        """Where ``run`` commands run."""
 
     def resolve(self, path: str) -> Path:
         """``path`` as a location inside the workspace.
@@ -185,7 +187,11 @@ class Workspace:
         return target
 
     async def call(self, name: str, arguments: str) -> ToolOutcome:
-        """Carry out the tool call ``name(arguments)``; every failure is an error result."""
+        """Carry out the tool call ``name(arguments)``; every failure is an error result.
+
+        Raises:
+            SandboxUnavailable: a ``run`` call, and its sandbox cannot be set up.
+        """
         try:
             raw = json.loads(arguments or "{}")
         except json.JSONDecodeError as exc:
@@ -278,12 +284,18 @@ class Workspace:
         return ToolOutcome(f"replaced 1 occurrence in {args.path}")
 
     async def _run(self, args: _RunArgs) -> ToolOutcome:
+        sandbox = self.sandbox
+        await sandbox.check()
+        argv = sandbox.command(
+            ["/bin/sh", "-c", args.command],
+            root=self.root,
+            memory_bytes=self.limits.memory_bytes,
+            max_processes=self.limits.max_processes,
+        )
         proc = await asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            args.command,
+            *argv,
             cwd=self.root,
-            env=minimal_env(self.root),
+            env=sandbox.env(self.root),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
@@ -313,8 +325,11 @@ class Workspace:
                 _kill_group(proc.pid)
                 await proc.wait()
         # The workspace's own (random, temporary) location reads as ".", so a recorded
-        # exchange replays whatever folder the next run's copy lands in.
+        # exchange replays whatever folder the next run's copy lands in, in any sandbox.
         output = kept.decode("utf-8", errors="replace").replace(str(self.root), ".")
+        inside = sandbox.workspace_path(self.root)
+        if inside != str(self.root):
+            output = re.sub(re.escape(inside) + r"(?![\w-])", ".", output)
         if total > len(kept):
             output += f"\n[cut: {len(kept)} of {total} bytes of output shown]"
         output = self._bounded(output)

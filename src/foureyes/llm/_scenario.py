@@ -130,6 +130,10 @@ class Rule(_Spec):
     """Label shown in the request log; defaults to the rule's position."""
     match: re.Pattern[str] | None = None
     """Regex searched (``re.search``) in the last message's text; ``None`` matches all."""
+    match_scope: Literal["last", "request"] = "last"
+    """Where ``match`` is searched: the last message's text, or every message's text of the
+    request joined by line breaks in order (so one regex can require an earlier message
+    and a later one: ``(?s)task.*review``)."""
     times: int | None = Field(default=None, ge=1)
     """How many requests the rule may answer; ``None`` for no limit."""
     content: str | None = None
@@ -252,18 +256,22 @@ class RuleBook:
         """Whether the scenario has the model at all."""
         return model in self.scenario.models
 
-    def pick(self, model: str, last_text: str) -> tuple[int, Rule] | None:
+    def pick(self, model: str, messages: Sequence[Any]) -> tuple[int, Rule] | None:
         """The first rule of ``model`` whose ``match`` fits and whose ``times`` is not used up.
 
         The chosen rule's use is counted. ``None`` when no rule is eligible; the caller
         answers with an error then, never with a made-up reply.
         """
         uses = self._uses[model]
+        texts = {"last": last_message_text(messages)}
         for index, rule in enumerate(self.scenario.models[model]):
             if rule.times is not None and uses[index] >= rule.times:
                 continue
-            if rule.match is not None and rule.match.search(last_text) is None:
-                continue
+            if rule.match is not None:
+                if rule.match_scope not in texts:
+                    texts[rule.match_scope] = request_text(messages)
+                if rule.match.search(texts[rule.match_scope]) is None:
+                    continue
             uses[index] += 1
             return index, rule
         return None
@@ -321,6 +329,11 @@ def last_message_text(messages: Sequence[Any]) -> str:
     """The text of the last message (text parts joined; ``""`` when it has none)."""
     last = messages[-1] if messages else None
     return _text_of(last.get("content")) if isinstance(last, Mapping) else ""
+
+
+def request_text(messages: Sequence[Any]) -> str:
+    """Every message's text, in order, joined by line breaks (a rule's ``request`` scope)."""
+    return "\n".join(_text_of(m.get("content")) for m in messages if isinstance(m, Mapping))
 
 
 def _request_digest(messages: Sequence[Any]) -> str | None:

@@ -528,6 +528,8 @@ class OpenAIProvider:
                 request.temperature if request.temperature is not None else self.config.temperature
             ),
         }
+        if request.seed is not None:
+            params["seed"] = request.seed
         if request.response_format == "json_object":
             params["response_format"] = {"type": "json_object"}
         elif request.response_format is not None:

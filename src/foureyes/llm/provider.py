@@ -150,6 +150,9 @@ class ChatRequest(_Frozen):
     tool_choice: str | Mapping[str, Any] | None = None
     """OpenAI's ``tool_choice`` (``"auto"``, ``"none"``, ``"required"`` or a named
     function), passed through as given; ``None``: not sent."""
+    seed: int | None = None
+    """OpenAI's ``seed`` (best-effort determinism, where the route takes one); ``None``:
+    not sent."""
     subject: Mapping[str, str] = Field(default_factory=dict)
     """Named inputs the offline engine reads instead of parsing the prompt (``user_message``:
     the user's own words; capabilities add their own keys); never sent to an endpoint."""

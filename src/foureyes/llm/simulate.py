@@ -19,6 +19,7 @@ loopback unless told otherwise. docs/simulate.md documents the scenario format.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import math
@@ -46,7 +47,6 @@ from foureyes.llm._scenario import (
     RuleBook,
     Scenario,
     UnresolvedPlaceholder,
-    last_message_text,
     load_scenario,
     parse_scenario,
     render_reply,
@@ -62,6 +62,7 @@ __all__ = [
     "load_scenario",
     "parse_scenario",
     "serve",
+    "serving",
 ]
 
 _BACKLOG = 2048
@@ -291,7 +292,7 @@ class Simulator:
                 kind="invalid_request_error",
                 code="model_not_found",
             )
-        picked = self._book.pick(model, last_message_text(messages))
+        picked = self._book.pick(model, messages)
         if picked is None:
             self._record(arrival, body, status=400, error="no_matching_rule")
             return _error(
@@ -440,21 +441,45 @@ class _Server(uvicorn.Server):
         self._loop.call_soon_threadsafe(self._simulator.stop)
 
 
-async def serve(simulator: Simulator, sock: socket.socket) -> None:
-    """Serve ``simulator`` on the listening ``sock`` until SIGINT or SIGTERM.
-
-    On the signal, held requests (``hang``, ``delay``) are answered HTTP 503 and the
-    server stops. The socket and the simulator's log file are closed on return.
-    """
-    config = uvicorn.Config(
+def _uvicorn_config(simulator: Simulator) -> uvicorn.Config:
+    return uvicorn.Config(
         simulator.app,
         log_level="warning",
         access_log=False,
         lifespan="off",
         timeout_graceful_shutdown=1,
     )
+
+
+@contextlib.asynccontextmanager
+async def serving(simulator: Simulator, sock: socket.socket) -> AsyncIterator[None]:
+    """Serve ``simulator`` on ``sock`` in the running loop while the block runs.
+
+    For a caller in the same process (``foureyes eval run``'s scripted offline run): the
+    socket listens already (:func:`listen`), so requests queue until the server accepts
+    them. On leaving, held requests are answered HTTP 503 and the server stops; the
+    socket and the simulator's log are closed.
+    """
+    server = _Server(_uvicorn_config(simulator), simulator)
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
     try:
-        await _Server(config, simulator).serve(sockets=[sock])
+        yield
+    finally:
+        server.should_exit = True
+        simulator.stop()
+        await asyncio.gather(task, return_exceptions=True)
+        sock.close()
+        simulator.close()
+
+
+async def serve(simulator: Simulator, sock: socket.socket) -> None:
+    """Serve ``simulator`` on the listening ``sock`` until SIGINT or SIGTERM.
+
+    On the signal, held requests (``hang``, ``delay``) are answered HTTP 503 and the
+    server stops. The socket and the simulator's log file are closed on return.
+    """
+    try:
+        await _Server(_uvicorn_config(simulator), simulator).serve(sockets=[sock])
     finally:
         sock.close()
         simulator.close()

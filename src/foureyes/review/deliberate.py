@@ -1,4 +1,4 @@
-"""The ``deliberate`` tool: a masked review the primary agent asks for itself.
+"""The ``deliberate`` tool: a review of its own work the primary agent asks for itself.
 
 A host adds :func:`deliberate_tool` (an OpenAI ``tools`` entry) to its agent's tools.
 When the agent calls it, the host hands the call's raw ``arguments`` and its session to
@@ -10,21 +10,42 @@ the host's loop: bad arguments, a skipped projection and a run without a packet 
 results with a reason code.
 
 **Arguments.** ``role`` (required) picks the view; ``recentSteps`` (optional, default 3)
-is the window: an integer K for ``recent:K``, or a window spec as :meth:`Window.parse
-<foureyes.review.projection.Window.parse>` reads it (``recent:K``,
-``since-last-mutation``, ``current-turn``, ``all-turns``). The roles:
+is the window of ``masked-review``: an integer K for ``recent:K``, or a window spec as
+:meth:`Window.parse <foureyes.review.projection.Window.parse>` reads it (``recent:K``,
+``since-last-mutation``, ``current-turn``, ``all-turns``). The other two roles always
+cover the whole session (``all-turns``): a valid ``recentSteps`` is ignored for them (the
+result's ``window`` says ``all-turns``), a malformed one is refused for every role. The
+roles, each a fixed view over :meth:`~foureyes.review.reviewer.Reviewer.review`:
 
 - ``masked-review``: the reviewer sees the window's actions, outcomes and visible text,
   not its reasoning (mask ``reasoning-only``), under the primary's own system prompt and
-  tools (``cache-aligned``);
-- ``trajectory-audit``: the actions and outcomes alone (mask ``action-only``), so the
-  trajectory is judged on what was done, not on what was said about it;
-- ``independent-alternative``: the reviewer's own system prompt instead of the primary's
-  (``reviewer-persona`` mode), reasoning masked, so the reading of the task is not the
-  primary's conditioning.
+  tools (``cache-aligned``); the steps before the window stay in the native prefix;
+- ``trajectory-audit``: the full unmasked fork: window ``all-turns``, mask ``none``, under
+  the primary's system prompt and tools (``cache-aligned``). The reviewer sees the whole
+  trajectory as the primary saw it (the user's messages, the primary's reasoning, visible
+  text, every action and every outcome) and audits it. A session too long for that is a
+  skip (``over_chars``, ``over_tokens``), never a shorter view;
+- ``independent-alternative``: a fresh view: the task view of the projection
+  (``task_only``, window ``all-turns``) under the reviewer's own system prompt
+  (``reviewer-persona``, :data:`~foureyes.review.reviewer.TASK_VIEW_PERSONA`). The
+  reviewer sees the task as the user stated it (the session's user messages) and nothing
+  of the primary's trajectory (none of its reasoning, messages, actions or outcomes, nor
+  the primary's system prompt and tools), and is asked for its own approach and answer,
+  for the primary to compare with its own. It sees the current state only through
+  read-only tools its host gives it: pass any
+  :class:`~foureyes.review.runner.ReviewTools` as ``tools=`` to :func:`run_deliberate`
+  (the eval harness's :class:`~foureyes.evals.workspace.ReadOnlyTools`, ``read`` and
+  ``search`` over the agent's :class:`~foureyes.evals.workspace.Workspace`, is one, as
+  the ``reviewer-persona`` checkpoint of ``evals.agent_arm`` uses it); the runner
+  answers its calls (at most ``MAX_TOOL_ROUNDS``) and the persona says they only read.
+  Without tools it has the task alone. The two ``cache-aligned`` roles are never given
+  them: their request carries the primary's tools, which a reviewer must not call.
 
 Whatever the role, the answer is a packet under the one contract (its ``role`` is
-``masked-review``, docs/design.md 5).
+``masked-review``, docs/design.md 5). Only ``masked-review`` is a masked review of the
+turn for the automatic checkpoint: with ``session_id``, it is noted in the checkpoint
+latch and the checkpoint skips the turn; the unmasked audit and the fresh view, which
+reviews no step, leave the checkpoint to run.
 
 **The session reviewed** is the one the host passes, as it stands when the call is made:
 the step that made the call is still in flight (its batch has no result for this call
@@ -32,8 +53,9 @@ yet), and a projection never shows a step in flight, so neither the pending ``de
 call nor its step's other calls are reviewed; the steps before it are.
 
 **The result text** (:attr:`DeliberateResult.text`) opens with one line of JSON,
-``{"deliberate": status, "reason": code, ...}``; for a packet, the publication header
-and the packet's rendering in a ``review_packet`` data block follow, as
+``{"deliberate": status, "reason": code, ...}`` (``masked_steps``: the complete steps
+the view covers, shown or, in the fresh view, hidden whole); for a packet, the
+publication header and the packet's rendering in a ``review_packet`` data block follow, as
 :func:`~foureyes.review.publication.packet_text` writes them (the packet is another
 model's text, docs/design.md 4, invariant 7). The statuses are :class:`DeliberateStatus`.
 Publication: the agent asked, so every accepted packet, ``no_update`` included, is its
@@ -54,7 +76,7 @@ from foureyes.review.projection import MAX_RECENT_STEPS, Mask, Window
 from foureyes.review.publication import PublicationPolicy, packet_text
 from foureyes.review.request import RequestMode
 from foureyes.review.reviewer import Reviewer, SessionReview
-from foureyes.review.runner import ReviewTrigger
+from foureyes.review.runner import ReviewTools, ReviewTrigger
 from foureyes.review.session import Session
 
 __all__ = [
@@ -80,17 +102,35 @@ class DeliberateRole(StrEnum):
     """Which view of its session the agent asks for (see the module doc)."""
 
     MASKED_REVIEW = "masked-review"
-    """Actions, outcomes and visible text; reasoning masked; the primary's system prompt."""
+    """The window's actions, outcomes and visible text; reasoning masked; the primary's
+    system prompt and tools."""
     TRAJECTORY_AUDIT = "trajectory-audit"
-    """Actions and outcomes only."""
+    """The full unmasked fork: the whole session, reasoning included; the primary's system
+    prompt and tools."""
     INDEPENDENT_ALTERNATIVE = "independent-alternative"
-    """Reasoning masked, under the reviewer's own system prompt."""
+    """A fresh view: the user's task alone, none of the primary's steps, under the
+    reviewer's own system prompt; the reviewer proposes its own approach and answer."""
 
 
-_VIEWS: dict[DeliberateRole, tuple[Mask, RequestMode]] = {
-    DeliberateRole.MASKED_REVIEW: (Mask.REASONING_ONLY, RequestMode.CACHE_ALIGNED),
-    DeliberateRole.TRAJECTORY_AUDIT: (Mask.ACTION_ONLY, RequestMode.CACHE_ALIGNED),
-    DeliberateRole.INDEPENDENT_ALTERNATIVE: (Mask.REASONING_ONLY, RequestMode.REVIEWER_PERSONA),
+@dataclass(frozen=True, slots=True)
+class _View:
+    mask: Mask
+    mode: RequestMode
+    window: Window | None = None
+    """The role's own window; ``None``: the call's ``recentSteps``."""
+    task_only: bool = False
+
+
+_VIEWS: dict[DeliberateRole, _View] = {
+    DeliberateRole.MASKED_REVIEW: _View(Mask.REASONING_ONLY, RequestMode.CACHE_ALIGNED),
+    DeliberateRole.TRAJECTORY_AUDIT: _View(
+        Mask.NONE, RequestMode.CACHE_ALIGNED, Window.all_turns()
+    ),
+    # The task view hides every step whole; action-only is the mask it records, the
+    # strongest there is (it has nothing left to hide).
+    DeliberateRole.INDEPENDENT_ALTERNATIVE: _View(
+        Mask.ACTION_ONLY, RequestMode.REVIEWER_PERSONA, Window.all_turns(), task_only=True
+    ),
 }
 
 
@@ -140,10 +180,11 @@ def deliberate_tool() -> dict[str, Any]:
         "function": {
             "name": DELIBERATE_TOOL,
             "description": (
-                "Ask an independent reviewer to look at your recent steps (your actions "
-                "and their results, without your reasoning) and answer with a short "
-                "review packet: observations, possible errors and the cheapest check. "
-                "Use it before you commit to an answer you are not sure of."
+                "Ask another model for a second look before you commit to an answer you "
+                "are not sure of. It answers with a short review packet (observations, "
+                "possible errors, the cheapest check, or its own approach and answer). "
+                "The role chooses what it sees: your recent steps without your reasoning, "
+                "your whole session with your reasoning, or only the user's task."
             ),
             "parameters": {
                 "type": "object",
@@ -152,9 +193,15 @@ def deliberate_tool() -> dict[str, Any]:
                         "type": "string",
                         "enum": [role.value for role in DeliberateRole],
                         "description": (
-                            "masked-review: actions, results and your visible text; "
-                            "trajectory-audit: actions and results only; "
-                            "independent-alternative: a reviewer with its own instructions."
+                            "masked-review: your last recentSteps steps (your actions, their "
+                            "results and your visible text, not your reasoning), reviewed "
+                            "under your own instructions; "
+                            "trajectory-audit: your whole session as you saw it (the user's "
+                            "messages, your reasoning and messages, every action and result), "
+                            "audited under your own instructions; "
+                            "independent-alternative: a reviewer with its own instructions "
+                            "sees only the user's messages, none of your steps, and proposes "
+                            "its own approach and answer for you to compare with yours."
                         ),
                     },
                     "recentSteps": {
@@ -163,8 +210,10 @@ def deliberate_tool() -> dict[str, Any]:
                             {"type": "string"},
                         ],
                         "description": (
-                            "How many of your last steps to review (an integer, at most "
-                            f"{MAX_RECENT_STEPS} are used), or {_WINDOWS}. Default 3."
+                            "For masked-review: how many of your last steps to review (an "
+                            f"integer, at most {MAX_RECENT_STEPS} are used), or {_WINDOWS}. "
+                            "Default 3. The other roles always cover the whole session and "
+                            "ignore it."
                         ),
                     },
                 },
@@ -182,17 +231,22 @@ class DeliberateCall:
     role: DeliberateRole
     """The view asked for."""
     window: Window
-    """The window asked for."""
+    """The window reviewed: ``recentSteps`` for ``masked-review``, else ``all-turns``."""
 
     @property
     def mask(self) -> Mask:
         """The role's mask."""
-        return _VIEWS[self.role][0]
+        return _VIEWS[self.role].mask
 
     @property
     def mode(self) -> RequestMode:
         """The role's request mode."""
-        return _VIEWS[self.role][1]
+        return _VIEWS[self.role].mode
+
+    @property
+    def task_only(self) -> bool:
+        """Whether the role's view is the task view (``independent-alternative``)."""
+        return _VIEWS[self.role].task_only
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,7 +335,7 @@ def parse_deliberate_arguments(arguments: str) -> DeliberateCall | DeliberateRes
     if window is None:
         detail = f"recentSteps must be an integer K >= 1 or {_WINDOWS}"
         return _refused(DeliberateRefusal.BAD_WINDOW, detail)
-    return DeliberateCall(role, window)
+    return DeliberateCall(role, _VIEWS[role].window or window)
 
 
 def _no_constant(name: str) -> Any:
@@ -311,6 +365,7 @@ async def run_deliberate(
     arguments: str,
     *,
     session_id: str | None = None,
+    tools: ReviewTools | None = None,
 ) -> DeliberateResult:
     """Carry out one ``deliberate`` call on ``session`` (see the module doc).
 
@@ -318,8 +373,12 @@ async def run_deliberate(
         reviewer: the host's reviewer (its runner, limits, policy and latch).
         session: the agent's session as it stands at the call (only read).
         arguments: the call's raw arguments, as the model wrote them.
-        session_id: the host's id of the session: recorded in the trace, and a masked
-            review noted in the checkpoint latch, so the automatic checkpoint skips the turn.
+        session_id: the host's id of the session: recorded in the trace, and a
+            ``masked-review`` noted in the checkpoint latch, so the automatic checkpoint
+            skips the turn.
+        tools: read-only tools over the agent's current state (e.g. its workspace),
+            offered to the ``independent-alternative`` reviewer only (the
+            ``reviewer-persona`` role); the other roles never run them.
 
     Raises:
         StoreError: the review could not be recorded (as :meth:`Reviewer.review`).
@@ -335,6 +394,8 @@ async def run_deliberate(
         mode=call.mode,
         session_id=session_id,
         trigger=ReviewTrigger.MANUAL,
+        tools=tools,
+        task_only=call.task_only,
         # The agent asked: every accepted packet is its answer, unless nothing may reach it.
         policy=PublicationPolicy.OBSERVE_ONLY if observe else PublicationPolicy.ALL,
     )

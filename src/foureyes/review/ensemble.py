@@ -8,8 +8,11 @@ route), each through the one runner, and never publishes: every view runs
 - **stable**: items every answered view produced;
 - **full only**: items produced only by views that saw the reasoning (mask ``none``);
 - **flips**: decisions that change under masking, against the control view (the first
-  unmasked view on the default route): the packet's status, or the kind or certainty of
-  an item both produced;
+  unmasked view on the default route): the packet's status, the kind or certainty of an
+  item both produced, or a **reversed conclusion**: a control item the masked view does
+  not restate but contradicts (it says the negation or the opposite: "the fix is
+  correct", "the fix is not correct"). A reversal is reported as such, never as a
+  change of certainty: the two items are not the same item;
 - **earliest divergence**: a point in the trajectory, not a view: for a masked view whose
   packet differs from the control's, the earliest step whose projection differs between
   the two (the first step whose reasoning, or text, one view hides and the other shows;
@@ -21,10 +24,17 @@ route), each through the one runner, and never publishes: every view runs
   view produced (so they separate the views), the one needing the fewest tool calls
   (:func:`calls_needed`), the earliest given on a tie.
 
-Items are the same when their contents match by the normalised overlap of
-:mod:`foureyes.core.overlap` (folded, tokenised into words and Han characters, Jaccard
-index at least :data:`~foureyes.core.overlap.MATCH_THRESHOLD`); each item is compared
-with its best-matching item of the other view. No model judges sameness here, only code.
+Items are compared by :func:`foureyes.core.overlap.compare` (folded, tokenised into words
+and Han characters, negators and hedges left out, Jaccard index at least
+:data:`~foureyes.core.overlap.MATCH_THRESHOLD`, and a polarity read by a small rule set in
+English and Chinese). Two items are the same when they compare
+:attr:`~foureyes.core.overlap.Comparison.SAME` (a hedged restatement included); an item
+that compares :attr:`~foureyes.core.overlap.Comparison.CONTRADICTS` is not the same item:
+it counts as absent from the other view (so it is never stable, and a view holding it
+differs), a contradiction of an item kept before is kept as a distinct item, and against
+the control it is a reversed conclusion. Each item is compared with its best-matching
+item of the other view: the same item when there is one, else the contradicting one. No
+model judges sameness here, only code.
 """
 
 from __future__ import annotations
@@ -39,7 +49,7 @@ from foureyes.core.budget import CallBudget
 from foureyes.core.deadline import Deadline
 from foureyes.core.errors import UsageError
 from foureyes.core.fold import normalise
-from foureyes.core.overlap import MATCH_THRESHOLD, overlap
+from foureyes.core.overlap import Comparison, compare, overlap
 from foureyes.review.packet import ItemKind, PacketItem, ReviewPacket
 from foureyes.review.projection import Mask, ProjectionMeta, Window
 from foureyes.review.publication import PublicationPolicy
@@ -130,14 +140,15 @@ class Flip:
 
     view: str
     """The masked view."""
-    field: Literal["status", "kind", "certainty"]
-    """What differs."""
+    field: Literal["status", "kind", "certainty", "conclusion"]
+    """What differs: ``conclusion`` when the masked view reverses the control's item."""
     content: str | None
     """The item's content as the control wrote it (``None`` for the status)."""
     control: str
-    """The control's value."""
+    """The control's value (for a ``conclusion``: the control item's content)."""
     masked: str
-    """The masked view's value."""
+    """The masked view's value (for a ``conclusion``: the content of its contradicting
+    item)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +182,8 @@ class EnsembleSummary:
     full_only: tuple[PacketItem, ...]
     """Items only unmasked views produced (needs an answered masked view)."""
     flips: tuple[Flip, ...]
-    """Decisions that change under masking, against the control."""
+    """Decisions that change under masking, against the control: status, kind, certainty
+    and reversed conclusions."""
     earliest_divergence: Divergence | None
     """Where masking first changes the finding (see the module doc)."""
     cheapest_check: str | None
@@ -190,19 +202,29 @@ class Ensemble:
     """The compression of ``results``."""
 
 
-def _best(item: PacketItem, items: Sequence[PacketItem]) -> PacketItem | None:
-    """The item of ``items`` matching ``item`` best, if any matches (the first on a tie)."""
+def _best(
+    item: PacketItem, items: Sequence[PacketItem], wanted: Comparison = Comparison.SAME
+) -> PacketItem | None:
+    """The item of ``items`` that compares with ``item`` as ``wanted`` and overlaps it most.
+
+    ``None`` when none does; the first on a tie.
+    """
     best: PacketItem | None = None
     score = -1.0
     for other in items:
+        if compare(item.content, other.content) is not wanted:
+            continue
         value = overlap(item.content, other.content)
-        if value >= MATCH_THRESHOLD and value > score:
+        if value > score:
             best, score = other, value
     return best
 
 
 def _distinct(items: Sequence[PacketItem]) -> tuple[PacketItem, ...]:
-    """``items`` in order, leaving out any that matches one kept before it."""
+    """``items`` in order, leaving out any that is the same as one kept before it.
+
+    An item that contradicts one kept before is kept: it is another conclusion.
+    """
     kept: list[PacketItem] = []
     for item in items:
         if _best(item, kept) is None:
@@ -221,6 +243,9 @@ def _flips(name: str, control: ReviewPacket, masked: ReviewPacket) -> list[Flip]
     for item in control.items:
         other = _best(item, masked.items)
         if other is None:
+            reversal = _best(item, masked.items, Comparison.CONTRADICTS)
+            if reversal is not None:
+                flips.append(Flip(name, "conclusion", item.content, item.content, reversal.content))
             continue
         if other.kind is not item.kind:
             flips.append(Flip(name, "kind", item.content, item.kind.value, other.kind.value))

@@ -43,6 +43,19 @@ calls (ids and raw arguments) and results; ``action-only`` also drops the assist
 visible text and images. The snapshot never says how much was dropped: the count is in
 :class:`ProjectionMeta` only, which the reviewer never sees.
 
+**Task view.** ``task_only=True`` is the fresh view, for a reviewer that is to work the
+task out on its own rather than read the agent's work: the snapshot holds the task as the
+user stated it, the session's user messages (source ``user``, outside every step) turn by
+turn with their images, and nothing of the agent's steps, whatever the mask: no
+reasoning, visible text, tool call or outcome, and no turn end. It covers the whole
+session, so it takes the ``all-turns`` window only (any other is a ``ValueError``) and has
+no native prefix. Its metadata says so (``task_only``): ``effective_k`` counts the
+complete steps it hides whole, ``steps`` is 0 (none is shown), ``omitted_reasoning_blocks``
+counts every reasoning block outside the step in flight, and ``cut`` is ``None``. A session
+with no user message to show is a skip (``no_task``); one with no complete step yet is
+not, since the task is all it shows. The size and image limits below apply to it as to
+any projection.
+
 **Limits.** A snapshot over ``max_snapshot_chars`` characters, or a projection with more
 than ``max_images`` images, is a :class:`ProjectionSkipped` carrying only metadata; a
 projection is never truncated. Images go to the reviewer only as image blocks, and only
@@ -68,10 +81,19 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from foureyes.config import DEFAULT_MUTATING_TOOLS
-from foureyes.llm.provider import ChatMessage
+from foureyes.llm.prompting import DATA_RULE, data_block
+from foureyes.llm.provider import ChatMessage, ImagePart, TextPart
 from foureyes.review._native import NativeRendering, native_rendering
 from foureyes.review._snapshot import Snapshot
-from foureyes.review.session import AssistantMessage, Session, Step, ToolCall
+from foureyes.review.session import (
+    AssistantMessage,
+    MessageSource,
+    Session,
+    Step,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
 
 __all__ = [
     "DEFAULT_MUTATING_TOOLS",
@@ -139,6 +161,9 @@ class SkipReason(StrEnum):
     OVER_TOKENS = "over_tokens"
     """The whole review request (system, tools, prefix, snapshot, instruction) is estimated
     at more tokens than the reviewer route's ``max_request_tokens``."""
+    NO_TASK = "no_task"
+    """The task view of a session with no user message (source ``user``) outside the
+    agent's steps: there is no task to show."""
 
 
 WindowKind = Literal["recent", "since-last-mutation", "current-turn", "all-turns"]
@@ -240,6 +265,8 @@ class ProjectionMeta:
     (:func:`~foureyes.review.request.estimate_tokens`)."""
     token_budget: int | None = None
     """The reviewer route's ``max_request_tokens``, when it has one."""
+    task_only: bool = False
+    """Whether this is the task view: the user's messages only, every step hidden whole."""
 
     def to_dict(self) -> dict[str, Any]:
         """The metadata as JSON-ready values."""
@@ -283,6 +310,7 @@ def project(
     max_k: int = MAX_RECENT_STEPS,
     images: bool | None = None,
     mutating_tools: Collection[str] = DEFAULT_MUTATING_TOOLS,
+    task_only: bool = False,
 ) -> Projection | ProjectionSkipped:
     """Project ``session`` through ``window`` and ``mask`` (see the module doc).
 
@@ -298,11 +326,20 @@ def project(
             holding any image is skipped.
         mutating_tools: the tool names ``since-last-mutation`` treats as changing state
             (``review.mutating_tools``), compared case-folded.
+        task_only: the task view: the user's messages only, none of the agent's steps
+            (``all-turns`` only; the mask is recorded but has nothing left to hide).
+
+    Raises:
+        ValueError: ``task_only`` with a window other than ``all-turns``.
     """
+    if task_only and window.kind != "all-turns":
+        raise ValueError(f"the task view covers the whole session (all-turns), not {window}")
     requested = window.k
-    empty = ProjectionMeta(str(window), mask, requested, None, 0, 0, 0, 0, 0)
+    empty = ProjectionMeta(str(window), mask, requested, None, 0, 0, 0, 0, 0, task_only=task_only)
     if not session.events:
         return ProjectionSkipped(SkipReason.EMPTY_SESSION, empty)
+    if task_only:
+        return _task_view(session, empty, max_snapshot_chars, max_images, images)
     cut = _cut(session, window, max_k, mutating_tools)
     if isinstance(cut, SkipReason):
         return ProjectionSkipped(cut, replace(empty, effective_k=0))
@@ -330,18 +367,90 @@ def project(
     # Invariant 9: a projection that does not fit is skipped whole, never cut short.
     if not prefix.balanced:
         return ProjectionSkipped(SkipReason.UNBALANCED_PREFIX, meta)
+    too_big = _over_limits(meta, max_snapshot_chars, max_images, images)
+    if too_big is not None:
+        return ProjectionSkipped(too_big, meta)
+    message = ChatMessage(role="user", content=tuple(snapshot.parts))
+    return Projection(prefix.messages, message, meta)
+
+
+def _over_limits(
+    meta: ProjectionMeta, max_snapshot_chars: int, max_images: int, images: bool | None
+) -> SkipReason | None:
+    """Why a projection of ``meta``'s size may not be sent, or ``None`` when it may."""
     if meta.images and images is not True:
         # Images only to a route known to take them: neither sent blind nor replaced by
         # placeholders the reviewer would judge without seeing.
-        unsupported = images is False
-        reason = SkipReason.IMAGES_UNSUPPORTED if unsupported else SkipReason.IMAGES_UNKNOWN
-        return ProjectionSkipped(reason, meta)
+        return SkipReason.IMAGES_UNSUPPORTED if images is False else SkipReason.IMAGES_UNKNOWN
     if meta.chars > max_snapshot_chars:
-        return ProjectionSkipped(SkipReason.OVER_CHARS, meta)
+        return SkipReason.OVER_CHARS
     if meta.images > max_images:
-        return ProjectionSkipped(SkipReason.OVER_IMAGES, meta)
-    message = ChatMessage(role="user", content=tuple(snapshot.parts))
-    return Projection(prefix.messages, message, meta)
+        return SkipReason.OVER_IMAGES
+    return None
+
+
+_TASK_HEADER = (
+    f"{DATA_RULE}\n\nThe task as the user stated it follows: the session's user messages, "
+    "turn by turn.\n"
+)
+
+
+def _task_view(
+    session: Session,
+    empty: ProjectionMeta,
+    max_snapshot_chars: int,
+    max_images: int,
+    images: bool | None,
+) -> Projection | ProjectionSkipped:
+    """The task view (see the module doc): the user's own messages, no step of the agent's."""
+    in_flight = session.in_flight()
+    parts: list[TextPart | ImagePart] = []
+    buffer = [_TASK_HEADER]
+    turns: set[str] = set()
+    told = reasoning = chars = image_count = 0
+
+    def flush() -> None:
+        nonlocal chars
+        if buffer:
+            text = "".join(buffer)
+            buffer.clear()
+            chars += len(text)
+            parts.append(TextPart(text=text))
+
+    for index, event in enumerate(session.events):
+        step = session.step_at(index)
+        if step is not None and step == in_flight:
+            continue
+        if isinstance(event, AssistantMessage):
+            reasoning += sum(1 for b in event.blocks if b.type == "reasoning")
+        elif isinstance(event, ToolResult):
+            reasoning += len(event.reasoning)
+        if step is not None or not isinstance(event, UserMessage):
+            continue
+        if event.source is not MessageSource.USER:
+            continue
+        turn = session.turn_at(index)
+        if turn.turn_id not in turns:
+            turns.add(turn.turn_id)
+            buffer.append(f"\n## Turn {turn.ordinal}\n")
+        told += 1
+        buffer.append(data_block("user_message", event.content, source=event.source.value))
+        buffer.append("\n")
+        for image in event.images:
+            image_count += 1
+            buffer.append("Image, attached to the user message above:\n")
+            flush()
+            parts.append(ImagePart(url=image.ref))
+    flush()
+    complete = sum(1 for s in session.steps() if s.completed)
+    meta = replace(empty, effective_k=complete, omitted_reasoning_blocks=reasoning)
+    if not told:
+        return ProjectionSkipped(SkipReason.NO_TASK, meta)
+    meta = replace(meta, turns=len(turns), chars=chars, images=image_count)
+    too_big = _over_limits(meta, max_snapshot_chars, max_images, images)
+    if too_big is not None:
+        return ProjectionSkipped(too_big, meta)
+    return Projection((), ChatMessage(role="user", content=tuple(parts)), meta)
 
 
 def _cut(

@@ -14,6 +14,13 @@ A projection that does not fit is skipped before any model call, with its metada
 (docs/design.md 4, invariant 9), and the skip is recorded in the trace like a run; so is
 a request estimated over the reviewer route's token budget (``over_tokens``, the estimate
 and the budget in the metadata).
+
+The task view (``task_only``, :mod:`~foureyes.review.projection`) has an instruction and
+a default ``reviewer-persona`` system prompt of its own, since the per-mask instruction
+describes the agent's work and the default persona a reviewer that reads it: the
+reviewer is told it sees the task alone (and, with read-only tools, may read the current
+state) and asked for its own approach and answer under the one packet contract
+(:func:`task_view_instruction`, :data:`TASK_VIEW_PERSONA`).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from foureyes.core.deadline import Deadline
 from foureyes.core.errors import StoreError
 from foureyes.core.locale import Locale
 from foureyes.core.trace import EventKind, TraceEvent
+from foureyes.llm.prompting import DATA_RULE
 from foureyes.review.packet import review_instruction
 from foureyes.review.projection import (
     Mask,
@@ -68,9 +76,55 @@ __all__ = [
     "CheckpointResult",
     "Reviewer",
     "SessionReview",
+    "TASK_VIEW_PERSONA",
+    "TASK_VIEW_PERSONA_WITH_TOOLS",
     "project_session",
     "projection_json",
+    "task_view_instruction",
 ]
+
+TASK_VIEW_PERSONA = (
+    "You are an independent second solver of a task another AI agent is working on. You "
+    "are shown the task as its user stated it, not the agent's work. You take no actions "
+    "and call no tools; you work out your own approach and answer, to be compared with the "
+    "agent's, and you state only what you can support."
+)
+"""The ``reviewer-persona`` system prompt of a task view when none is given."""
+
+TASK_VIEW_PERSONA_WITH_TOOLS = (
+    "You are an independent second solver of a task another AI agent is working on. You "
+    "are shown the task as its user stated it, not the agent's work. You take no actions; "
+    "the tools offered only read, and you may call them to look at the current state "
+    "before you answer. You work out your own approach and answer, to be compared with "
+    "the agent's, and you state only what you can support."
+)
+"""The default task-view system prompt when read-only tools are offered."""
+
+
+def task_view_instruction(*, max_chars: int, tools: bool = False) -> str:
+    """The last user message of a task-view review: what the reviewer sees, then the contract.
+
+    It says only what is true of the task view (the task alone; the current state through
+    read-only tools when ``tools``), asks for the reviewer's own approach and answer, and
+    carries :data:`~foureyes.llm.prompting.DATA_RULE` and the packet contract of
+    :func:`~foureyes.review.packet.review_instruction`, word for word.
+    """
+    masked = review_instruction(max_chars=max_chars, mask=Mask.ACTION_ONLY)
+    _, rule, contract = masked.partition(f"{DATA_RULE}\n\n")
+    assert rule, "the review instruction carries the data rule before its contract"
+    state = (
+        " The tools offered only read: call them to look at the current state first."
+        if tools
+        else ""
+    )
+    return (
+        "You are not the agent working on this task, and none of its work is shown to you: "
+        f"you see only the task as its user stated it.{state} Work out independently how "
+        "you would approach the task and what you would answer, so that your answer can be "
+        'compared with the agent\'s: give your answer as a "conclusion", the steps of your '
+        'approach as "suggestion" items, and what the task leaves open as "unknown". Do not '
+        f"guess what the agent did or why. {DATA_RULE}\n\n{contract}"
+    )
 
 
 def project_session(
@@ -80,11 +134,12 @@ def project_session(
     config: ReviewConfig,
     *,
     images: bool | None = None,
+    task_only: bool = False,
 ) -> Projection | ProjectionSkipped:
     """Project ``session`` within the size limits of ``config`` (see :func:`project`).
 
     ``images`` says whether the reviewer's route accepts images (``None``: unknown, so a
-    projection holding images is skipped).
+    projection holding images is skipped); ``task_only`` asks for the task view.
     """
     return project(
         session,
@@ -94,6 +149,7 @@ def project_session(
         max_images=config.max_images,
         images=images,
         mutating_tools=config.mutating_tools,
+        task_only=task_only,
     )
 
 
@@ -225,6 +281,7 @@ class Reviewer:
         primary_tools: Sequence[Mapping[str, Any]] = (),
         persona_system: str | None = None,
         tools: ReviewTools | None = None,
+        task_only: bool = False,
     ) -> SessionReview:
         """Review ``session`` through ``window`` and ``mask``, one reviewer call at most.
 
@@ -247,23 +304,46 @@ class Reviewer:
                 reviewer and run by the runner when it calls them. A ``cache-aligned``
                 request carries the primary's tools, which the reviewer must never call,
                 so none are run there.
+            task_only: the task view (``window`` must be ``all-turns``): the reviewer sees
+                the user's messages only and is asked for its own approach and answer
+                (:func:`task_view_instruction`; by default :data:`TASK_VIEW_PERSONA` in
+                ``reviewer-persona`` mode). It reviews no step, so it is not noted in the
+                checkpoint latch.
+
+        Raises:
+            ValueError: ``task_only`` with a window other than ``all-turns``.
         """
         policy = policy or self.policy
         if mode is not RequestMode.REVIEWER_PERSONA:
             tools = None
         projection = project_session(
-            session, window, mask, self.config, images=self.runner.accepts_images
+            session,
+            window,
+            mask,
+            self.config,
+            images=self.runner.accepts_images,
+            task_only=task_only,
         )
         if isinstance(projection, ProjectionSkipped):
             trace_id = await self._record_skip(projection, trigger, session_id)
             return SessionReview(projection.meta, projection, None, None, None, trace_id)
-        if trigger is ReviewTrigger.MANUAL and mask is not Mask.NONE and session_id:
+        masked = mask is not Mask.NONE and not task_only
+        if trigger is ReviewTrigger.MANUAL and masked and session_id:
             self.latch.note_manual(session_id, session.turn_at(len(session.events) - 1).turn_id)
+        max_chars = self.runner.packet_max_chars
+        if task_only:
+            instruction = task_view_instruction(max_chars=max_chars, tools=tools is not None)
+            if persona_system is None:
+                persona_system = (
+                    TASK_VIEW_PERSONA if tools is None else TASK_VIEW_PERSONA_WITH_TOOLS
+                )
+        else:
+            instruction = review_instruction(max_chars=max_chars, mask=mask)
         request = build_review_request(
             session,
             projection,
             mode,
-            instruction=review_instruction(max_chars=self.runner.packet_max_chars, mask=mask),
+            instruction=instruction,
             primary_system=primary_system,
             primary_tools=primary_tools,
             persona_system=persona_system,

@@ -11,11 +11,24 @@ CASES = [
     (('"say ""hi""",x',), ['say "hi"', 'x']),
     (('one',), ['one']),
     (('a,,b',), ['a', '', 'b']),
+    (('"a"',), ['a']),
+    ((',',), ['', '']),
+    (('a,',), ['a', '']),
+    (('"x,y",',), ['x,y', '']),
+    (('"",b',), ['', 'b']),
+    (('a b, c',), ['a b', ' c']),
+    (('"multi ""q"" ,"',), ['multi "q" ,']),
+    (('1,2,3,4,5',), ['1', '2', '3', '4', '5']),
+    (('"""quoted"""',), ['"quoted"']),
+    (('x,"",y',), ['x', '', 'y']),
 ]
 failed = 0
 for args, expected in CASES:
-    got = split_fields(*args)
+    try:
+        got = split_fields(*args)
+    except Exception as exc:  # a crash fails the case, not the verifier
+        got = f"{type(exc).__name__}: {exc}"
     if got != expected:
         failed += 1
-        print(f'{args!r}: expected {expected!r}, got {got!r}')
+        print(f"{args!r}: expected {expected!r}, got {got!r}")
 sys.exit(1 if failed else 0)

@@ -11,11 +11,24 @@ CASES = [
     (('tab\tand\nnewline',), 3),
     (('',), 0),
     (('  padded  ',), 1),
+    (('one',), 1),
+    (('a b c',), 3),
+    ((' \t\n ',), 0),
+    (('line one\nline two\n',), 4),
+    (('non\xa0breaking space',), 3),
+    (('x\r\ny',), 2),
+    (('many    spaces   here',), 3),
+    (("it's fine",), 2),
+    (('émigré café',), 2),
+    (('a\n\n\nb',), 2),
 ]
 failed = 0
 for args, expected in CASES:
-    got = count_words(*args)
+    try:
+        got = count_words(*args)
+    except Exception as exc:  # a crash fails the case, not the verifier
+        got = f"{type(exc).__name__}: {exc}"
     if got != expected:
         failed += 1
-        print(f'{args!r}: expected {expected!r}, got {got!r}')
+        print(f"{args!r}: expected {expected!r}, got {got!r}")
 sys.exit(1 if failed else 0)

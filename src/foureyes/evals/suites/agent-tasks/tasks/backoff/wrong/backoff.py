@@ -1,3 +1,3 @@
 def delays(n, base, cap):
-    """``n`` retry delays doubling from ``base``, none above ``cap``."""
+    """The waits before each of ``n`` retries."""
     return [base * 2**i for i in range(n)]

@@ -1,3 +1,3 @@
 def pages(items, size):
-    """``items`` in consecutive pages of at most ``size`` items."""
+    """``items`` split into pages of ``size``."""
     return [items[i : i + size] for i in range(0, len(items), size)]

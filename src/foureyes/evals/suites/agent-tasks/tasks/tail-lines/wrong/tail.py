@@ -1,3 +1,3 @@
 def tail(lines, n):
-    """The last ``n`` lines (all of them when there are fewer)."""
+    """The last ``n`` of ``lines``."""
     return lines[-n:]

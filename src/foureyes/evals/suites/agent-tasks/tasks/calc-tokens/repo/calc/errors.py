@@ -1,0 +1,2 @@
+class ParseError(ValueError):
+    """An expression that cannot be read."""

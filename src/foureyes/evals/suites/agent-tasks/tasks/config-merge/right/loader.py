@@ -1,0 +1,10 @@
+import copy
+import json
+
+from defaults import DEFAULTS
+from merge import merge
+
+
+def load_settings(text):
+    """A user's settings, from the JSON ``text`` of their settings file."""
+    return merge(copy.deepcopy(DEFAULTS), json.loads(text))

@@ -1,0 +1,9 @@
+import json
+
+from defaults import DEFAULTS
+from merge import merge
+
+
+def load_settings(text):
+    """A user's settings, from the JSON ``text`` of their settings file."""
+    return merge(dict(DEFAULTS), json.loads(text))

@@ -1,0 +1,3 @@
+def join(base, *parts):
+    """The URL of the path ``parts`` under ``base``."""
+    return "/".join([base.rstrip("/"), *parts])
