@@ -32,7 +32,7 @@ import asyncio
 import json
 import re
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ from foureyes.core.roles import Role
 from foureyes.evals.agent import AgentLoop, AgentResult, Checkpoint, Fork, StopReason
 from foureyes.evals.agent_tasks import AgentTask, agent_task, task_workspace
 from foureyes.evals.arms import CaseAnswer
-from foureyes.evals.suite import Arm, ArmCheck, Case, Suite, tree_sha256
+from foureyes.evals.suite import Arm, ArmCheck, Case, Suite, tree_files, tree_sha256
 from foureyes.evals.verify import VerifierResult
 from foureyes.evals.workspace import ReadOnlyTools, Workspace
 from foureyes.llm.calls import ModelCaller
@@ -198,8 +198,8 @@ class Prefix:
     fork: Fork | None
     """Its turn stop; ``None`` when it never stopped (step budget, a failed or
     unfinished call): then no review runs and every arm is the prefix."""
-    files: tuple[tuple[str, bytes], ...] = ()
-    """The workspace's files as the run left them (path relative to it, bytes)."""
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    """The workspace's files as the run left them (:func:`tree_files`)."""
     trace_id: str | None = None
     """The trace run holding its model calls."""
     failure: str | None = None
@@ -247,22 +247,11 @@ class Prefixes:
         await asyncio.gather(*self._runs.values(), return_exceptions=True)
 
 
-def _files(folder: Path) -> tuple[tuple[str, bytes], ...]:
-    return tuple(
-        (str(path.relative_to(folder)), path.read_bytes())
-        for path in sorted(folder.rglob("*"))
-        if path.is_file() and "__pycache__" not in path.parts
-    )
-
-
-def _restore(folder: Path, files: tuple[tuple[str, bytes], ...]) -> None:
-    """Make ``folder``'s files exactly ``files`` (caches aside)."""
-    keep = {name for name, _ in files}
-    for path in sorted(folder.rglob("*"), reverse=True):
-        if path.is_file() and "__pycache__" not in path.parts:
-            if str(path.relative_to(folder)) not in keep:
-                path.unlink()
-    for name, data in files:
+def _restore(folder: Path, files: Mapping[str, bytes]) -> None:
+    """Make ``folder``'s files exactly ``files`` (caches aside, as :func:`tree_files`)."""
+    for name in tree_files(folder).keys() - files.keys():
+        (folder / name).unlink()
+    for name, data in files.items():
         target = folder / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
@@ -310,7 +299,7 @@ async def _run_prefix(
                     seed=seed,
                 )
                 result = await loop.run(task.statement)
-                files = _files(folder)
+                files = tree_files(folder)
     except TimeoutError:
         await store.traces.finish_run(trace_id, outcome="failed", reason=PREFIX_DEADLINE)
         return Prefix(None, None, trace_id=trace_id, failure=PREFIX_DEADLINE)
@@ -487,13 +476,13 @@ async def answer_agent_case(
             if prefix is not None:
                 assert prefix.fork is not None
                 result = await loop.resume(prefix.fork)
+                if result.failure == "deadline_exceeded":
+                    timeout = "primary"  # out of time after the review, not in the prefix
             else:
                 result = await loop.run(task.statement)
             await store.traces.finish_run(
                 trace_id, outcome=result.stop.value, reason=result.failure
             )
-            if result.failure == "deadline_exceeded":
-                timeout = "primary"
         verdict = await task.verify(folder)
         end_sha256 = tree_sha256(folder)
     usage, cost, calls = result.usage, result.cost_usd, result.steps

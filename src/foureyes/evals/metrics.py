@@ -303,11 +303,7 @@ def _arm(
     same = sum(1 for c in shared if mine[c].prediction == base[c].prediction)
     extra = sum(mine[c].cost_usd - base[c].cost_usd for c in shared)
     extra_tokens = sum(_tokens_of(mine[c]) - _tokens_of(base[c]) for c in shared)
-    comparison = None
-    if not is_baseline and shared:
-        comparison = compare_paired(
-            [base[c].passed for c in shared], [mine[c].passed for c in shared], seed=seed
-        )
+    comparison = _contrast(mine, base, seed) if not is_baseline and shared else None
     blocks = [r for r in rows if r.expected == "block"]
     passes = [r for r in rows if r.expected == "pass"]
     critical = [r for r in rows if r.expected == "critical"]

@@ -22,7 +22,7 @@ from foureyes.core.locale import Locale
 from foureyes.evals import _plots
 from foureyes.evals.metrics import ArmMetrics, PairRecord, RunMetrics, compute_metrics
 from foureyes.evals.runner import check_run_id
-from foureyes.evals.stats import Interval
+from foureyes.evals.stats import Interval, PairedComparison
 from foureyes.evals.suite import SuiteKind
 from foureyes.store import Store
 from foureyes.store.evals import EvalResultRow, EvalRunRow
@@ -230,17 +230,18 @@ _KIND_COLUMNS = {
 }
 
 
+def _tested(c: PairedComparison, better: str, text: Callable[[str], str]) -> str:
+    """The paired test's result: ``better`` (which side won) unless not significant."""
+    verdict = better if c.significant else text("comparison.none")
+    return text("comparison.test").format(verdict=verdict, p=f"{c.p_value:.3g}", n=c.n)
+
+
 def _comparison(a: ArmMetrics, text: Callable[[str], str]) -> str:
     c = a.comparison
     if c is None:
         return text("comparison.baseline")
-    if not c.significant:
-        verdict = text("comparison.none")
-    else:
-        verdict = text(
-            "comparison.arm" if c.arm_only > c.baseline_only else "comparison.baseline_better"
-        )
-    return text("comparison.test").format(verdict=verdict, p=f"{c.p_value:.3g}", n=c.n)
+    arm_won = c.arm_only > c.baseline_only
+    return _tested(c, text("comparison.arm" if arm_won else "comparison.baseline_better"), text)
 
 
 def _arm_row(a: ArmMetrics, kind: SuiteKind, text: Callable[[str], str]) -> tuple[str, ...]:
@@ -329,19 +330,9 @@ def _contrasts(metrics: RunMetrics, text: Callable[[str], str]) -> ReportTable |
     rows = []
     for c in metrics.contrasts:
         k = c.comparison
-        if not k.significant:
-            verdict = text("comparison.none")
-        else:
-            better = c.first if k.arm_only > k.baseline_only else c.second
-            verdict = text("contrast.first_better").format(first=better)
-        rows.append(
-            (
-                c.first,
-                c.second,
-                _ci(k.difference),
-                text("comparison.test").format(verdict=verdict, p=f"{k.p_value:.3g}", n=k.n),
-            )
-        )
+        better = c.first if k.arm_only > k.baseline_only else c.second
+        verdict = text("contrast.first_better").format(first=better)
+        rows.append((c.first, c.second, _ci(k.difference), _tested(k, verdict, text)))
     if not rows:
         return None
     columns = ("col.first", "col.second", "col.difference", "col.result")

@@ -36,6 +36,7 @@ __all__ = [
     "load_suite",
     "shipped_suites",
     "suite_path",
+    "tree_files",
     "tree_sha256",
 ]
 
@@ -120,7 +121,7 @@ class Arm(_Frozen):
     """Review and agent suites: the review runs but is never shown to the primary."""
     mode: RequestMode = RequestMode.CACHE_ALIGNED
     """Agent suites: how the review request is built; ``reviewer-persona`` offers the
-    reviewer the pair's workspace ``read`` and ``search`` tools, run in its sandbox."""
+    reviewer the pair's workspace ``read`` and ``search`` tools, path-checked to it."""
     window: str = "current-turn"
     """Agent suites: the window the checkpoint review projects (``recent:K``,
     ``since-last-mutation``, ``current-turn``, ``all-turns``)."""
@@ -321,12 +322,24 @@ def _ours(path: Path) -> bool:
     return "__pycache__" not in path.parts and path.suffix != ".pyc"
 
 
+def _our_files(tree: Path) -> list[Path]:
+    """The files under ``tree``, in order; bytecode caches are the interpreter's, not ours."""
+    return sorted(p for p in tree.rglob("*") if p.is_file() and _ours(p))
+
+
 def _file_digests(tree: Path, base: Path) -> dict[str, str]:
-    # Bytecode caches are the interpreter's, not the task's.
     return {
         path.relative_to(base).as_posix(): sha256_hex(path.read_bytes())
-        for path in sorted(p for p in tree.rglob("*") if p.is_file() and _ours(p))
+        for path in _our_files(tree)
     }
+
+
+def tree_files(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (path relative to it, bytes), caches aside, in order.
+
+    The files :func:`tree_sha256` digests.
+    """
+    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in _our_files(folder)}
 
 
 def _files_digest(folder: Path, cases: tuple[Case, ...]) -> str:
