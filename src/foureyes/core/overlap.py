@@ -89,8 +89,8 @@ from enum import StrEnum
 from foureyes.core.fold import normalise
 
 __all__ = [
-    "MATCH_THRESHOLD",
     "Comparison",
+    "MATCH_THRESHOLD",
     "Reading",
     "compare",
     "matches",

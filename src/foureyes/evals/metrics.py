@@ -23,9 +23,9 @@ from foureyes.evals.stats import (
 from foureyes.evals.suite import SuiteKind
 
 __all__ = [
-    "DEFAULT_CONTRASTS",
     "ArmMetrics",
     "Contrast",
+    "DEFAULT_CONTRASTS",
     "PairRecord",
     "ReviewMetrics",
     "RunMetrics",
