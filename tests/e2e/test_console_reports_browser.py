@@ -107,6 +107,8 @@ def test_the_reports_view_lists_runs_and_opens_one(
     page.get_by_role("link", name="Open the report of run gate-1").click()
     body = page.locator("#report-body")
     expect(body.locator(".report-title")).to_have_text("Eval run gate-1", timeout=REPORT_WAIT_MS)
+    # What the run could detect, said before the table of p-values, as on the page.
+    expect(body.locator("p.report-power")).to_contain_text(f"with {len(gate.cases)} paired cases")
     arms = body.locator("table").nth(1).locator("tbody tr")
     expect(arms).to_have_count(len(gate.arms))
     expect(arms.nth(0).locator("td").nth(0)).to_have_text(gate.arms[0].name)

@@ -732,7 +732,9 @@
     body.replaceChildren(
       h("p", { class: "report-title" }, h("strong", {}, view.title)),
       ...reportTable(view.facts),
+      ...(view.power ? [h("p", { class: "report-power" }, view.power)] : []),
       ...reportTable(view.arms),
+      ...reportTable(view.contrasts),
       ...reportTable(view.review),
       ...reportPlots(view.plots),
       ...reportPlots(view.confusions),
