@@ -103,6 +103,47 @@ def test_nothing_dropped_means_no_note_and_every_line_in_order() -> None:
     assert dropped_log_lines() == before
 
 
+def test_flush_waits_for_the_batch_the_writer_holds_not_only_for_an_empty_queue(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The line a writer has taken off the queue is not written yet; a flush that returned
+    # on an empty queue lost the last batch when SIGTERM ended the process.
+    monkeypatch.setattr("foureyes.server._logging._CLOSE_WAIT_S", WAIT_S)
+    stream = GatedStream()
+    handler = QueuedStreamHandler(stream, capacity=10)
+    logger = _logger(handler, "in-flight")
+    log_event(logger, "last")
+    assert stream.entered.wait(WAIT_S)  # taken off the queue, blocked writing it
+    seen: list[str] = []
+    flushing = threading.Thread(target=lambda: (handler.flush(), seen.append(stream.getvalue())))
+    flushing.start()
+    flushing.join(0.5)
+    assert flushing.is_alive()  # the gate is shut: nothing was written, so it still waits
+    stream.gate.set()
+    flushing.join(WAIT_S)
+    [line] = [json.loads(text) for text in seen[0].splitlines()]
+    assert line["event"] == "last"
+    handler.close()
+
+
+def test_flush_gives_up_on_a_writer_that_makes_no_progress(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("foureyes.server._logging._CLOSE_WAIT_S", 0.2)
+    stream = GatedStream()
+    handler = QueuedStreamHandler(stream, capacity=10)
+    logger = _logger(handler, "stalled")
+    log_event(logger, "stuck")
+    assert stream.entered.wait(WAIT_S)
+    flushing = threading.Thread(target=handler.flush)
+    flushing.start()
+    flushing.join(WAIT_S)
+    assert not flushing.is_alive()  # a sink that stopped reading does not hold it forever
+    assert stream.getvalue() == ""
+    stream.gate.set()
+    handler.close()
+
+
 def test_a_sink_whose_writes_fail_counts_its_lines_as_dropped() -> None:
     handler = QueuedStreamHandler(BrokenStream(), capacity=100)
     logger = _logger(handler, "broken")

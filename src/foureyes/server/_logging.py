@@ -171,7 +171,7 @@ _BATCH_LINES = 512
 _NOTE_EVERY_S = 1.0
 """While lines keep being dropped, how often the writer says so (else: once it caught up)."""
 _CLOSE_WAIT_S = 2.0
-"""How long closing (or flushing) waits for the writer before it gives up on the lines."""
+"""How long closing (or flushing) waits for a writer that makes no progress."""
 
 
 def dropped_log_lines() -> int:
@@ -247,12 +247,25 @@ class QueuedStreamHandler(logging.Handler):
             self._drop(1)
 
     def flush(self) -> None:
-        """Wait (a bounded time) for the queued lines to be written."""
-        deadline = time.monotonic() + _CLOSE_WAIT_S
-        while self._writer.is_alive() and not self._queue.empty():
-            if time.monotonic() >= deadline:
-                return
-            time.sleep(0.01)
+        """Wait until every line queued so far is written (or counted dropped).
+
+        A line the writer has taken off the queue is not written yet: the wait is for
+        the queue's unfinished lines, which the writer marks done only after its write.
+        It gives up once the writer has made no progress for :data:`_CLOSE_WAIT_S` (a
+        sink that stopped reading), not after a fixed time: a slow sink on a loaded
+        machine still gets every line.
+        """
+        done = self._queue.all_tasks_done
+        with done:
+            left = self._queue.unfinished_tasks
+            stalled_at = time.monotonic() + _CLOSE_WAIT_S
+            while left and self._writer.is_alive():
+                done.wait(0.05)
+                now_left = self._queue.unfinished_tasks
+                if now_left < left:
+                    left, stalled_at = now_left, time.monotonic() + _CLOSE_WAIT_S
+                elif time.monotonic() >= stalled_at:
+                    return
 
     def close(self) -> None:
         """Stop the writer once it has written what is queued (a bounded wait)."""
@@ -280,6 +293,8 @@ class QueuedStreamHandler(logging.Handler):
                     break
             if lines and not self._write(lines):
                 self._drop(len(lines))
+            for _ in lines:  # written or counted: what flush waits for
+                self._queue.task_done()
             now = time.monotonic()
             if self._unsaid and (self._queue.empty() or now - noted >= _NOTE_EVERY_S):
                 noted = now
