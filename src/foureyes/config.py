@@ -17,6 +17,8 @@ route is built.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import re
 import tomllib
@@ -258,6 +260,15 @@ class GateConfig(_Section):
     prohibited policy, a given draft and the team's own model are released whole."""
     segment_max_chars: int = Field(default=400, ge=20, le=20_000)
     """Longest segment in ``segments`` release, in characters, when no sentence end comes first."""
+    texts_file: Path | None = None
+    """A TOML file of the team's own fallback wording, by mode (``support``, ``guard``),
+    reason class (a family such as ``held_back``, or one reason code such as
+    ``budget_exhausted``) and locale (every one of ``en``, ``zh-Hans``, ``zh-Hant`` for
+    each entry given); what it does not name keeps the built-in text. Loaded and checked
+    at start-up and by ``config check``: an unknown key, a missing locale, an empty text
+    or a text that a rule checked in code refuses (as it would refuse a draft) is a
+    configuration error. The crisis reply's code-rendered resources follow its wording
+    whatever it says (docs/gateway.md, "Fallback wording")."""
 
     @model_validator(mode="after")
     def _rules_complete(self) -> GateConfig:
@@ -441,7 +452,9 @@ class PrivacyConfig(_Section):
     store_raw_text: bool = False
     """Keep raw user text in traces; otherwise only an HMAC of it. Model-written text
     that may restate the user's words (a verdict's notes and missing items, open
-    unknowns) follows the same setting."""
+    unknowns as traces and the unknowns API show them) follows the same setting. The
+    one exception: an open unknown's words stay sealed for the next prompts whatever
+    this says (``unknowns_key_env``, ``unknown_retention_days``)."""
     retention_days: int = Field(default=30, ge=1, le=3650)
     """How long raw text (and that model-written text) is kept when it is kept at all;
     past it the text reads as absent, and the purge erases it."""
@@ -451,6 +464,62 @@ class PrivacyConfig(_Section):
     Several instances on one PostgreSQL may all purge: they skip each other's rows."""
     hmac_key_env: str | None = Field(default=None, pattern=_ENV_NAME.pattern)
     """Variable holding the HMAC key; unset: a random key kept in the store is used."""
+    unknowns_key_env: str | None = Field(default=None, pattern=_ENV_NAME.pattern)
+    """Variable holding the key that seals open unknowns' words at rest (AES-256-GCM):
+    32 bytes as 64 hex characters or URL-safe base64. Unset: a random key kept in the
+    store is used, which protects a copied unknowns table but not a copied store."""
+    unknown_retention_days: int = Field(default=30, ge=1, le=3650)
+    """How long an open unknown keeps its sealed words after it was last raised; they are
+    erased sooner when it is resolved. Past it the prompts say its wording is not kept,
+    and the purge erases them (the unknown stays open by its HMAC)."""
+
+    def unknowns_key(self, environ: Mapping[str, str]) -> bytes | None:
+        """The 32-byte key ``unknowns_key_env`` names in ``environ``; ``None`` when unset.
+
+        Raises:
+            ConfigError: the variable is named but not set, or does not hold 32 bytes as
+                64 hex characters or URL-safe base64 (naming the variable, never its value).
+        """
+        name = self.unknowns_key_env
+        if name is None:
+            return None
+        value = environ.get(name, "").strip()
+        if not value:
+            # Falling back to the stored key would leave every sealed word unopenable.
+            raise ConfigError([f"environment variable {name} is not set"])
+        key, held = _key_bytes(value)
+        if key is None:
+            raise ConfigError(
+                [
+                    f"environment variable {name} must hold a {_UNKNOWNS_KEY_BYTES}-byte key "
+                    f"as 64 hex characters or URL-safe base64 (it holds {held})"
+                ]
+            )
+        return key
+
+
+_UNKNOWNS_KEY_BYTES = 32
+_HEX = re.compile(r"[0-9A-Fa-f]+")
+
+
+def _key_bytes(value: str) -> tuple[bytes | None, str]:
+    """``value`` as a 32-byte key (hex or URL-safe base64), or ``None`` and what it holds.
+
+    What it holds is said by its length and decoded size, never by its characters.
+    """
+    if _HEX.fullmatch(value) and len(value) % 2 == 0:
+        if len(value) == 2 * _UNKNOWNS_KEY_BYTES:
+            return bytes.fromhex(value), ""
+        return None, f"{len(value)} hex characters"
+    try:
+        padded = value + "=" * (-len(value) % 4)
+        key = base64.b64decode(padded.encode("ascii"), altchars=b"-_", validate=True)
+    except (binascii.Error, UnicodeEncodeError, ValueError):
+        count = f"{len(value)} character" + ("" if len(value) == 1 else "s")
+        return None, f"{count}, neither hex nor URL-safe base64"
+    if len(key) != _UNKNOWNS_KEY_BYTES:
+        return None, f"{len(value)} characters of base64, {len(key)} bytes"
+    return key, ""
 
 
 _IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]{0,62}$"
@@ -477,6 +546,10 @@ class ColumnMap(_Section):
     """Boolean column (or integer 0/1) saying whether the record may be cited."""
     observed_at: str = Field(default="observed_at", pattern=_IDENTIFIER)
     """Column holding the observation time: a timestamp, a date or ISO 8601 text."""
+    subject: str | None = Field(default=None, pattern=_IDENTIFIER)
+    """Column naming whom a row is about; every row of a snapshot must name the same one,
+    the subject the durable owner files its observations under. Unset: the catalog names
+    nobody, and the owner commits nothing from it (``subject_unbound``)."""
     json_value: bool = True
     """Whether ``value`` holds JSON (a JSON string or object): a ``json``/``jsonb`` column
     on PostgreSQL, a JSON text column on SQLite. ``False`` reads it as plain text."""
@@ -510,11 +583,29 @@ class EvidenceConfig(_Section):
     """SQLAlchemy async URL of the store's database as the durable owner's own role
     (``postgresql+asyncpg://foureyes_owner@db/foureyes``, after ``foureyes store
     init-roles``): the owner writes observations through it, and ``store.url``'s role may
-    only read them. Unset: the owner writes through the store's own connection."""
+    only read them. Unset: the owner writes through the store's own connection. In a
+    gateway's config that commits through ``owner_service_url``, leave it unset: the
+    gateway then holds no credential that can write observations."""
+    owner_service_url: str | None = Field(default=None, pattern=r"^https?://[^\s/]+(/\S*)?$")
+    """Base URL of the owner service (``foureyes owner serve``, docs/evidence.md): the
+    gateway sends it the selections, and the service, the only holder of the owner's
+    credential, rebuilds, renders and writes. Unset: the owner runs in this process."""
+    owner_token_env: str | None = Field(default=None, pattern=_ENV_NAME.pattern)
+    """Environment variable holding the bearer token of the owner service (the same name
+    in the gateway's config and the service's); it lets a caller ask for a commit, never
+    write a row. Required with ``owner_service_url`` and by ``foureyes owner serve``."""
 
     @model_validator(mode="after")
     def _one_source(self) -> EvidenceConfig:
         problems = []
+        if self.owner_service_url is not None:
+            if self.owner_url is not None:
+                problems.append(
+                    "evidence: owner_service_url and owner_url do not go together (the "
+                    "owner service holds the owner's credential, not this process)"
+                )
+            if self.owner_token_env is None:
+                problems.append("evidence.owner_service_url needs owner_token_env")
         if self.catalog_file is not None and self.catalog_url is not None:
             problems.append("evidence: set catalog_file or catalog_url, not both")
         if (self.catalog_url is None) != (self.catalog_table is None):

@@ -342,3 +342,51 @@ def test_check_fails_on_a_missing_or_malformed_resources_file(
     body = json.loads(result.output)
     assert body["error"] == "ConfigError"
     assert any(problem in p for p in body["problems"]), body["problems"]
+
+
+def test_check_says_what_protects_open_unknowns_at_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stored = runner.invoke(app, ["config", "check", "--json"])
+    [note] = json.loads(stored.output)["privacy_notes"]
+    assert "kept in the store itself" in note and "not a copy of the store" in note
+    assert "unknowns_key_env" in note
+    human = runner.invoke(app, ["config", "check"])
+    # Rich wraps long lines at the console's width.
+    assert human.exit_code == 0
+    assert "protects only a copy of the unknowns table" in " ".join(human.output.split())
+
+    path = tmp_path / "f.toml"
+    path.write_text('[privacy]\nunknowns_key_env = "UNKNOWNS_KEY"\n', encoding="utf-8")
+    key = "0f" * 32
+    monkeypatch.setenv("UNKNOWNS_KEY", key)
+    result = runner.invoke(app, ["config", "check", "--config", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    assert body["secrets"] == {"UNKNOWNS_KEY": "set"}
+    [note] = body["privacy_notes"]
+    assert "their key is in UNKNOWNS_KEY" in note and "kept in the store" not in note
+    assert key not in result.output
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, "environment variable UNKNOWNS_KEY is not set"),
+        ("0f" * 16, "environment variable UNKNOWNS_KEY must hold a 32-byte key"),
+    ],
+)
+def test_check_fails_on_an_unknowns_key_that_is_missing_or_not_32_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str | None, expected: str
+) -> None:
+    path = tmp_path / "f.toml"
+    path.write_text('[privacy]\nunknowns_key_env = "UNKNOWNS_KEY"\n', encoding="utf-8")
+    if value is None:
+        monkeypatch.delenv("UNKNOWNS_KEY", raising=False)
+    else:
+        monkeypatch.setenv("UNKNOWNS_KEY", value)
+    result = runner.invoke(app, ["config", "check", "--config", str(path), "--json"])
+    assert result.exit_code == 1
+    [problem] = json.loads(result.output)["problems"]
+    assert problem.startswith(expected)
+    assert value is None or value not in result.output

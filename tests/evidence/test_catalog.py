@@ -76,7 +76,8 @@ def test_item_digest_names_the_record() -> None:
         (_doc(_item(), _item()), "ref 'r1' appears more than once"),
         (_doc(_item(), snapshot_id=""), "snapshot_id"),
         ({"items": []}, "snapshot_id"),
-        ({"snapshot_id": "s", "items": [], "subject": "x"}, "unknown key 'subject'"),
+        ({"snapshot_id": "s", "items": [], "owner": "x"}, "unknown key 'owner'"),
+            ({"snapshot_id": "s", "items": [], "subject": ""}, "subject"),
         ([], "catalog"),
     ],
 )

@@ -104,8 +104,8 @@ def _row(
     values = {
         "id": "0" * 24 + f"{len(changes):08x}",
         "commit_id": "c" * 32,
-        "tenant": "local",
-        "subject": "raw",
+        "tenant": "raw",
+        "subject": catalog.subject,
         "snapshot_id": catalog.snapshot_id,
         "evidence_ref": ref,
         "evidence_kind": item.kind,
@@ -151,7 +151,7 @@ async def held(store_url: str) -> AsyncIterator[Held]:
     try:
         batch = ObservationBatch(
             tenant="local",
-            subject="owner",
+            subject=catalog.subject,
             snapshot_id=catalog.snapshot_id,
             catalog_sha256=catalog.sha256,
             kinds_sha256=kinds.sha256,
@@ -185,7 +185,7 @@ async def held(store_url: str) -> AsyncIterator[Held]:
 
 async def test_a_raw_insert_of_the_true_rendering_is_accepted(held: Held) -> None:
     await _insert(held.raw, _row(held.catalog, held.kinds, "ex-2", "exercise_pattern"))
-    count = await held.raw.value("SELECT count(*) FROM observations WHERE subject = 'raw'")
+    count = await held.raw.value("SELECT count(*) FROM observations WHERE tenant = 'raw'")
     assert count == 1
 
 
@@ -209,6 +209,8 @@ async def test_a_raw_insert_of_the_true_rendering_is_accepted(held: Held) -> Non
         ("ex-2", "exercise_pattern", {"kind": "invented"}, "unknown_kind"),
         ("ex-2", "exercise_pattern", {"kinds_sha256": "0" * 64}, "unknown_kind"),
         ("ex-2", "exercise_pattern", {"renderer_version": "1"}, "unknown_kind"),
+        # The true rendering of a held record, filed under someone else (issue 37).
+        ("ex-2", "exercise_pattern", {"subject": "u-2002"}, "subject_mismatch"),
     ],
 )
 async def test_the_database_refuses_a_row_its_evidence_does_not_say(
@@ -216,7 +218,7 @@ async def test_the_database_refuses_a_row_its_evidence_does_not_say(
 ) -> None:
     with pytest.raises(held.raw.refused(), match=REJECT_PREFIX + reason):
         await _insert(held.raw, _row(held.catalog, held.kinds, ref, kind, changes))
-    assert await held.raw.value("SELECT count(*) FROM observations WHERE subject = 'raw'") == 0
+    assert await held.raw.value("SELECT count(*) FROM observations WHERE tenant = 'raw'") == 0
 
 
 async def test_the_database_refuses_a_record_from_a_source_the_kind_does_not_accept(
@@ -228,7 +230,10 @@ async def test_the_database_refuses_a_record_from_a_source_the_kind_does_not_acc
     values |= {"evidence_ref": "ex-chat", "catalog_sha256": "d" * 64}
     raw = held.raw
     await raw.execute(
-        "INSERT INTO evidence_snapshots VALUES (?, ?)", "d" * 64, values["snapshot_id"]
+        "INSERT INTO evidence_snapshots VALUES (?, ?, ?)",
+        "d" * 64,
+        values["snapshot_id"],
+        values["subject"],
     )
     await raw.execute(
         "INSERT INTO evidence_records VALUES (?, 'ex-chat', ?, 'lifestyle.exercise', 'chat', ?)",
@@ -399,7 +404,7 @@ def test_python_and_sqlite_render_alike_or_both_refuse(
     if parsed is None:
         return
     digest = f"{next(_count):064x}"
-    conn.execute("INSERT INTO evidence_snapshots VALUES (?, ?)", (digest, "s"))
+    conn.execute("INSERT INTO evidence_snapshots VALUES (?, ?, 'u')", (digest, "s"))
     conn.execute(
         "INSERT INTO evidence_records VALUES (?, 'r', ?, 'k', 's', 1)", (digest, item.sha256)
     )
@@ -443,7 +448,7 @@ async def _pg_agree(url: str, examples: list[tuple[str, EvidenceItem]]) -> None:
                     await conn.execute(insert, digest, RENDERER_VERSION, template)
                 continue
             await conn.execute(insert, digest, RENDERER_VERSION, template)
-            await conn.execute("INSERT INTO evidence_snapshots VALUES ($1, 's')", digest)
+            await conn.execute("INSERT INTO evidence_snapshots VALUES ($1, 's', 'u')", digest)
             await conn.execute(
                 "INSERT INTO evidence_records VALUES ($1, 'r', $2, 'k', 's', true)",
                 digest,

@@ -110,10 +110,12 @@ async def test_a_retried_commit_persists_nothing_twice(
     try:
         first = await owner.commit("u-1001", _claim(catalog, kinds, Locale.ZH_HANS))
         again = await owner.commit("u-1001", _claim(catalog, kinds, Locale.EN))
+        # Another subject's observations cannot be made of these records (issue 37).
         other = await owner.commit("u-2002", _claim(catalog, kinds, Locale.EN))
     finally:
         await store.close()
-    assert len(first.accepted) == 3 and len(other.accepted) == 3
+    assert len(first.accepted) == 3
+    assert other.status is CommitStatus.SUBJECT_MISMATCH and other.accepted == ()
     assert again.ok and again.accepted == () and again.commit_id is None
     assert [(r.index, r.reason) for r in again.rejected] == [
         (0, RejectReason.EXTRA_FIELDS),
@@ -123,8 +125,8 @@ async def test_a_retried_commit_persists_nothing_twice(
         (4, RejectReason.ALREADY_RECORDED),
     ]
     rows = await observation_rows(sqlite_url)
-    assert len(rows) == 6
-    assert {r["locale"] for r in rows if r["subject"] == "u-1001"} == {"zh-Hans"}
+    assert len(rows) == 3
+    assert {(r["subject"], r["locale"]) for r in rows} == {("u-1001", "zh-Hans")}
 
 
 async def test_a_catalog_changed_between_selection_and_commit_persists_nothing(

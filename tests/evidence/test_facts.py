@@ -154,7 +154,7 @@ async def test_a_selector_failure_is_recorded_and_commits_nothing(
     simulator.load({"models": {"selector": [{"content": "ex-1 and ex-2"}]}})
     routes = Routes.build(selector_config(simulator.route("selector", timeout_s=5)), {})
     try:
-        outcome = await _run(routes, store, kinds, FactsRequest(subject="u"), catalog)
+        outcome = await _run(routes, store, kinds, FactsRequest(subject="u-1001"), catalog)
     finally:
         await routes.aclose()
     assert outcome.status is SelectorFailure.MALFORMED and not outcome.ok
@@ -179,7 +179,7 @@ async def test_a_catalog_changed_before_commit_is_refused(
     owner = DurableOwner(JsonFileCatalogSource(path), kinds, store.observations)
     outcome = await select_facts(
         shown,
-        FactsRequest(subject="u"),
+        FactsRequest(subject="u-1001"),
         selector=EvidenceSelector(caller, kinds),
         owner=owner,
         traces=store.traces,
@@ -204,7 +204,7 @@ async def test_a_store_failure_is_traced_and_raised_with_nothing_persisted(
         )
     await engine.dispose()
     with pytest.raises(StoreError):
-        await _run(routes, store, kinds, FactsRequest(subject="u"), catalog)
+        await _run(routes, store, kinds, FactsRequest(subject="u-1001"), catalog)
     assert await observation_rows(sqlite_url) == []
     engine = create_async_engine(sqlite_url)
     async with engine.connect() as conn:
@@ -233,10 +233,11 @@ async def test_ten_thousand_selections_over_http_do_linear_work(
     routes = Routes.build(selector_config(simulator.route("selector", timeout_s=60)), {})
     try:
         few, work = await lines_run_async(
-            lambda: _run(routes, store, kinds, FactsRequest(subject="few"), catalog)
+            lambda: _run(routes, store, kinds, FactsRequest(subject="u-1001"), catalog)
         )
+        # Another tenant: its commit is its own rows, not already_recorded.
         outcome, four_times = await lines_run_async(
-            lambda: _run(routes, store, kinds, FactsRequest(subject="u"), catalog)
+            lambda: _run(routes, store, kinds, FactsRequest(subject="u-1001", tenant="t2"), catalog)
         )
     finally:
         await routes.aclose()
@@ -254,6 +255,6 @@ async def test_ten_thousand_selections_over_http_do_linear_work(
         "duplicate_ref",
         "unknown_ref",
     }
-    stored = [r for r in await observation_rows(sqlite_url) if r["subject"] == "u"]
+    stored = [r for r in await observation_rows(sqlite_url) if r["tenant"] == "t2"]
     assert [r["evidence_ref"] for r in stored] == ["ex-1", "ex-2"]
     assert SMUGGLED not in json.dumps(stored, default=str, ensure_ascii=False)

@@ -47,7 +47,7 @@ async def _commit(url: str, ref: str) -> CommitStatus:
         owner = DurableOwner(
             JsonFileCatalogSource(CATALOG_FILE), example_kinds(), SqlObservationLog(db)
         )
-        result = await owner.commit("u-1", _claim(ref))
+        result = await owner.commit("u-1001", _claim(ref))
         return result.status
     finally:
         await db.dispose()
@@ -73,7 +73,7 @@ async def test_only_the_owner_role_inserts_observations(postgres_url: str) -> No
     # owner's code path or by hand.
     gateway_url = _as(postgres_url, gateway)
     async with await Store.open(StoreConfig(url=gateway_url), PrivacyConfig(), {}) as store:
-        rows = await store.observations.for_subject("u-1", tenant=None)
+        rows = await store.observations.for_subject("u-1001", tenant=None)
         assert [row.evidence_ref for row in rows] == ["ex-1"]
     with pytest.raises(StoreError):
         await _commit(gateway_url, "ex-2")
@@ -88,7 +88,7 @@ async def test_only_the_owner_role_inserts_observations(postgres_url: str) -> No
                 f"INSERT INTO observations ({columns}) VALUES ({marks})", *values.values()
             )
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
-            await conn.execute("INSERT INTO evidence_snapshots VALUES ($1, 'x')", "e" * 64)
+            await conn.execute("INSERT INTO evidence_snapshots VALUES ($1, 'x', 'u')", "e" * 64)
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await conn.execute("ALTER TABLE observations DISABLE TRIGGER observations_check")
     finally:
@@ -137,10 +137,10 @@ async def test_the_configured_owner_writes_through_its_own_url(tmp_path: Path) -
         async with await Store.open(StoreConfig(url=store_url), PrivacyConfig(), {}) as store:
             log = evidence.observation_log(store.observations)
             owner = DurableOwner(evidence.source, evidence.kinds, log)
-            assert (await owner.commit("u-1", _claim("ex-1"))).ok
-            assert await store.observations.for_subject("u-1", tenant=None) == []
+            assert (await owner.commit("u-1001", _claim("ex-1"))).ok
+            assert await store.observations.for_subject("u-1001", tenant=None) == []
         async with await Store.open(StoreConfig(url=owner_url), PrivacyConfig(), {}) as own:
-            rows = await own.observations.for_subject("u-1", tenant=None)
+            rows = await own.observations.for_subject("u-1001", tenant=None)
             assert [row.evidence_ref for row in rows] == ["ex-1"]
     finally:
         await evidence.aclose()

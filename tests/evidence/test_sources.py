@@ -32,6 +32,7 @@ body_records = Table(
     Column("origin", Text, nullable=False),
     Column("verified", Boolean, nullable=False),
     Column("recorded_at", String(64), nullable=False),
+    Column("person", String(64), nullable=False),
 )
 COLUMNS = ColumnMap(
     snapshot_id="person_version",
@@ -41,6 +42,7 @@ COLUMNS = ColumnMap(
     source="origin",
     admissible="verified",
     observed_at="recorded_at",
+    subject="person",
 )
 
 
@@ -80,6 +82,7 @@ async def app_engine(store_url: str) -> AsyncIterator[AsyncEngine]:
                 "origin": item["source"],
                 "verified": item["admissible"],
                 "recorded_at": item["observed_at"],
+                "person": example_document()["subject"],
             }
             for item in example_document()["items"]
         ]
@@ -95,6 +98,22 @@ async def test_the_sql_source_builds_the_same_catalog_as_the_file(app_engine: As
     assert catalog.get("other-1") is None
     lab = catalog.get("lab-2")
     assert lab is not None and lab.admissible is False
+
+
+async def test_a_snapshot_whose_rows_name_two_subjects_is_refused(
+    app_engine: AsyncEngine,
+) -> None:
+    # Whom the records are about is the evidence's own: one snapshot, one subject.
+    async with app_engine.begin() as conn:
+        await conn.execute(
+            update(body_records).where(body_records.c.record_id == "ex-2").values(person="u-2002")
+        )
+    with pytest.raises(CatalogError, match="2 subjects"):
+        await SqlCatalogSource(app_engine, "body_records", columns=COLUMNS).snapshot(SNAPSHOT)
+    # Without a subject column the catalog names nobody (and the owner commits nothing).
+    unbound = COLUMNS.model_copy(update={"subject": None})
+    catalog = await SqlCatalogSource(app_engine, "body_records", columns=unbound).snapshot(SNAPSHOT)
+    assert catalog.subject is None and catalog.sha256 != example_catalog().sha256
 
 
 async def test_the_sql_source_sees_changes_and_refuses_bad_rows(app_engine: AsyncEngine) -> None:

@@ -33,7 +33,7 @@ def scripted_config(*, route_timeout_s: float = 5, **gate: Any) -> Config:
 
 @pytest.fixture
 def privacy() -> PrivacyConfig:
-    """Model-written text kept, so open unknowns reach later prompts by their words.
+    """Model-written text kept, so traces and the unknowns' ``text`` hold it too.
 
     A test parametrizes ``privacy`` to see the gate under another setting.
     """

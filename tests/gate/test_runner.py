@@ -5,11 +5,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from foureyes.config import Config, PrivacyConfig, RolesConfig, RouteConfig
+from foureyes.config import Config, PrivacyConfig, RolesConfig, RouteConfig, StoreConfig
 from foureyes.core.digest import sha256_hex
 from foureyes.core.errors import (
     ConfigError,
@@ -525,26 +527,107 @@ async def test_the_counselor_and_its_revision_are_shown_the_open_unknowns(
     assert block in revision and "Your previous draft was not approved" in revision
 
 
+def _db_bytes(path: Path) -> bytes:
+    # The WAL holds recent writes until a checkpoint, so every file of the store is read.
+    return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))
+
+
 @pytest.mark.parametrize("privacy", [PrivacyConfig()])
-async def test_without_raw_text_prompts_still_learn_that_something_is_unknown(
-    make_runner: MakeRunner, scripted: ScriptedProvider, store: Store
+@pytest.mark.parametrize(
+    "unjudged",
+    [
+        pytest.param([RouteTimeout("scripted", 5)], id="review-failed"),
+        pytest.param(["not json", "still not json"], id="malformed"),
+        pytest.param([approve(digest="0" * 64)], id="approval-of-another-digest"),
+    ],
+)
+async def test_under_default_privacy_the_supervisor_two_replies_later_is_shown_the_words(
+    make_runner: MakeRunner,
+    scripted: ScriptedProvider,
+    store: Store,
+    tmp_path: Path,
+    unjudged: list[Any],
 ) -> None:
     runner = make_runner(max_revisions=0)
-    scripted.enqueue(Role.COUNSELOR, DRAFT, DRAFT)
-    scripted.enqueue(Role.SUPERVISOR, insufficient(ALONE), approve())
+    scripted.enqueue(Role.COUNSELOR, DRAFT, DRAFT, DRAFT)
+    scripted.enqueue(Role.SUPERVISOR, insufficient(ALONE), *unjudged, approve())
     first = await runner.reply(HELLO.model_copy(update={"conversation_id": "c1"}))
+    second = await runner.reply(ReplyRequest(message="thanks", conversation_id="c1"))
 
-    await runner.reply(ReplyRequest(message="thanks", conversation_id="c1"))
+    # No verdict judged the second reply: the unknown stays open, its words with it.
+    assert first.reason is ReasonCode.INSUFFICIENT and second.decision is Outcome.FALLBACK
+    assert [u.words for u in await store.unknowns.open("c1", limit=10)] == [ALONE]
+    third = await runner.reply(ReplyRequest(message="is that all?", conversation_id="c1"))
 
-    draft = scripted.calls(Role.COUNSELOR)[1].messages[-1].content or ""
-    review = scripted.calls(Role.SUPERVISOR)[1].messages[-1].content or ""
-    for prompt in (draft, review):
-        assert UNKEPT_UNKNOWN in prompt and ALONE not in prompt
-    record = await decision_of(store, first)
-    assert record["context"]["unknowns_added"] == [None]
-    assert record["attempts"][0]["review"]["verdict"]["missing"] == [None]
-    # The approval that was shown it (without its words) still resolves it.
+    block = f"<<<DATA open_unknown>>>\n{ALONE}\n<<<END DATA>>>"
+    # Each call's whole prompt (a malformed verdict's retry ends with the repair request).
+    reviews = ["\n".join(m.text for m in c.messages) for c in scripted.calls(Role.SUPERVISOR)]
+    drafts = ["\n".join(m.text for m in c.messages) for c in scripted.calls(Role.COUNSELOR)]
+    assert block not in reviews[0] and block not in drafts[0]
+    # The Supervisor of the third reply is shown the words, as was every prompt after the
+    # first; none is told that its wording is not kept.
+    for prompt in (*reviews[1:], *drafts[1:]):
+        assert block in prompt and UNKEPT_UNKNOWN not in prompt
+    assert scripted.pending(Role.SUPERVISOR) == 0
+    # Its approval judged the reply it was shown: that alone resolved the unknown.
+    assert third.decision is Outcome.RELEASED
     assert await store.unknowns.open("c1", limit=10) == ()
+    [entry] = await store.unknowns.entries("c1", include_resolved=True)
+    assert entry.resolved_by == f"verdict:{third.trace_id}" and entry.text is None
+    records = [await decision_of(store, outcome) for outcome in (first, second, third)]
+    assert [r["context"]["unknowns_resolved"] for r in records] == [0, 0, 1]
+    # Traces keep no words under default privacy: the records hold their HMAC alone.
+    assert records[0]["context"]["unknowns_added"] == [None]
+    assert records[0]["attempts"][0]["review"]["verdict"]["missing"] == [None]
+    assert records[2]["context"]["open_unknowns"] == [None]
+    # The words are on disk only sealed.
+    assert ALONE.encode() not in _db_bytes(tmp_path / "gate.db")
+    assert _sealed_rows(tmp_path / "gate.db") == 0  # erased at its resolution
+
+
+def _sealed_rows(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        [(count,)] = db.execute(
+            "SELECT count(*) FROM gate_open_unknowns WHERE sealed_text IS NOT NULL"
+        ).fetchall()
+    db.close()
+    return int(count)
+
+
+@pytest.mark.parametrize("privacy", [PrivacyConfig()])
+async def test_words_that_do_not_open_are_shown_as_not_kept_and_the_unknown_stays_open(
+    make_runner: MakeRunner, scripted: ScriptedProvider, store: Store, tmp_path: Path
+) -> None:
+    scripted.enqueue(Role.COUNSELOR, DRAFT, DRAFT)
+    scripted.enqueue(Role.SUPERVISOR, insufficient(ALONE), insufficient("her age"))
+    await make_runner(max_revisions=0).reply(HELLO.model_copy(update={"conversation_id": "c1"}))
+    # Another process opens the store under another unknowns key (a rotated variable).
+    other_key = {"UNKNOWNS_KEY": "ab" * 32}
+    reopened = await Store.open(
+        StoreConfig(url=f"sqlite+aiosqlite:///{tmp_path / 'gate.db'}"),
+        PrivacyConfig(unknowns_key_env="UNKNOWNS_KEY"),
+        other_key,
+    )
+    try:
+        config = scripted_config()
+        caller = ModelCaller(
+            Routes(config, {"scripted": scripted}), ledger=reopened.ledger, trace=reopened.traces
+        )
+        runner = GateRunner(caller, traces=reopened.traces, unknowns=reopened.unknowns)
+        second = await runner.reply(ReplyRequest(message="thanks", conversation_id="c1"))
+
+        assert second.reason is ReasonCode.INSUFFICIENT
+        for role in (Role.COUNSELOR, Role.SUPERVISOR):
+            prompt = scripted.calls(role)[-1].messages[-1].content or ""
+            assert UNKEPT_UNKNOWN in prompt and ALONE not in prompt
+        assert reopened.unknowns.unopenable == 1
+        kept = {u.words for u in await reopened.unknowns.open("c1", limit=10)}
+        assert kept == {"her age", None}
+    finally:
+        await reopened.close()
+    # Nothing was erased: the first store's key still opens the words it sealed (and not
+    # those sealed under the other key).
+    assert {u.words for u in await store.unknowns.open("c1", limit=10)} == {ALONE, None}
 
 
 async def test_unknowns_of_one_conversation_stay_in_it(

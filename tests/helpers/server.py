@@ -184,16 +184,20 @@ def start_serve_process(
     env: Mapping[str, str],
     cwd: Path,
     cpus: set[int] | None = None,
+    command_name: Sequence[str] = ("serve",),
+    health: str = "/healthz",
 ) -> RunningServer:
     """Run ``foureyes serve --port P ARGS`` and wait until ``/healthz`` answers.
 
     ``cpus``: the only CPUs the process (and its workers) may run on (Linux).
+    ``command_name`` and ``health``: another serving command (``("owner", "serve")``)
+    and the path that answers once it listens.
 
     Raises:
         RuntimeError: the process exited or did not answer in time (with its output).
     """
     port = free_port()
-    command = [sys.executable, "-m", "foureyes.cli", "serve", "--port", str(port), *args]
+    command = [sys.executable, "-m", "foureyes.cli", *command_name, "--port", str(port), *args]
     if cpus is not None:
         # Pinned by the child itself before it becomes the server (no preexec_fn, which
         # is unsafe beside threads): the affinity is inherited through exec and by forks.
@@ -213,14 +217,15 @@ def start_serve_process(
     deadline = time.monotonic() + _STARTUP_S
     while True:
         try:
-            with urllib.request.urlopen(url + "/healthz", timeout=2):
+            with urllib.request.urlopen(url + health, timeout=2):
                 break
         except urllib.error.HTTPError:
             break  # it answers, if not healthy
         except (urllib.error.URLError, ConnectionError):
             if process.poll() is not None or time.monotonic() > deadline:
                 output = stop_process(process)
-                raise RuntimeError(f"foureyes serve did not start:\n{output}") from None
+                name = " ".join(command_name)
+                raise RuntimeError(f"foureyes {name} did not start:\n{output}") from None
             time.sleep(0.05)
     return RunningServer(url=url, base_url=f"{url}/v1", port=port, process=process, folder=cwd)
 

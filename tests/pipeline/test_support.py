@@ -271,9 +271,10 @@ async def test_open_unknowns_carry_over_within_a_named_conversation(
     assert first.reason is ReasonCode.INSUFFICIENT
     assert second.reason is ReasonCode.APPROVED
     review = scripted.calls(Role.SUPERVISOR)[1].messages[-1].text
-    # The store keeps no model-written text by default (privacy.store_raw_text): the
-    # review learns that something is unknown, not the words that might quote the user.
-    assert UNKEPT_UNKNOWN in review and "whether the user is safe tonight" not in review
+    # Under default privacy (store_raw_text off) the store keeps the unknown's words
+    # sealed for the next prompts alone: the review is shown what it could not judge.
+    block = "<<<DATA open_unknown>>>\nwhether the user is safe tonight\n<<<END DATA>>>"
+    assert block in review and UNKEPT_UNKNOWN not in review
 
 
 @pytest.fixture

@@ -12,7 +12,14 @@ import pytest
 from sqlalchemy import JSON, Boolean, Column, MetaData, String, Table, Text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from foureyes.config import Config, EvidenceConfig, RouteConfig, ServerConfig, StoreConfig
+from foureyes.config import (
+    ColumnMap,
+    Config,
+    EvidenceConfig,
+    RouteConfig,
+    ServerConfig,
+    StoreConfig,
+)
 from foureyes.core.errors import ConfigError
 from foureyes.server import create_app
 from tests.evidence._support import (
@@ -93,7 +100,9 @@ async def test_select_commits_from_the_configured_source_and_reads_back(
     assert {r["tenant"] for r in rows} == {"local"}
     assert all(r["trace_id"] == answer["trace_id"] for r in rows)
     other = await client.get("/v1/facts/observations", params={"subject": "nobody"})
-    assert other.json() == {"subject": "nobody", "observations": []}
+    # SQLite is one trust domain: every facts answer says the owner is not independent.
+    sqlite_says = {"independent": False, "reason": "sqlite_one_trust_domain", "detail": ""}
+    assert other.json() == {"subject": "nobody", "observations": [], "independence": sqlite_says}
 
 
 def _forged_document() -> dict[str, Any]:
@@ -146,7 +155,7 @@ async def test_the_owner_rebuilds_from_the_configured_file_as_it_is_now(
         "holds snapshot" in p for p in unknown.json()["problems"]
     )
     catalog_file.write_text(json.dumps(_forged_document(), ensure_ascii=False), encoding="utf-8")
-    body = {"subject": "u", "snapshot_id": SNAPSHOT, "locale": "en"}
+    body = {"subject": "u-1001", "snapshot_id": SNAPSHOT, "locale": "en"}
     answer = (await client.post("/v1/facts/select", json=body)).json()
     assert answer["status"] == "committed"
     ex1 = next(a for a in answer["accepted"] if a["evidence_ref"] == "ex-1")
@@ -167,20 +176,34 @@ async def test_the_owner_rebuilds_from_a_configured_sql_table(
         Column("source", Text),
         Column("admissible", Boolean),
         Column("observed_at", String(64)),
+        Column("person", String(64)),
     )
     engine = create_async_engine(url)
     async with engine.begin() as conn:
         await conn.run_sync(records.metadata.create_all)
         await conn.execute(
             records.insert(),
-            [item | {"snapshot_id": SNAPSHOT} for item in example_document()["items"]],
+            [
+                item | {"snapshot_id": SNAPSHOT, "person": "u-1001"}
+                for item in example_document()["items"]
+            ],
         )
     await engine.dispose()
-    evidence = EvidenceConfig(kinds_file=str(KINDS_FILE), catalog_url=url, catalog_table="records")
+    evidence = EvidenceConfig(
+        kinds_file=str(KINDS_FILE),
+        catalog_url=url,
+        catalog_table="records",
+        columns=ColumnMap(subject="person"),
+    )
     client = await make_client(_config(evidence))
-    response = await client.post("/v1/facts/select", json={"subject": "u", "snapshot_id": SNAPSHOT})
+    body = {"subject": "u-1001", "snapshot_id": SNAPSHOT}
+    response = await client.post("/v1/facts/select", json=body)
     assert response.status_code == 200, response.text
     assert len(response.json()["accepted"]) == 6
+    # The same records cannot be filed under anyone else: the subject is the evidence's.
+    foreign = await client.post("/v1/facts/select", json=body | {"subject": "u-2002"})
+    assert foreign.status_code == 409 and foreign.json()["status"] == "subject_mismatch"
+    assert {row["subject"] for row in await observation_rows(_store_url())} == {"u-1001"}
 
 
 async def test_without_evidence_config_the_server_selects_nothing(make_client: Client) -> None:

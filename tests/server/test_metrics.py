@@ -133,3 +133,16 @@ async def test_the_apps_metrics_object_is_on_the_service() -> None:
         app.state.service.metrics.record_decision(ReasonCode.RULE_VIOLATION)
         text = (await client.get("/metrics", headers=bearer(ADMIN_KEY))).text
     assert _sample(text, "foureyes_decisions_total", reason="rule_violation") == 1.0
+
+
+async def test_unopenable_unknowns_are_counted_from_the_store() -> None:
+    metrics = Metrics()
+    assert _sample(metrics.exposition(), "foureyes_unknowns_unopenable_total") is None
+    seen = [0]
+    metrics.watch_unopenable_unknowns(lambda: seen[0])
+    seen[0] = 3
+    assert _sample(metrics.exposition(), "foureyes_unknowns_unopenable_total") == 3.0
+    # A running app exports its store's count from the start.
+    async with app_client(create_app(keyed(), KEYS_ENV)) as client:
+        text = (await client.get("/metrics", headers=bearer(ADMIN_KEY))).text
+    assert _sample(text, "foureyes_unknowns_unopenable_total") == 0.0

@@ -13,14 +13,19 @@ from tests.helpers.server import app_client
 from tests.server._support import ADMIN_KEY, CLIENT_KEY, KEYS_ENV, bearer, keyed
 
 ALONE = "whether the user is alone tonight"
+RAW_TEXT = PrivacyConfig(store_raw_text=True)
 
 
-async def _raise(conversation: str, *texts: str, key: str = CLIENT_KEY) -> str:
+async def _raise(
+    conversation: str,
+    *texts: str,
+    key: str = CLIENT_KEY,
+    privacy: PrivacyConfig = RAW_TEXT,
+) -> str:
     """Open unknowns in ``key``'s conversation as an insufficient verdict would.
 
     Returns the run's trace id. The app must have started (it records the env's keys).
     """
-    privacy = PrivacyConfig(store_raw_text=True)
     async with await Store.open(
         StoreConfig(url=os.environ["FOUREYES_STORE__URL"]), privacy, {}
     ) as store:
@@ -30,6 +35,23 @@ async def _raise(conversation: str, *texts: str, key: str = CLIENT_KEY) -> str:
         trace_id = await store.traces.start_run("gate_reply", conversation_id=scoped)
         await store.unknowns.add(scoped, texts, trace_id=trace_id)
         return trace_id
+
+
+async def test_under_default_privacy_the_listing_shows_no_words_though_prompts_get_them() -> None:
+    app = create_app(keyed(), KEYS_ENV)
+    async with app_client(app) as client:
+        trace_id = await _raise("c1", ALONE, privacy=PrivacyConfig())
+        response = await client.get("/v1/conversations/c1/unknowns", headers=bearer(CLIENT_KEY))
+        [listed] = response.json()["data"]
+        # The gate's own read of the same store opens the sealed words.
+        store = app.state.service.store
+        record = await store.traces.get(trace_id)
+        assert record is not None and record.run.conversation_id is not None
+        kept = await store.unknowns.open(record.run.conversation_id, limit=5)
+
+    assert response.status_code == 200 and listed["text"] is None
+    assert ALONE not in response.text
+    assert [u.words for u in kept] == [ALONE]
 
 
 async def test_a_client_lists_and_resolves_an_unknown_by_id() -> None:

@@ -18,10 +18,13 @@ from sqlalchemy import JSON, Connection, bindparam, create_engine, inspect, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from foureyes.config import PrivacyConfig
+from foureyes.core.digest import text_fingerprint
 from foureyes.core.errors import StoreError
 from foureyes.store._migrate import alembic_config, head_revision
 from foureyes.store.tables import UTCDateTime, metadata
 from foureyes.store.trace_list import RunFilter
+from foureyes.store.unknowns import normalise_unknown
 from tests.store._support import OpenStore
 
 
@@ -248,3 +251,65 @@ async def test_runs_written_before_0016_belong_to_the_tenant_their_meta_names(
     finally:
         await engine.dispose()
     assert "tenant" not in columns and count == len(metas)
+
+
+async def test_unknowns_open_before_0017_stay_open_and_are_sealed_when_raised_again(
+    open_store: OpenStore, store_url: str
+) -> None:
+    words = "whether she is alone tonight"
+    at = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+    run = {"id": "a" * 32, "at": at, "meta": {}}
+    unknown = {
+        "id": "u" * 32,
+        "key": text_fingerprint(normalise_unknown(words), b"k"),
+        "run": run["id"],
+        "at": at,
+    }
+    engine = create_async_engine(store_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(lambda c: command.upgrade(alembic_config(c), "0016"))
+            await conn.execute(
+                text(
+                    "INSERT INTO trace_runs (trace_id, kind, conversation_id, started_at, "
+                    "last_seq, meta) VALUES (:id, 'gate_reply', 'c1', :at, 0, :meta)"
+                ).bindparams(
+                    bindparam("at", type_=UTCDateTime()),
+                    bindparam("meta", type_=JSON().with_variant(JSONB(), "postgresql")),
+                ),
+                run,
+            )
+            # Kept by its HMAC alone, as every unknown was under default privacy.
+            await conn.execute(
+                text(
+                    "INSERT INTO gate_open_unknowns (id, conversation_id, text_sha256, "
+                    "raised_by, raised_at) VALUES (:id, 'c1', :key, :run, :at)"
+                ).bindparams(bindparam("at", type_=UTCDateTime())),
+                unknown,
+            )
+    finally:
+        await engine.dispose()
+
+    privacy = PrivacyConfig(hmac_key_env="H")
+    store = await open_store(store_url, privacy=privacy, environ={"H": "k"})
+    [before] = await store.unknowns.open("c1", limit=10)
+    assert (before.id, before.words, before.resolved_at) == (unknown["id"], None, None)
+    # Raised again by a verdict, the same unknown (its HMAC) gets its words sealed.
+    await store.unknowns.add("c1", [words.upper()], trace_id=str(run["id"]))
+    [after] = await store.unknowns.open("c1", limit=10)
+    assert (after.id, after.words, after.text) == (unknown["id"], words.upper(), None)
+    await store.close()
+
+    # And back: the revision's downgrade drops the sealed columns and keeps the unknown.
+    engine = create_async_engine(store_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(lambda c: command.downgrade(alembic_config(c), "0016"))
+            columns = await conn.run_sync(
+                lambda c: [col["name"] for col in inspect(c).get_columns("gate_open_unknowns")]
+            )
+            rows = (await conn.execute(text("SELECT id FROM gate_open_unknowns"))).all()
+    finally:
+        await engine.dispose()
+    assert not {"sealed_text", "sealed_expires_at"} & set(columns)
+    assert [row.id for row in rows] == [unknown["id"]]

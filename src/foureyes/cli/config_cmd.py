@@ -46,6 +46,9 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     ``crisis_shared_routes`` in ``--json``) about each model route that
     ``risk_l1``/``risk_l2`` share with other roles. A packaged learned risk screen that is
     missing, corrupt or of another feature version fails it (``serve`` would not start).
+    A ``[privacy] unknowns_key_env`` that is not set or holds no 32-byte key fails it;
+    ``privacy_notes`` says where open unknowns' sealed words get their key (a key kept in
+    the store protects only a copy of the unknowns table, not the store as a whole).
     Key values are never printed: only the variables' names and whether they are set.
     """
     cfg = load(config, as_json=as_json)
@@ -65,16 +68,20 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     registry_problems, stale, secondary = _resource_report(cfg)
     problems += registry_problems
     problems += _screen_problems()
+    problems += _unknowns_key_problems(cfg)
     if problems:
         fail(ConfigError(problems), as_json=as_json)
     secrets = sorted(
         {r.api_key_env for r in cfg.routes.values() if r.api_key_env}
         | ({cfg.privacy.hmac_key_env} if cfg.privacy.hmac_key_env else set())
+        | ({cfg.privacy.unknowns_key_env} if cfg.privacy.unknowns_key_env else set())
     )
     secret_status = {name: ("set" if os.environ.get(name) else "missing") for name in secrets}
     # Past the problems, an unreviewed Counselor is one the config accepted explicitly.
     unreviewed = [reason] if (reason := cfg.unreviewed_replies()) else []
     shared = _crisis_shared(cfg)
+    privacy_notes = _privacy_notes(cfg)
+    owner = _facts_owner(cfg)
     if as_json:
         emit_json(
             {
@@ -83,6 +90,8 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
                 "secrets": secret_status,
                 "unreviewed": unreviewed,
                 "crisis_shared_routes": shared,
+                "privacy_notes": privacy_notes,
+                "facts_independence": owner,
                 "stale_resources": stale,
                 "secondary_resources": secondary,
                 "plugins": plugins,
@@ -113,6 +122,14 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         console.print(f"[yellow]accepted by gate.supervisor_unreviewed:[/] {problem}")
     for entry in shared:
         console.print(f"[yellow]warning:[/] {entry['warning']}")
+    for note in privacy_notes:
+        console.print(f"[yellow]privacy:[/] {note}", highlight=False)
+    if owner is not None and not owner["independent"]:
+        console.print(
+            f"[yellow]facts: the durable owner is not independent ({owner['reason']}):[/] "
+            f"{owner['detail']}",
+            highlight=False,
+        )
     for line in stale:
         console.print(f"[yellow]crisis resource past its review period:[/] {line}")
     for line in secondary:
@@ -154,6 +171,31 @@ def _evidence_problems(cfg: Config) -> list[str]:
     return []
 
 
+_OWNER_DETAIL = {
+    "sqlite_one_trust_domain": "SQLite is one file: any connection can drop its checks, "
+    "which are a consistency check here, not a boundary; use PostgreSQL and "
+    "`foureyes owner serve`",
+    "owner_in_process": "the owner writes from the serving process (no "
+    "evidence.owner_service_url): whoever controls it holds the owner's credential",
+    "separate_owner_service": "the store role's privileges are checked when serve starts",
+}
+
+
+def _facts_owner(cfg: Config) -> dict[str, object] | None:
+    """Whether ``[evidence]``'s owner would be independent, as far as the config says."""
+    if not cfg.evidence.configured:
+        return None
+    from foureyes.store.roles import judge_independence
+
+    dialect = "postgresql" if cfg.store.url.startswith("postgresql") else "sqlite"
+    found = judge_independence(dialect, owner_service=cfg.evidence.owner_service_url is not None)
+    return {
+        "independent": found.independent,
+        "reason": found.reason,
+        "detail": _OWNER_DETAIL[found.reason],
+    }
+
+
 def _crisis_shared(cfg: Config) -> list[dict[str, object]]:
     """Each route the crisis roles share with other roles, with a warning about it."""
     share = cfg.risk.reserved_share
@@ -188,3 +230,29 @@ def _screen_problems() -> list[str]:
     except ConfigError as exc:
         return list(exc.problems)
     return []
+
+
+def _unknowns_key_problems(cfg: Config) -> list[str]:
+    """Why ``[privacy] unknowns_key_env`` gives no key, as ``Store.open`` would find it."""
+    try:
+        cfg.privacy.unknowns_key(os.environ)
+    except ConfigError as exc:
+        return list(exc.problems)
+    return []
+
+
+def _privacy_notes(cfg: Config) -> list[str]:
+    """What protects open unknowns' sealed words at rest, and for how long they are kept."""
+    privacy = cfg.privacy
+    kept = (
+        f"open unknowns keep their words for the next prompts, sealed (AES-256-GCM), until "
+        f"resolved or for {privacy.unknown_retention_days} days after last raised "
+        f"([privacy] unknown_retention_days), whatever store_raw_text says"
+    )
+    if privacy.unknowns_key_env is not None:
+        return [f"{kept}; their key is in {privacy.unknowns_key_env}"]
+    return [
+        f"{kept}; their key is kept in the store itself, which protects only a copy of the "
+        "unknowns table, not a copy of the store as a whole: set [privacy] unknowns_key_env "
+        "for at-rest protection"
+    ]

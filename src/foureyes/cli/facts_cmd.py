@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
 
 app = typer.Typer(no_args_is_help=True, help="Evidence-bound durable facts.")
 
-_DEFAULT_SUBJECT = "default"
+_NOBODY = "(none)"
+"""The subject asked for when neither ``--subject`` nor the catalog names one."""
 
 
 @app.command("select")
@@ -32,7 +34,13 @@ def select(
     ],
     task: Annotated[str, typer.Option(help="What the selection serves.")] = "",
     locale: Annotated[Locale, typer.Option(help="Locale of the rendered facts.")] = Locale.ZH_HANS,
-    subject: Annotated[str, typer.Option(help="Whom the facts are about.")] = _DEFAULT_SUBJECT,
+    subject: Annotated[
+        str | None,
+        typer.Option(
+            help="Whom the facts are about; it must be the catalog's own `subject` "
+            "(default: the catalog's).",
+        ),
+    ] = None,
     explain: Annotated[
         bool, typer.Option("--explain", help="Also ask for an explanation (never stored).")
     ] = False,
@@ -50,14 +58,23 @@ def select(
 
     from foureyes.evidence import CatalogError, FactsRequest, JsonFileCatalogSource, KindRegistry
 
-    try:
-        request = FactsRequest(subject=subject, task=task, locale=locale, explain=explain)
-    except ValidationError as exc:
-        raise typer.BadParameter("; ".join(validation_problems(exc))) from None
+    def request_for(named: str | None) -> FactsRequest:
+        try:
+            # A catalog that names nobody is refused by the owner (subject_unbound).
+            return FactsRequest(
+                subject=subject if subject is not None else named or _NOBODY,
+                task=task,
+                locale=locale,
+                explain=explain,
+            )
+        except ValidationError as exc:
+            raise typer.BadParameter("; ".join(validation_problems(exc))) from None
+
+    request_for(None)  # a bad --subject is a usage error before any file is read
     cfg = load(config, as_json=as_json)
     try:
         registry = KindRegistry.from_file(kinds)
-        outcome = run(_select(cfg, JsonFileCatalogSource(catalog), registry, request))
+        outcome = run(_select(cfg, JsonFileCatalogSource(catalog), registry, request_for))
     except (ConfigError, CatalogError, StoreError) as exc:
         fail(exc, as_json=as_json)
     if as_json:
@@ -69,7 +86,10 @@ def select(
 
 
 async def _select(
-    cfg: Config, source: JsonFileCatalogSource, kinds: KindRegistry, request: FactsRequest
+    cfg: Config,
+    source: JsonFileCatalogSource,
+    kinds: KindRegistry,
+    request_for: Callable[[str | None], FactsRequest],
 ) -> FactsOutcome:
     from foureyes.evidence import DurableOwner, EvidenceSelector, select_facts
     from foureyes.llm.calls import ModelCaller
@@ -77,6 +97,7 @@ async def _select(
     from foureyes.store import Store
 
     shown = await source.read()
+    request = request_for(shown.subject)
     cfg.require_secrets(os.environ)
     routes = Routes.build(cfg, os.environ)
     try:

@@ -61,6 +61,7 @@ _COMMANDS: dict[str, Loader] = {
     "config": _group(_PKG + "config_cmd"),
     "risk": _risk,
     "facts": _group(_PKG + "facts_cmd"),
+    "owner": _group(_PKG + "owner_cmd"),
     "keys": _group(_PKG + "keys_cmd"),
     "trace": _group(_PKG + "trace_cmd"),
     "store": _group(_PKG + "store_cmd"),

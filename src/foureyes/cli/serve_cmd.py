@@ -91,6 +91,10 @@ def serve(
         # Said, not refused: a client may name foureyes.region on each request.
         note = {"warning": "no_region"}
         typer.echo(json.dumps(note) if as_json else NO_REGION_NOTE, err=True)
+    if cfg.evidence.configured and cfg.evidence.owner_service_url is None:
+        # Said, not refused: the embedded default is one process and one trust domain.
+        note = {"warning": "owner_in_process"}
+        typer.echo(json.dumps(note) if as_json else OWNER_IN_PROCESS_NOTE, err=True)
     if not as_json:
         processes = f", {count} workers" if count > 1 else ""
         console.print(
@@ -125,6 +129,13 @@ def serve(
         return
     _supervise(effective, options)
 
+
+OWNER_IN_PROCESS_NOTE = (
+    "note: the durable owner runs in this process (no evidence.owner_service_url): this "
+    "process and its store are one trust domain, so the facts it files are checked, not "
+    "independently guarded; run `foureyes owner serve` on PostgreSQL for that "
+    '(docs/evidence.md, "Two processes, two roles")'
+)
 
 NO_REGION_NOTE = (
     "note: gate.region is not set: a crisis reply to a request that names no "
@@ -194,7 +205,7 @@ async def _preflight(cfg: Config) -> None:
     from foureyes.store import Store
 
     env_api_keys(cfg.server, os.environ)
-    evidence = ConfiguredEvidence.from_config(cfg.evidence)
+    evidence = ConfiguredEvidence.from_config(cfg.evidence, environ=os.environ)
     if evidence is not None:
         await evidence.aclose()
     routes = Routes.build(cfg, os.environ)

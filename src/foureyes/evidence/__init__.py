@@ -20,9 +20,10 @@ from foureyes.evidence.catalog import (
     catalog_from_mapping,
 )
 from foureyes.evidence.contract import Acceptance, Validation, check_selections
-from foureyes.evidence.durable import Claim, CommitResult, CommitStatus, DurableOwner
+from foureyes.evidence.durable import Claim, CommitResult, CommitStatus, DurableOwner, Owner
 from foureyes.evidence.facts import TRACE_KIND, FactsOutcome, FactsRequest, select_facts
 from foureyes.evidence.kinds import ITEM_SLOTS, KindRegistry, ObservationKind, Template
+from foureyes.evidence.remote import OwnerCommit, RemoteOwner
 from foureyes.evidence.render import (
     RENDERER_VERSION,
     Observation,
@@ -79,12 +80,15 @@ __all__ = [
     "KindRegistry",
     "Observation",
     "ObservationKind",
+    "Owner",
+    "OwnerCommit",
     "PURPOSE_EXPLAIN",
     "PURPOSE_SELECT",
     "REJECT_REASON_NAMES",
     "RENDERER_VERSION",
     "RejectReason",
     "Rejection",
+    "RemoteOwner",
     "SELECTION_KEYS",
     "SELECTOR_FAILURES",
     "SOURCE_KIND_PATTERN",

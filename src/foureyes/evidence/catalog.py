@@ -8,9 +8,14 @@ records changed between selection and commit.
 
 The JSON form is pinned::
 
-    {"snapshot_id": str,
+    {"snapshot_id": str, "subject": str,
      "items": [{"ref": str, "kind": str, "value": str | object, "source": str,
                 "admissible": bool, "observed_at": str}]}
+
+``subject`` names whom the records are about. It is part of the evidence, not of a
+request: the durable owner files every observation under the catalog's subject and refuses
+a commit for anyone else (and a catalog that names nobody). A catalog written before
+subjects were kept may leave it out; its digest is then what it always was.
 """
 
 from __future__ import annotations
@@ -127,14 +132,20 @@ class Catalog:
     """Names the version of the records; a commit names it to have the catalog rebuilt."""
     items: tuple[EvidenceItem, ...]
     """The records, sorted by ``ref``."""
+    subject: str | None = None
+    """Whom every record is about (1 to 256 characters); ``None``: the catalog names
+    nobody, and the durable owner commits nothing from it."""
     sha256: str = field(init=False)
-    """SHA-256 of the canonical JSON of the snapshot id and the sorted records."""
+    """SHA-256 of the canonical JSON of the snapshot id, the subject (when named) and the
+    sorted records."""
     _by_ref: Mapping[str, EvidenceItem] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         problems = []
         if not 1 <= len(self.snapshot_id) <= 256:
             problems.append("snapshot_id must have 1 to 256 characters")
+        if self.subject is not None and not 1 <= len(self.subject) <= 256:
+            problems.append("subject must have 1 to 256 characters")
         by_ref: dict[str, EvidenceItem] = {}
         for item in self.items:
             if item.ref in by_ref:
@@ -143,11 +154,8 @@ class Catalog:
         if problems:
             raise CatalogError(problems[:_MAX_PROBLEMS])
         items = tuple(sorted(self.items, key=lambda item: item.ref))
-        document = {
-            "snapshot_id": self.snapshot_id,
-            "items": [item.model_dump(mode="json") for item in items],
-        }
         object.__setattr__(self, "items", items)
+        document = self.to_json()
         object.__setattr__(self, "sha256", sha256_hex(canonical_json(document)))
         object.__setattr__(self, "_by_ref", by_ref)
 
@@ -161,11 +169,12 @@ class Catalog:
         return tuple(item for item in self.items if item.admissible)
 
     def to_json(self) -> dict[str, Any]:
-        """The catalog in its pinned JSON form."""
-        return {
-            "snapshot_id": self.snapshot_id,
-            "items": [item.model_dump(mode="json") for item in self.items],
-        }
+        """The catalog in its pinned JSON form (``subject`` only when it names one)."""
+        document: dict[str, Any] = {"snapshot_id": self.snapshot_id}
+        if self.subject is not None:
+            document["subject"] = self.subject
+        document["items"] = [item.model_dump(mode="json") for item in self.items]
+        return document
 
 
 class CatalogSource(Protocol):
@@ -191,6 +200,7 @@ class _Document(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     snapshot_id: str = Field(min_length=1, max_length=256)
+    subject: str | None = Field(default=None, min_length=1, max_length=256)
     items: list[EvidenceItem]
 
 
@@ -212,7 +222,11 @@ def catalog_from_mapping(data: Any, *, where: str = "catalog") -> Catalog:
         problems = validation_problems(exc)
         raise CatalogError(f"{where}: {p}" for p in problems[:_MAX_PROBLEMS]) from None
     try:
-        return Catalog(snapshot_id=document.snapshot_id, items=tuple(document.items))
+        return Catalog(
+            snapshot_id=document.snapshot_id,
+            items=tuple(document.items),
+            subject=document.subject,
+        )
     except CatalogError as exc:
         raise CatalogError(f"{where}: {p}" for p in exc.problems) from None
 

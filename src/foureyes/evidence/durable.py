@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -40,6 +40,7 @@ __all__ = [
     "CommitResult",
     "CommitStatus",
     "DurableOwner",
+    "Owner",
     "held_kinds",
     "held_snapshot",
 ]
@@ -58,6 +59,12 @@ class CommitStatus(StrEnum):
     against; nothing persisted."""
     RENDER_MISMATCH = "render_mismatch"
     """The caller's rendering differs from the owner's; nothing persisted."""
+    SUBJECT_UNBOUND = "subject_unbound"
+    """The rebuilt catalog names no subject, so nothing says whom its records are about;
+    nothing persisted."""
+    SUBJECT_MISMATCH = "subject_mismatch"
+    """The caller named another subject than the one the catalog's records are about;
+    nothing persisted."""
 
 
 class Claim(BaseModel):
@@ -123,6 +130,25 @@ def _text(observations: tuple[Observation, ...]) -> list[tuple[str, str, str, st
     return sorted((o.evidence_ref, o.kind, o.label, o.description) for o in observations)
 
 
+class Owner(Protocol):
+    """Who commits observations, in this process or as a service's client.
+
+    :class:`DurableOwner` commits here; :class:`~foureyes.evidence.remote.RemoteOwner`
+    asks the owner service (``foureyes owner serve``) to.
+    """
+
+    async def commit(
+        self,
+        subject: str,
+        claim: Claim,
+        *,
+        tenant: str = LOCAL_TENANT,
+        trace_id: str | None = None,
+    ) -> CommitResult:
+        """Persist what ``claim`` supports for ``subject``, or nothing (see DurableOwner)."""
+        ...
+
+
 class DurableOwner:
     """Validates, renders and persists observations, from its own catalog source and kinds.
 
@@ -156,7 +182,10 @@ class DurableOwner:
 
         Returns:
             A :class:`CommitResult`; refused commits (``catalog_unavailable``,
-            ``catalog_changed``, ``render_mismatch``) persisted nothing.
+            ``subject_unbound``, ``subject_mismatch``, ``catalog_changed``,
+            ``render_mismatch``) persisted nothing. ``subject`` must be the one the
+            rebuilt catalog names: the observations are filed under the evidence's
+            subject, never under one a caller chose.
 
         Raises:
             StoreError: the write failed; nothing was persisted.
@@ -175,6 +204,20 @@ class DurableOwner:
                 CommitStatus.CATALOG_UNAVAILABLE,
                 None,
                 f"the source returned snapshot {catalog.snapshot_id!r}",
+            )
+        if catalog.subject is None:
+            return refused(
+                CommitStatus.SUBJECT_UNBOUND,
+                catalog.sha256,
+                "the catalog names no subject (a catalog's `subject`, a table's "
+                "[evidence.columns] subject): an observation's subject comes from its evidence",
+            )
+        if catalog.subject != subject:
+            # The subject is the evidence's, never the caller's (issue 37, item 4).
+            return refused(
+                CommitStatus.SUBJECT_MISMATCH,
+                catalog.sha256,
+                "the catalog's records are about another subject than the one named",
             )
         if catalog.sha256 != claim.catalog_sha256:
             # The selections were judged against records that no longer exist as they were.
@@ -258,6 +301,7 @@ def held_snapshot(catalog: Catalog) -> EvidenceSnapshot:
     return EvidenceSnapshot(
         catalog_sha256=catalog.sha256,
         snapshot_id=catalog.snapshot_id,
+        subject=catalog.subject,
         records=[
             EvidenceRecord(
                 ref=item.ref,

@@ -20,7 +20,7 @@ from foureyes.core.locale import Locale
 from foureyes.core.tenancy import LOCAL_TENANT
 from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
 from foureyes.evidence.catalog import Catalog
-from foureyes.evidence.durable import CommitResult, CommitStatus, DurableOwner
+from foureyes.evidence.durable import CommitResult, CommitStatus, Owner
 from foureyes.evidence.render import RENDERER_VERSION
 from foureyes.evidence.selector import (
     EvidenceSelector,
@@ -138,7 +138,7 @@ async def select_facts(
     request: FactsRequest,
     *,
     selector: EvidenceSelector,
-    owner: DurableOwner,
+    owner: Owner,
     traces: TraceWriter | None = None,
 ) -> FactsOutcome:
     """Run the selector over ``catalog``, then have ``owner`` commit what it accepts.

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,11 +29,19 @@ from foureyes.evidence.catalog import (
     EvidenceItem,
     catalog_from_json,
 )
+from foureyes.evidence.durable import DurableOwner, Owner
 from foureyes.evidence.kinds import KindRegistry
+from foureyes.evidence.remote import RemoteOwner
 from foureyes.store._database import Database
 from foureyes.store.observations import SqlObservationLog
 
-__all__ = ["ColumnMap", "ConfiguredEvidence", "JsonFileCatalogSource", "SqlCatalogSource"]
+__all__ = [
+    "ColumnMap",
+    "ConfiguredEvidence",
+    "JsonFileCatalogSource",
+    "SqlCatalogSource",
+    "owner_token",
+]
 
 _MAX_PROBLEMS = 10
 
@@ -101,7 +111,16 @@ class SqlCatalogSource:
         self._owns_engine = False
         self.columns = columns or ColumnMap()
         cols = self.columns
-        names = (cols.ref, cols.kind, cols.value, cols.source, cols.admissible, cols.observed_at)
+        names: tuple[str, ...] = (
+            cols.ref,
+            cols.kind,
+            cols.value,
+            cols.source,
+            cols.admissible,
+            cols.observed_at,
+        )
+        if cols.subject is not None:
+            names = (*names, cols.subject)
         # Typed JSON, the dialect decodes the value its own way: SQLite's JSON text is
         # parsed, while asyncpg hands json/jsonb columns over already decoded.
         typed = {cols.value: JSON() if cols.json_value else Text()}
@@ -157,17 +176,28 @@ class SqlCatalogSource:
             raise CatalogError(
                 [f"catalog table {self._table.name!r} has no records of snapshot {snapshot_id!r}"]
             )
-        items, problems = [], []
+        items, problems, subjects = [], [], set()
         for row in rows:
+            values = tuple(row)
+            if self.columns.subject is not None:
+                subjects.add(values[-1])
+                values = values[:-1]
             try:
-                items.append(_item(tuple(row)))
+                items.append(_item(values))
             except ValidationError as exc:
                 problems.append(
                     f"record {str(row[0])[:80]!r}: " + "; ".join(validation_problems(exc))
                 )
+        subject = None
+        if self.columns.subject is not None:
+            subject = _one_subject(subjects, snapshot_id, problems)
         if problems:
             raise CatalogError(problems[:_MAX_PROBLEMS])
-        return Catalog(snapshot_id=snapshot_id, items=tuple(items))
+        try:
+            return Catalog(snapshot_id=snapshot_id, items=tuple(items), subject=subject)
+        except CatalogError as exc:
+            name = self._table.name
+            raise CatalogError([f"catalog table {name!r}: {p}" for p in exc.problems]) from None
 
     def __repr__(self) -> str:
         return f"SqlCatalogSource(table={self._table.name!r})"
@@ -186,6 +216,20 @@ def _item(row: tuple[Any, ...]) -> EvidenceItem:
         },
         strict=True,
     )
+
+
+def _one_subject(subjects: set[Any], snapshot_id: str, problems: list[str]) -> str | None:
+    """The one subject every row of a snapshot names, or a problem saying why not."""
+    if len(subjects) != 1:
+        problems.append(
+            f"snapshot {snapshot_id!r}: its rows name {len(subjects)} subjects, not one"
+        )
+        return None
+    [subject] = subjects
+    if not isinstance(subject, str) or not 1 <= len(subject) <= 256:
+        problems.append(f"snapshot {snapshot_id!r}: its subject is not a string of 1 to 256")
+        return None
+    return subject
 
 
 def _flag(raw: Any) -> Any:
@@ -214,22 +258,35 @@ class ConfiguredEvidence:
     """The observation kinds selections are judged and rendered with."""
     owner_db: Database | None = None
     """The owner's own connection to the store (``owner_url``), when configured."""
+    owner_service: RemoteOwner | None = None
+    """The owner service this process commits through (``owner_service_url``)."""
 
     @classmethod
     def from_config(
-        cls, evidence: EvidenceConfig, *, timeout_s: float = 10.0
+        cls,
+        evidence: EvidenceConfig,
+        *,
+        timeout_s: float = 10.0,
+        environ: Mapping[str, str] | None = None,
     ) -> ConfiguredEvidence | None:
         """The configured source and kinds; ``None`` when ``[evidence]`` names none.
 
         The kinds file is read now; the catalog on every commit. ``timeout_s`` bounds
-        the owner's connection (``owner_url``) as ``store.timeout_s`` bounds the store's.
+        the owner's connection (``owner_url``) as ``store.timeout_s`` bounds the store's,
+        and a commit through the owner service (``owner_service_url``, its token read
+        from ``environ``, the process's environment by default).
 
         Raises:
             ConfigError: the kinds file is missing, unreadable or malformed (a template
-                without a slot included, naming the kind), or the catalog URL is unusable.
+                without a slot included, naming the kind), the catalog URL is unusable,
+                or the owner service's token variable is unset.
         """
         if evidence.kinds_file is None:
             return None
+        owner_service = None
+        if evidence.owner_service_url is not None:
+            token = owner_token(evidence, os.environ if environ is None else environ)
+            owner_service = RemoteOwner(evidence.owner_service_url, token, timeout_s=timeout_s)
         kinds = KindRegistry.from_file(evidence.kinds_file)
         source: JsonFileCatalogSource | SqlCatalogSource
         if evidence.catalog_file is not None:
@@ -246,7 +303,7 @@ class ConfiguredEvidence:
         owner_db = None
         if evidence.owner_url is not None:
             owner_db = Database.create(evidence.owner_url, timeout_s=timeout_s)
-        return cls(source=source, kinds=kinds, owner_db=owner_db)
+        return cls(source=source, kinds=kinds, owner_db=owner_db, owner_service=owner_service)
 
     def observation_log(self, store_log: SqlObservationLog) -> SqlObservationLog:
         """Where the owner writes: its own connection when configured, else ``store_log``."""
@@ -254,8 +311,36 @@ class ConfiguredEvidence:
             return store_log
         return SqlObservationLog(self.owner_db)
 
+    def owner(self, store_log: SqlObservationLog) -> Owner:
+        """Who commits: the owner service when configured, else an owner in this process."""
+        if self.owner_service is not None:
+            return self.owner_service
+        return DurableOwner(self.source, self.kinds, self.observation_log(store_log))
+
     async def aclose(self) -> None:
-        """Release the source's engine, if it built one, and the owner's connection."""
+        """Release the source's engine, the owner's connection and the service's client."""
         await self.source.aclose()
         if self.owner_db is not None:
             await self.owner_db.dispose()
+        if self.owner_service is not None:
+            await self.owner_service.aclose()
+
+
+def owner_token(evidence: EvidenceConfig, environ: Mapping[str, str]) -> str:
+    """The owner service's token, from the variable ``owner_token_env`` names.
+
+    Raises:
+        ConfigError: no variable is named, or it is unset or shorter than 16 characters.
+    """
+    name = evidence.owner_token_env
+    if name is None:
+        raise ConfigError(["evidence.owner_token_env: the owner service needs a token"])
+    token = environ.get(name, "")
+    if len(token) < 16:
+        raise ConfigError(
+            [
+                f"environment variable {name} (evidence.owner_token_env) must hold a token "
+                "of at least 16 characters"
+            ]
+        )
+    return token

@@ -28,7 +28,8 @@ NONE = "(none)"
 UNKEPT_UNKNOWN = (
     "- (an earlier review could not judge something in this conversation; its wording is not kept)"
 )
-"""How a prompt shows an open unknown whose text the store does not keep."""
+"""How a prompt shows an open unknown whose words the store no longer has (past
+``privacy.unknown_retention_days``, or sealed under a key it no longer has)."""
 
 LANGUAGE_NAMES = {
     Locale.EN: "English",

@@ -387,8 +387,8 @@ class Run:
 
     @property
     def unknown_texts(self) -> tuple[str | None, ...]:
-        """The open unknowns as prompts show them (``None``: its text is not kept)."""
-        return tuple(unknown.text for unknown in self.open_unknowns)
+        """The open unknowns as prompts show them (``None``: its words are not kept)."""
+        return tuple(unknown.words for unknown in self.open_unknowns)
 
     async def _review(
         self, candidate: Proposal[str]
@@ -476,7 +476,7 @@ class Run:
         """What the review was based on, for the decision record.
 
         Unknowns are model-written: the record holds them as private text (``None`` for
-        one whose text the store does not keep).
+        one whose words the store no longer has).
         """
         history = self.request.history
         shown = min(len(history), self.gate.history_turns)

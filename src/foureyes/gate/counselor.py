@@ -61,7 +61,7 @@ def counselor_request(
 ) -> ChatRequest:
     """The drafting request for the user's current ``message``.
 
-    ``open_unknowns`` are the conversation's (``None`` for one whose text is not kept).
+    ``open_unknowns`` are the conversation's (``None`` for one whose words are not kept).
     Its ``subject`` carries the user's words bare for the offline Counselor.
     """
     earlier = tuple(history[-history_turns:]) if history_turns else ()

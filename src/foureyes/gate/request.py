@@ -23,10 +23,13 @@ class KeptUnknown(Protocol):
         ...
 
     @property
-    def text(self) -> str | None:
-        """What a Supervisor said it lacked; ``None`` when the store keeps no text for it.
+    def words(self) -> str | None:
+        """What a Supervisor said it lacked, for the next prompts; ``None`` when gone.
 
-        No text is kept with ``privacy.store_raw_text`` off, or past its retention.
+        The store keeps them (sealed at rest) while the unknown is open, whatever
+        ``privacy.store_raw_text`` says, until ``privacy.unknown_retention_days`` after
+        it was last raised; they are gone past it, or when they no longer open (the key
+        changed), and the prompts then say that its wording is not kept.
         """
         ...
 

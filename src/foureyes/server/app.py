@@ -73,6 +73,7 @@ from foureyes.server.text import screen_refused_text
 from foureyes.server.unknowns_api import unknowns_router
 from foureyes.store import Store
 from foureyes.store.api_keys import EnvKeySync, KeyScope
+from foureyes.store.roles import Independence
 
 __all__ = [
     "GATEWAY_MODEL",
@@ -123,6 +124,9 @@ class Service:
     evidence: ConfiguredEvidence | None
     """The catalog source and kinds of ``[evidence]`` behind ``/v1/facts``; ``None``
     when the config has none (the facts endpoints then select nothing)."""
+    facts_independence: Independence | None = None
+    """Whether the durable owner is a trust boundary here (checked at start-up against the
+    store role's privileges); ``None`` without ``[evidence]``. The facts answers say it."""
 
 
 def create_app(
@@ -148,7 +152,9 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Read before anything opens: a bad kinds file (a template without a slot, say)
         # stops the start like any config error. Its engine, if any, connects on first use.
-        evidence = ConfiguredEvidence.from_config(config.evidence, timeout_s=config.store.timeout_s)
+        evidence = ConfiguredEvidence.from_config(
+            config.evidence, timeout_s=config.store.timeout_s, environ=environ
+        )
         env_keys = env_api_keys(config.server, environ)
         runtime = await Runtime.open(config, environ, observer=_model_call_metrics(metrics))
         try:
@@ -158,8 +164,27 @@ def create_app(
             await runtime.aclose()
             raise
         store = runtime.store
+        independence = None
+        if evidence is not None:
+            try:
+                independence = await store.observations.independence(
+                    owner_service=evidence.owner_service is not None
+                )
+            except BaseException:
+                await runtime.aclose()
+                await evidence.aclose()
+                raise
+            log_event(
+                server_logger,
+                "facts_independence",
+                level="info" if independence.independent else "warning",
+                independent=independence.independent,
+                reason=independence.reason,
+                detail=independence.detail,
+            )
         metrics.watch_group_commits(lambda: store.group_commits)
         metrics.watch_log_drops(dropped_log_lines)
+        metrics.watch_unopenable_unknowns(lambda: store.unknowns.unopenable)
         interval = config.privacy.purge_interval_s
         purging = (
             asyncio.create_task(purge_on_schedule(store.traces, interval)) if interval else None
@@ -175,6 +200,7 @@ def create_app(
             l0=runtime.l0,
             reviewer=runtime.reviewer,
             evidence=evidence,
+            facts_independence=independence,
         )
         if owns_process:
             settle_collector()

@@ -36,7 +36,6 @@ from foureyes.evidence import (
     CatalogError,
     CommitStatus,
     ConfiguredEvidence,
-    DurableOwner,
     EvidenceSelector,
     FactsRequest,
     SelectorFailure,
@@ -49,6 +48,7 @@ from foureyes.server.errors import ErrorBody, error_responses
 from foureyes.server.text import Text
 from foureyes.store import Store
 from foureyes.store.api_keys import KeyScope
+from foureyes.store.roles import Independence
 
 __all__ = ["FactsProblem", "FactsServices", "SelectBody", "facts_router"]
 
@@ -57,6 +57,8 @@ _STATUS_CODES: dict[CommitStatus | SelectorFailure, int] = {
     CommitStatus.CATALOG_UNAVAILABLE: 409,
     CommitStatus.CATALOG_CHANGED: 409,
     CommitStatus.RENDER_MISMATCH: 409,
+    CommitStatus.SUBJECT_UNBOUND: 409,
+    CommitStatus.SUBJECT_MISMATCH: 409,
     SelectorFailure.MALFORMED: 502,
     SelectorFailure.FAILED: 502,
     SelectorFailure.TIMEOUT: 504,
@@ -84,6 +86,11 @@ class FactsServices(Protocol):
     @property
     def evidence(self) -> ConfiguredEvidence | None:
         """The configured catalog source and kinds; ``None`` without ``[evidence]``."""
+        ...
+
+    @property
+    def facts_independence(self) -> Independence | None:
+        """Whether the owner is a trust boundary here; ``None`` without ``[evidence]``."""
         ...
 
 
@@ -167,6 +174,12 @@ def _problem(status: int, error: str, problems: list[str]) -> JSONResponse:
     return JSONResponse({"ok": False, "error": error, "problems": problems}, status_code=status)
 
 
+def _independence(service: FactsServices) -> dict[str, Any]:
+    """``{"independence": ...}``: whether these facts had an independent owner."""
+    found = service.facts_independence
+    return {"independence": None if found is None else found.to_json()}
+
+
 def facts_router(services: Callable[[Request], FactsServices]) -> APIRouter:
     """The facts endpoints, each behind a ``client`` key.
 
@@ -202,16 +215,13 @@ def facts_router(services: Callable[[Request], FactsServices]) -> APIRouter:
                 catalog,
                 run,
                 selector=EvidenceSelector(caller, evidence.kinds),
-                owner=DurableOwner(
-                    evidence.source,
-                    evidence.kinds,
-                    evidence.observation_log(service.store.observations),
-                ),
+                owner=evidence.owner(service.store.observations),
                 traces=service.store.traces,
             )
         except StoreError as exc:
             return _problem(503, "StoreError", [str(exc)])
-        return JSONResponse(outcome.to_json(), status_code=_STATUS_CODES[outcome.status])
+        answer = outcome.to_json() | _independence(service)
+        return JSONResponse(answer, status_code=_STATUS_CODES[outcome.status])
 
     @router.get("/observations", responses=_OBSERVATIONS_RESPONSES)
     async def observations(
@@ -227,6 +237,9 @@ def facts_router(services: Callable[[Request], FactsServices]) -> APIRouter:
             rows = await log.for_subject(subject, tenant=tenant, limit=limit)
         except StoreError as exc:
             return _problem(503, "StoreError", [str(exc)])
-        return JSONResponse({"subject": subject, "observations": [row.to_json() for row in rows]})
+        listed = [row.to_json() for row in rows]
+        return JSONResponse(
+            {"subject": subject, "observations": listed} | _independence(services(request))
+        )
 
     return router

@@ -161,6 +161,14 @@ class Metrics:
         """Export ``foureyes_log_lines_dropped_total``, read from ``read`` at each scrape."""
         self._scraped.log_drops = read
 
+    def watch_unopenable_unknowns(self, read: Callable[[], int]) -> None:
+        """Export ``foureyes_unknowns_unopenable_total``, read from ``read`` at each scrape.
+
+        Reads of an open unknown whose sealed words did not open (another key, an altered
+        row): each such unknown was shown to the prompts as one whose wording is not kept.
+        """
+        self._scraped.unopenable_unknowns = read
+
     def observe_request(self, route: str, method: str, status: int, duration_s: float) -> None:
         """Count one HTTP request (called by :class:`MetricsMiddleware`)."""
         method = method if method in _METHODS else "OTHER"
@@ -222,13 +230,15 @@ class Metrics:
 
 
 class _ScrapedCounters:
-    """Counters their owners keep, read when scraped: group commits, dropped log lines."""
+    """Counters their owners keep, read when scraped (group commits, dropped log lines...)."""
 
     def __init__(self) -> None:
         self.group_commits: Callable[[], GroupCommits] | None = None
         """Where the store's counts come from; ``None`` until the app's store is open."""
         self.log_drops: Callable[[], int] | None = None
         """Where the count of dropped log lines comes from; ``None`` until watched."""
+        self.unopenable_unknowns: Callable[[], int] | None = None
+        """Where the count of unopenable sealed unknowns comes from; ``None`` until watched."""
 
     def collect(self) -> Iterator[Metric]:
         if self.log_drops is not None:
@@ -236,6 +246,12 @@ class _ScrapedCounters:
                 "foureyes_log_lines_dropped",
                 "Log lines this process dropped because its log sink did not keep up.",
                 value=self.log_drops(),
+            )
+        if self.unopenable_unknowns is not None:
+            yield CounterMetricFamily(
+                "foureyes_unknowns_unopenable",
+                "Reads of open unknowns whose sealed words did not open (key changed).",
+                value=self.unopenable_unknowns(),
             )
         if self.group_commits is None:
             return

@@ -1,4 +1,4 @@
-"""Opening and closing the store: engine, schema upgrade, HMAC key, writer and ledger."""
+"""Opening and closing the store: engine, schema upgrade, keys, writer and ledger."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from foureyes.core.errors import ConfigError
 from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database, GroupCommits
 from foureyes.store._migrate import upgrade_to_head
+from foureyes.store._sealing import KEY_BYTES, UnknownSeal
 from foureyes.store.alerts import SqlAlertRecords
 from foureyes.store.api_keys import SqlApiKeys
 from foureyes.store.assessments import SqlAssessmentLog
@@ -27,6 +28,9 @@ from foureyes.store.unknowns import SqlOpenUnknowns
 __all__ = ["Store"]
 
 _HMAC_KEY_NAME = "trace_hmac_key"
+# Seals open unknowns' words when [privacy] unknowns_key_env is unset. Kept next to the
+# rows it seals, it protects a copy of the unknowns table, not a copy of the store.
+_UNKNOWNS_KEY_NAME = "unknowns_seal_key"
 # What bounds the connections this role may open on this database (PostgreSQL); a
 # setting the server does not have (reserved_connections before 16) reads as 0.
 _CONNECTION_LIMITS = text(
@@ -47,7 +51,9 @@ class Store:
     database surfaces as :class:`~foureyes.core.errors.StoreError`.
     """
 
-    def __init__(self, db: Database, *, traces: SqlTraceWriter, clock: WallClock) -> None:
+    def __init__(
+        self, db: Database, *, traces: SqlTraceWriter, unknowns_key: bytes, clock: WallClock
+    ) -> None:
         self._db = db
         self._traces = traces
         self._ledger = SqlSpendLedger(db, clock=clock)
@@ -55,6 +61,7 @@ class Store:
             db,
             privacy=traces.privacy,
             fingerprint=traces.fingerprint,
+            seal=UnknownSeal(unknowns_key),
             clock=clock,
             pending=traces.pending,
         )
@@ -81,21 +88,23 @@ class Store:
 
         Args:
             store: where the database is (SQLite file by default, PostgreSQL by URL).
-            privacy: whether raw input is kept, for how long, and where the HMAC key is.
-            environ: the environment holding the variable ``privacy.hmac_key_env`` names.
-                With no variable configured, a random key generated once and kept in the
-                database is used, so fingerprints stay stable across restarts.
+            privacy: whether raw input is kept, for how long, and where the keys are.
+            environ: the environment holding the variables ``privacy.hmac_key_env`` and
+                ``privacy.unknowns_key_env`` name. For each with no variable configured, a
+                random key generated once and kept in the database is used, so
+                fingerprints stay stable and sealed unknowns open across restarts.
             timeout_s: how long an operation waits for a locked or unreachable database
                 (SQLite busy timeout; PostgreSQL connect and lock timeouts); ``None``
                 takes ``store.timeout_s``.
             clock: the wall clock for timestamps, daily limits and expiry.
 
         Raises:
-            ConfigError: the URL is unusable, or the HMAC key variable is configured but
-                not set.
+            ConfigError: the URL is unusable, a key variable is configured but not set, or
+                the unknowns key is not 32 bytes (hex or URL-safe base64).
             StoreError: the database cannot be reached, created or migrated.
         """
         env_key = _hmac_key_from_env(privacy, environ)
+        env_unknowns_key = privacy.unknowns_key(environ)
         db = Database.create(
             store.url,
             timeout_s=store.timeout_s if timeout_s is None else timeout_s,
@@ -105,12 +114,22 @@ class Store:
         try:
             await db.probe("open")
             await upgrade_to_head(db)
-            key = env_key if env_key is not None else await _stored_hmac_key(db, clock)
+            stored = await _stored_keys(
+                db,
+                clock,
+                hmac=env_key is None,
+                unknowns=env_unknowns_key is None,
+            )
         except BaseException:
             await db.dispose()
             raise
+        key = env_key if env_key is not None else stored[_HMAC_KEY_NAME]
+        unknowns_key = env_unknowns_key or stored[_UNKNOWNS_KEY_NAME]
         return cls(
-            db, traces=SqlTraceWriter(db, privacy=privacy, hmac_key=key, clock=clock), clock=clock
+            db,
+            traces=SqlTraceWriter(db, privacy=privacy, hmac_key=key, clock=clock),
+            unknowns_key=unknowns_key,
+            clock=clock,
         )
 
     @property
@@ -270,23 +289,32 @@ def _hmac_key_from_env(privacy: PrivacyConfig, environ: Mapping[str, str]) -> by
     return value.encode("utf-8")
 
 
-async def _stored_hmac_key(db: Database, clock: WallClock) -> bytes:
-    async with db.write("hmac_key") as conn:
+async def _stored_keys(
+    db: Database, clock: WallClock, *, hmac: bool, unknowns: bool
+) -> dict[str, bytes]:
+    """The keys kept in the store that the environment does not give, made on first use."""
+    names = [name for name, use in ((_HMAC_KEY_NAME, hmac), (_UNKNOWNS_KEY_NAME, unknowns)) if use]
+    if not names:
+        return {}
+    async with db.write("store_keys") as conn:
         # Instances starting together each offer a key; the first insert wins for all.
-        await conn.execute(
-            db.insert_ignoring_conflict(
-                store_secrets,
-                {
-                    "name": _HMAC_KEY_NAME,
-                    "value": secrets.token_bytes(32),
-                    "created_at": require_utc(clock(), "the store clock"),
-                },
-                ["name"],
-            )
-        )
-        value = (
+        for name in names:
             await conn.execute(
-                select(store_secrets.c.value).where(store_secrets.c.name == _HMAC_KEY_NAME)
+                db.insert_ignoring_conflict(
+                    store_secrets,
+                    {
+                        "name": name,
+                        "value": secrets.token_bytes(KEY_BYTES),
+                        "created_at": require_utc(clock(), "the store clock"),
+                    },
+                    ["name"],
+                )
             )
-        ).scalar_one()
-    return bytes(value)
+        rows = (
+            await conn.execute(
+                select(store_secrets.c.name, store_secrets.c.value).where(
+                    store_secrets.c.name.in_(names)
+                )
+            )
+        ).all()
+    return {row.name: bytes(row.value) for row in rows}

@@ -28,6 +28,7 @@ from foureyes.core.errors import UsageError
 from foureyes.core.tenancy import LOCAL_TENANT
 from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database
+from foureyes.store.roles import Independence, judge_independence, writable_evidence
 from foureyes.store.tables import (
     evidence_records,
     evidence_slots,
@@ -105,6 +106,9 @@ class EvidenceSnapshot:
     """The snapshot id."""
     records: Sequence[EvidenceRecord]
     """Every record of the snapshot."""
+    subject: str | None = None
+    """Whom the records are about; the database files an observation of the snapshot
+    only under this subject (revision 0018)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,7 +306,11 @@ class SqlObservationLog:
         await conn.execute(
             self._db.insert_ignoring_conflict(
                 evidence_snapshots,
-                {"catalog_sha256": snapshot.catalog_sha256, "snapshot_id": snapshot.snapshot_id},
+                {
+                    "catalog_sha256": snapshot.catalog_sha256,
+                    "snapshot_id": snapshot.snapshot_id,
+                    "subject": snapshot.subject,
+                },
                 ("catalog_sha256",),
             )
         )
@@ -376,6 +384,20 @@ class SqlObservationLog:
     ) -> None:
         if rows:
             await conn.execute(self._db.insert_ignoring_conflict_of(table, conflict), rows)
+
+    async def independence(self, *, owner_service: bool) -> Independence:
+        """Whether the owner is a trust boundary for this connection's role.
+
+        ``owner_service``: whether observations are committed by the owner service
+        rather than through this process (see :class:`~foureyes.store.roles.Independence`).
+
+        Raises:
+            StoreError: PostgreSQL's catalogue could not be read.
+        """
+        if self._db.dialect != "postgresql":
+            return judge_independence(self._db.dialect, owner_service=owner_service)
+        writable = await writable_evidence(self._db)
+        return judge_independence(self._db.dialect, owner_service=owner_service, writable=writable)
 
     async def for_subject(
         self, subject: str, *, tenant: str | None, limit: int = 100

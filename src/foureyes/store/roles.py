@@ -19,13 +19,22 @@ Roles are created ``LOGIN`` without a password when missing; set one with
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import text
 
 from foureyes.core.errors import UsageError
 from foureyes.store._database import Database
 
-__all__ = ["EVIDENCE_TABLES", "init_roles", "role_statements"]
+__all__ = [
+    "EVIDENCE_TABLES",
+    "Independence",
+    "init_roles",
+    "judge_independence",
+    "role_statements",
+    "writable_evidence",
+]
 
 EVIDENCE_TABLES = (
     "observations",
@@ -88,3 +97,70 @@ async def init_roles(db: Database, gateway: str, owner: str) -> None:
     async with db.write("init_roles") as conn:
         for statement in statements:
             await conn.execute(text(statement))
+
+
+@dataclass(frozen=True, slots=True)
+class Independence:
+    """Whether the durable owner is a trust boundary in this deployment, and why (not).
+
+    The design's durable owner "does not need to trust upstream": that holds only when the
+    process serving users cannot write what the owner guards. Reasons:
+
+    - ``sqlite_one_trust_domain``: SQLite is one file; any connection to it can drop the
+      checks, so they are a consistency check, not a boundary;
+    - ``owner_in_process``: the owner writes from the serving process (no
+      ``[evidence] owner_service_url``), so whoever controls that process holds the
+      owner's credential;
+    - ``gateway_can_write``: the serving process's store role may write (or owns) one of
+      :data:`EVIDENCE_TABLES`;
+    - ``separate_owner_service``: PostgreSQL, an owner service of its own, and a store
+      role that can only read the evidence-bound tables: independent.
+    """
+
+    independent: bool
+    """Whether a compromised serving process could not make the store persist a fact."""
+    reason: str
+    """One of the reason codes above."""
+    detail: str = ""
+    """What was found (the tables the serving role can write), secret-free."""
+
+    def to_json(self) -> dict[str, object]:
+        """``{"independent", "reason", "detail"}``."""
+        return {"independent": self.independent, "reason": self.reason, "detail": self.detail}
+
+
+def judge_independence(
+    dialect: str, *, owner_service: bool, writable: Sequence[str] = ()
+) -> Independence:
+    """Whether the owner is independent here.
+
+    Judged from the store's dialect, where the owner runs, and the evidence-bound tables
+    the serving role can write (:func:`writable_evidence`).
+    """
+    if dialect != "postgresql":
+        return Independence(False, "sqlite_one_trust_domain")
+    if not owner_service:
+        return Independence(False, "owner_in_process")
+    if writable:
+        return Independence(False, "gateway_can_write", ", ".join(sorted(writable)))
+    return Independence(True, "separate_owner_service")
+
+
+async def writable_evidence(db: Database) -> list[str]:
+    """The evidence-bound tables ``db``'s role may insert into, update, or owns (PostgreSQL).
+
+    Raises:
+        StoreError: the catalogue could not be read.
+    """
+    if db.dialect != "postgresql":
+        return list(EVIDENCE_TABLES)
+    query = text(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = current_schema() AND c.relname = ANY(:tables)"
+        " AND (pg_has_role(current_user, c.relowner, 'USAGE')"
+        " OR has_table_privilege(c.oid, 'INSERT') OR has_table_privilege(c.oid, 'UPDATE')"
+        " OR has_table_privilege(c.oid, 'DELETE') OR has_table_privilege(c.oid, 'TRUNCATE'))"
+    )
+    async with db.read("writable_evidence") as conn:
+        rows = await conn.execute(query, {"tables": list(EVIDENCE_TABLES)})
+        return sorted(str(row[0]) for row in rows)

@@ -347,6 +347,9 @@ evidence_snapshots = Table(
     metadata,
     Column("catalog_sha256", String(64), primary_key=True),
     Column("snapshot_id", String(256), nullable=False),
+    # Whom the records are about (revision 0018); NULL for snapshots held before it,
+    # which no new observation may cite.
+    Column("subject", String(256)),
 )
 """A catalog snapshot the store holds, by digest."""
 
@@ -424,6 +427,12 @@ gate_open_unknowns = Table(
     # privacy.store_raw_text is on, until text_expires_at (then purged).
     Column("text", Text, nullable=True),
     Column("text_expires_at", UTCDateTime, nullable=True, index=True),
+    # The same words for the next prompts, whatever store_raw_text says: AES-256-GCM under
+    # the store's unknowns key, bound to this row (revision 0017). Erased (NULL) when the
+    # unknown is resolved or at sealed_expires_at (privacy.unknown_retention_days after
+    # it was last raised).
+    Column("sealed_text", LargeBinary, nullable=True),
+    Column("sealed_expires_at", UTCDateTime, nullable=True, index=True),
     Column("raised_by", String(32), ForeignKey("trace_runs.trace_id"), nullable=False),
     Column("raised_at", UTCDateTime, nullable=False),
     Column("resolved_at", UTCDateTime, nullable=True),

@@ -31,7 +31,7 @@ from foureyes.store._database import Database, DriverInsert, EncodedJSON
 from foureyes.store._pending import Opening, PendingRuns
 from foureyes.store.tables import gate_open_unknowns, trace_events, trace_runs, trace_texts
 from foureyes.store.trace_list import MAX_LIST, RunFilter, RunSummary, list_query, run_tenant
-from foureyes.store.unknowns import expired_unknown_text
+from foureyes.store.unknowns import expired_unknown_erasure
 
 __all__ = ["PRIVATE_TEXT_KEY", "PurgeCounts", "SqlTraceWriter", "new_trace_id"]
 
@@ -74,7 +74,7 @@ class PurgeCounts:
     texts: int
     """Model-written event texts (verdict notes, missing items, open unknowns) erased."""
     unknowns: int
-    """Open unknowns whose text was erased (their HMAC stays)."""
+    """Open unknowns whose text or sealed words were erased (their HMAC stays)."""
     batches: int
     """Transactions it took."""
 
@@ -478,11 +478,11 @@ class SqlTraceWriter:
     ) -> PurgeCounts:
         """Erase the text whose retention has run out; how much was erased.
 
-        Raw input of runs, the private texts of events (``trace_texts``) and the text of
-        open unknowns, each when its expiry is at or before ``now``. Open unknowns recorded
-        before expiries were kept (revision 0010) are judged by the privacy settings in
-        force. HMACs stay, so purged runs still match their messages and purged unknowns
-        still match a verdict that lists them again.
+        Raw input of runs, the private texts of events (``trace_texts``), and the text and
+        sealed words of open unknowns, each when its expiry is at or before ``now``. Open
+        unknowns recorded before expiries were kept (revision 0010) are judged by the
+        privacy settings in force. HMACs stay, so purged runs still match their messages
+        and purged unknowns still match a verdict that lists them again.
 
         Work goes in transactions of at most ``batch_size`` rows per kind, until a batch
         finds nothing left: everything written later expires after ``now`` (retention is
@@ -573,14 +573,14 @@ def _purge_batch(
         )
     ).rowcount
     unknowns_c = gate_open_unknowns.c
-    expired_unknown = expired_unknown_text(cutoff, privacy)
+    expired_unknown, erased = expired_unknown_erasure(cutoff, privacy)
     unknowns = conn.execute(
         update(gate_open_unknowns)
         .where(
             expired_unknown,
             unknowns_c.id.in_(_batch(select(unknowns_c.id).where(expired_unknown), limit)),
         )
-        .values(text=None, text_expires_at=None)
+        .values(**erased)
     ).rowcount
     return inputs, texts, unknowns
 
