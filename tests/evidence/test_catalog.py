@@ -77,7 +77,7 @@ def test_item_digest_names_the_record() -> None:
         (_doc(_item(), snapshot_id=""), "snapshot_id"),
         ({"items": []}, "snapshot_id"),
         ({"snapshot_id": "s", "items": [], "owner": "x"}, "unknown key 'owner'"),
-            ({"snapshot_id": "s", "items": [], "subject": ""}, "subject"),
+        ({"snapshot_id": "s", "items": [], "subject": ""}, "subject"),
         ([], "catalog"),
     ],
 )
