@@ -45,7 +45,6 @@ from foureyes.core.deadline import Deadline
 from foureyes.core.locale import Locale
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.roles import Role
-from foureyes.core.tenancy import LOCAL_TENANT
 from foureyes.core.trace import EventKind
 from foureyes.evals.agent import AgentLoop, StopReason
 from foureyes.evals.workspace import Workspace
@@ -489,14 +488,17 @@ async def _reviewer(world: World, stack: Stack, case: str) -> Seen:
 
 
 async def _selector(world: World, stack: Stack, case: str) -> Seen:
+    catalog = example_catalog()
+    assert catalog.subject is not None
+    # Each case its own tenant: the subject is the catalog's own (issue 37).
     outcome = await select_facts(
-        example_catalog(),
-        FactsRequest(subject=case, task="plan the week's training"),
+        catalog,
+        FactsRequest(subject=catalog.subject, tenant=case, task="plan the week's training"),
         selector=stack.selector,
         owner=world.owner,
         traces=world.store.traces,
     )
-    committed = await world.store.observations.for_subject(case, tenant=LOCAL_TENANT)
+    committed = await world.store.observations.for_subject(catalog.subject, tenant=case)
     assert bool(committed) == outcome.ok
     detail = ""
     if isinstance(outcome.selection, SelectorFailed):
