@@ -185,9 +185,11 @@ def _facts_owner(cfg: Config) -> dict[str, object] | None:
     """Whether ``[evidence]``'s owner would be independent, as far as the config says."""
     if not cfg.evidence.configured:
         return None
+    from sqlalchemy.engine import make_url
+
     from foureyes.store.roles import judge_independence
 
-    dialect = "postgresql" if cfg.store.url.startswith("postgresql") else "sqlite"
+    dialect = make_url(cfg.store.url).get_backend_name()  # store.url is checked already
     found = judge_independence(dialect, owner_service=cfg.evidence.owner_service_url is not None)
     return {
         "independent": found.independent,

@@ -100,7 +100,6 @@ class RemoteOwner:
         # Imported here: `import foureyes.evidence` needs no HTTP client (the slim install).
         import httpx
 
-        self._errors: tuple[type[Exception], ...] = (httpx.HTTPError,)
         self.url = url.rstrip("/")
         self._client = httpx.AsyncClient(
             base_url=self.url,
@@ -125,12 +124,14 @@ class RemoteOwner:
                 answered something that is not a commit result. Whether it persisted is
                 then unknown, and a retry writes nothing twice.
         """
+        import httpx  # loaded by __init__ already
+
         body = OwnerCommit(subject=subject, tenant=tenant, trace_id=trace_id, claim=claim)
         try:
             response = await self._client.post(
                 OWNER_COMMIT_PATH, content=body.model_dump_json(), headers=_JSON
             )
-        except self._errors as exc:
+        except httpx.HTTPError as exc:
             raise StoreError("owner_commit", type(exc).__name__) from exc
         if response.status_code not in (200, 409):
             raise StoreError("owner_commit", f"the owner service answered {response.status_code}")

@@ -231,15 +231,14 @@ def facts_router(services: Callable[[Request], FactsServices]) -> APIRouter:
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> JSONResponse:
         """The subject's most recent observations of this key (admin: of every key)."""
-        log = services(request).store.observations
+        service = services(request)
+        log = service.store.observations
         tenant = None if principal.scope is KeyScope.ADMIN else principal.tenant
         try:
             rows = await log.for_subject(subject, tenant=tenant, limit=limit)
         except StoreError as exc:
             return _problem(503, "StoreError", [str(exc)])
         listed = [row.to_json() for row in rows]
-        return JSONResponse(
-            {"subject": subject, "observations": listed} | _independence(services(request))
-        )
+        return JSONResponse({"subject": subject, "observations": listed} | _independence(service))
 
     return router

@@ -394,10 +394,9 @@ class SqlObservationLog:
         Raises:
             StoreError: PostgreSQL's catalogue could not be read.
         """
-        if self._db.dialect != "postgresql":
-            return judge_independence(self._db.dialect, owner_service=owner_service)
-        writable = await writable_evidence(self._db)
-        return judge_independence(self._db.dialect, owner_service=owner_service, writable=writable)
+        dialect = self._db.dialect
+        writable = await writable_evidence(self._db) if dialect == "postgresql" else []
+        return judge_independence(dialect, owner_service=owner_service, writable=writable)
 
     async def for_subject(
         self, subject: str, *, tenant: str | None, limit: int = 100
