@@ -43,6 +43,8 @@ __all__ = [
     "DEFAULT_MUTATING_TOOLS",
     "EvidenceConfig",
     "GateConfig",
+    "InputConfig",
+    "InputPatternConfig",
     "OFFLINE_ROUTE",
     "PrivacyConfig",
     "ReviewConfig",
@@ -637,6 +639,65 @@ class EvidenceConfig(_Section):
         )
 
 
+class InputPatternConfig(_Section):
+    """``[input.patterns.NAME]``: one check of the team's own patterns; NAME is its id.
+
+    Each pattern is matched on the text as written and on its keyword fold (case,
+    invisible characters, width and spacing tricks undone), as the gate's
+    ``rule_patterns`` are; every match is a finding of ``category``.
+    """
+
+    category: Literal["prompt_injection", "jailbreak", "pii", "unsafe_content", "off_topic"]
+    """The category a match is a finding of (:class:`foureyes.inputs.InputCategory`)."""
+    patterns: tuple[Annotated[str, Field(min_length=1, max_length=2000)], ...] = Field(
+        min_length=1, max_length=200
+    )
+    """Python regular expressions. One that does not compile, or that matches the empty
+    string (it would match at every position), is a configuration error."""
+    detects: str = Field(default="", max_length=200)
+    """What the patterns detect, for the catalogue line; empty: ``team patterns``."""
+    languages: tuple[Annotated[str, Field(min_length=1, max_length=20)], ...] = Field(
+        default=("*",), min_length=1
+    )
+    """The languages the patterns are written for (``en``, ``zh-Hans``, ``zh-Hant``);
+    ``*``: any."""
+
+
+class InputConfig(_Section):
+    """``[input]``: the deterministic input checks (:mod:`foureyes.inputs`, docs/inputs.md).
+
+    The checks are a library today: the gateway does not run them yet (issue 42).
+    """
+
+    max_chars: int = Field(default=200_000, ge=1, le=5_000_000)
+    """Longest text the checks judge, in characters; a longer one is not scanned at all
+    and its scan says so (``refused = too_long``), so no caller can take it as clean."""
+    encoded_depth: int = Field(default=3, ge=1, le=6)
+    """How many nested encodings (base64 of hex of percent-encoding ...) the
+    encoded-payload check decodes; text still encoded below that depth is a finding."""
+    patterns: dict[str, InputPatternConfig] = Field(default_factory=dict)
+    """The team's own pattern checks by id (``[a-z][a-z0-9_]*``, not a registered check's
+    id)."""
+
+    @model_validator(mode="after")
+    def _patterns_compile(self) -> InputConfig:
+        problems = []
+        for name, check in self.patterns.items():
+            if not re.fullmatch(r"[a-z][a-z0-9_]{0,40}", name):
+                problems.append(f"input.patterns: {name!r} is not a check id ([a-z][a-z0-9_]*)")
+            for pattern in check.patterns:
+                try:
+                    compiled = re.compile(pattern)
+                except re.error as exc:
+                    problems.append(f"input.patterns.{name}: {pattern!r} is invalid: {exc}")
+                    continue
+                if compiled.fullmatch("") is not None:
+                    problems.append(f"input.patterns.{name}: {pattern!r} matches the empty string")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
 class ServerConfig(_Section):
     """``[server]``: the HTTP service, its API keys and its request limits.
 
@@ -768,6 +829,8 @@ class Config(BaseSettings):
     """HTTP service."""
     evidence: EvidenceConfig = EvidenceConfig()
     """The server's catalog source and kinds for evidence-bound facts."""
+    input: InputConfig = InputConfig()
+    """Input checks (a library for now; the gateway does not run them yet)."""
 
     @classmethod
     def settings_customise_sources(

@@ -1,11 +1,13 @@
-"""Plugins: route kinds and rules that installed distributions register by entry point.
+"""Plugins: route kinds, rules and input checks that installed distributions register.
 
-Two entry-point groups extend foureyes, and foureyes registers its own built-ins through
+Three entry-point groups extend foureyes, and foureyes registers its own built-ins through
 them exactly as a third party would (``pyproject.toml``), so a built-in has no back door:
 
 - ``foureyes.route_kinds``: name = a route ``kind``, object = a provider factory
   (:data:`foureyes.llm.routes.ProviderFactory`);
-- ``foureyes.rules``: name = a rule id, object = a :class:`foureyes.gate.rules.Rule`.
+- ``foureyes.rules``: name = a rule id, object = a :class:`foureyes.gate.rules.Rule`;
+- ``foureyes.checks``: name = an input check id, object = a
+  :class:`foureyes.inputs.InputCheck` (docs/inputs.md).
 
 Each group is read from the installed metadata once per process (:func:`load`). A plugin
 that cannot be imported, whose object is not of its group's type, or whose name another
@@ -24,12 +26,14 @@ from typing import Generic, TypeVar
 
 from foureyes.core.errors import ConfigError
 
-__all__ = ["BUILTIN_DISTRIBUTION", "Plugin", "ROUTE_KINDS", "RULES", "load"]
+__all__ = ["BUILTIN_DISTRIBUTION", "CHECKS", "Plugin", "ROUTE_KINDS", "RULES", "load"]
 
 ROUTE_KINDS = "foureyes.route_kinds"
 """The entry-point group of route kinds."""
 RULES = "foureyes.rules"
 """The entry-point group of rules."""
+CHECKS = "foureyes.checks"
+"""The entry-point group of input checks."""
 BUILTIN_DISTRIBUTION = "foureyes"
 """The distribution whose entry points are the built-ins."""
 
@@ -41,7 +45,7 @@ class Plugin(Generic[T]):
     """One loaded entry point."""
 
     name: str
-    """The entry point's name: the route kind or rule id it registers."""
+    """The entry point's name: the route kind, rule id or check id it registers."""
     value: str
     """What it points at, ``module:attribute``."""
     distribution: str
