@@ -82,7 +82,11 @@ async def test_report_of_a_triage_run(tmp_path: Path, triage_store: Store) -> No
     files = await write_report(triage_store, "t", tmp_path / "out")
     page = files.html.read_text(encoding="utf-8")
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == 3 + TRIAGE_ARMS
+    # Offline, L1 and L2 agree: no arm corrects the baseline, so there is no corrections
+    # plot but a sentence saying why (tests/evals/test_report_readable.py).
+    assert len(images) == 2 + TRIAGE_ARMS
+    none = report_strings().text("plot.corrections.none", Locale.EN).format(baseline="l1-only")
+    assert html.escape(none) in page
     assert all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
     assert "http://" not in page and "https://" not in page
     summary = files.markdown.read_text(encoding="utf-8")
@@ -260,6 +264,8 @@ async def test_without_matplotlib_the_report_is_written_and_says_why_it_has_no_p
         assert note in " ".join(child.stderr.split())
     page = (out / "t.html").read_text(encoding="utf-8")
     assert "<img" not in page and html.escape(note) in page
+    # The plots are there all the same, drawn as SVG (no corrections offline: see above).
+    assert page.count("<svg ") == 2 + TRIAGE_ARMS
     assert "critical recall" in page  # the tables are all there
     assert "critical recall" in (out / "t.md").read_text(encoding="utf-8")
 

@@ -101,7 +101,7 @@ async def test_the_report_is_the_view_of_the_run_in_the_language_asked(
     assert body["locale"] == locale.value and ODD_ID in body["title"]
     triage = load_suite(suite_path("triage"))
     assert len(body["arms"]["rows"]) == len(triage.arms)
-    assert len(body["plots"]["items"]) == 3 and len(body["confusions"]["items"]) == 3
+    assert len(body["plots"]["items"]) == 2 and len(body["confusions"]["items"]) == 3
     for plot in body["plots"]["items"] + body["confusions"]["items"]:
         assert base64.b64decode(plot["png_base64"]).startswith(b"\x89PNG")
 

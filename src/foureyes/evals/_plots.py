@@ -1,6 +1,10 @@
-"""The report's plots, drawn with matplotlib (Agg) and returned as PNG bytes.
+"""The report's plots: what each one shows (pure), drawn with matplotlib (Agg) as PNG.
 
-Their words come in the report's locale (:class:`PlotText`). Chinese needs a font with
+What a plot shows is computed here once, without matplotlib, by pure functions
+(:func:`correction_bars`, :func:`cost_points`, :func:`confusion_cells`, and the colours
+of :func:`cell_fill` and :func:`text_colour`); matplotlib draws it below, and
+:mod:`foureyes.evals._svg` draws the very same data as SVG where matplotlib is not
+installed. Their words come in the report's locale (:class:`PlotText`). Chinese needs a font with
 ideographs, which matplotlib does not ship: the first of the usual CJK families found on
 the machine is used (fonts installed after matplotlib built its font cache are looked
 for too), with DejaVu Sans for Latin text. When there is none, the plots of a Chinese
@@ -31,17 +35,32 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "ARM_COLOURS",
     "CONFUSION",
     "CORRECTIONS",
     "COST_BENEFIT",
+    "ConfusionCell",
+    "CostPoint",
+    "MIN_CONTRAST",
     "PASS_RATE",
     "Plot",
     "PlotText",
+    "ShareBars",
+    "available",
+    "cell_fill",
     "cjk_font",
+    "confusion_cells",
     "confusion_png",
-    "cost_benefit_png",
+    "contrast_ratio",
+    "correction_bars",
     "corrections_png",
+    "cost_benefit_png",
+    "cost_limits",
+    "cost_points",
+    "has_expected",
     "pass_rate_png",
+    "relative_luminance",
+    "text_colour",
 ]
 
 # Families with both Simplified and Traditional ideographs, most common first.
@@ -155,6 +174,250 @@ class PlotText:
         return text.format(**values) if values else text
 
 
+# ---- what the plots show: pure, no matplotlib ---------------------------------------
+
+ARM_COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+"""The colour of the n-th arm (cycled), the same in the PNG and the SVG plots."""
+
+MIN_CONTRAST = 4.5
+"""WCAG 2's contrast ratio for normal text (AA), which every count in a heat map meets."""
+
+# Light to mid-dark blue-green, in sRGB: an empty cell stays pale (a count on it reads
+# dark), the fullest is a mid blue (a count on it reads white), never navy or black.
+_RAMP = ("#f4f9fc", "#c9e4ec", "#83c3cf", "#3f92b0", "#1f5f8b")
+_DARK_INK = "#000000"
+_LIGHT_INK = "#ffffff"
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    """``#rrggbb`` as three channels 0..255.
+
+    Raises:
+        ValueError: ``colour`` is not ``#rrggbb``.
+    """
+    if not re.fullmatch(r"#[0-9a-fA-F]{6}", colour):
+        raise ValueError(f"not a #rrggbb colour: {colour!r}")
+    return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
+
+
+def relative_luminance(colour: str) -> float:
+    """WCAG 2's relative luminance of ``#rrggbb`` (0 black .. 1 white).
+
+    Raises:
+        ValueError: ``colour`` is not ``#rrggbb``.
+    """
+
+    def linear(channel: int) -> float:
+        c = channel / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(c) for c in _rgb(colour))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast_ratio(first: str, second: str) -> float:
+    """WCAG 2's contrast ratio of two ``#rrggbb`` colours (1 .. 21, order free).
+
+    Raises:
+        ValueError: a colour is not ``#rrggbb``.
+    """
+    a, b = sorted((relative_luminance(first), relative_luminance(second)))
+    return (b + 0.05) / (a + 0.05)
+
+
+def text_colour(background: str) -> str:
+    """The ink for text on ``background``: black or white, whichever contrasts more.
+
+    Against pure black and white, the better of the two is at least 4.58:1 on any
+    background, above :data:`MIN_CONTRAST`.
+
+    Raises:
+        ValueError: ``background`` is not ``#rrggbb``.
+    """
+    dark = contrast_ratio(background, _DARK_INK)
+    light = contrast_ratio(background, _LIGHT_INK)
+    return _DARK_INK if dark >= light else _LIGHT_INK
+
+
+def cell_fill(count: int, peak: int) -> str:
+    """The fill of a heat-map cell holding ``count`` of at most ``peak`` (``#rrggbb``).
+
+    Interpolated along a light-to-mid-blue ramp; ``count`` is clamped to ``0..peak`` and a
+    ``peak`` below 1 counts as 1 (an empty matrix is pale all over).
+    """
+    share = min(max(count, 0), max(peak, 1)) / max(peak, 1)
+    position = share * (len(_RAMP) - 1)
+    low = min(int(position), len(_RAMP) - 2)
+    t = position - low
+    start, end = _rgb(_RAMP[low]), _rgb(_RAMP[low + 1])
+    r, g, b = (round(a + (z - a) * t) for a, z in zip(start, end, strict=True))
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfusionCell:
+    """One cell of an arm's confusion matrix, with the colours it is drawn in."""
+
+    expected: str
+    """The row: the case's label."""
+    predicted: str
+    """The column: the arm's label (``none`` when it gave none)."""
+    count: int
+    """Pairs with that expected and predicted label."""
+    fill: str
+    """The cell's colour (:func:`cell_fill`)."""
+    ink: str
+    """The count's colour (:func:`text_colour` of :attr:`fill`)."""
+
+
+def confusion_cells(metrics: RunMetrics, arm: str) -> tuple[tuple[ConfusionCell, ...], ...]:
+    """``arm``'s confusion matrix, row by expected label, columns the labels then ``none``.
+
+    Empty when the run has no label set. Every count is in its cell's :attr:`ink`,
+    which contrasts with the cell's :attr:`fill` by at least :data:`MIN_CONTRAST`.
+
+    Raises:
+        KeyError: ``arm`` has no confusion matrix in ``metrics``.
+    """
+    table = metrics.confusions[arm]
+    rows = list(metrics.labels)
+    cols = [*rows, "none"]
+    peak = max((table[r][c] for r in rows for c in cols), default=0)
+
+    def cell(r: str, c: str) -> ConfusionCell:
+        fill = cell_fill(table[r][c], peak)
+        return ConfusionCell(r, c, table[r][c], fill, text_colour(fill))
+
+    return tuple(tuple(cell(r, c) for c in cols) for r in rows)
+
+
+def has_expected(metrics: RunMetrics, arm: str) -> bool:
+    """Whether ``arm``'s confusion matrix counts any pair (some case had an expected label)."""
+    table = metrics.confusions.get(arm, {})
+    return any(count for row in table.values() for count in row.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ShareBars:
+    """One non-baseline arm in the corrections plot: its two shares of the paired cases."""
+
+    arm: str
+    """The arm."""
+    correction: float
+    """Share the baseline got wrong and the arm right."""
+    false_diversion: float
+    """Share the baseline got right and the arm wrong."""
+
+
+def correction_bars(metrics: RunMetrics) -> tuple[ShareBars, ...]:
+    """The bars of the corrections plot, one pair per non-baseline arm, in arm order.
+
+    Empty when there is nothing to draw: no arm but the baseline, or no arm corrected or
+    diverted any paired case (every arm passed and failed where the baseline did). The
+    report then says so in a sentence instead of drawing empty axes.
+    """
+    bars = tuple(
+        ShareBars(a.arm, a.correction_rate or 0.0, a.false_diversion_rate or 0.0)
+        for a in metrics.arms
+        if a.arm != metrics.baseline
+    )
+    return bars if any(b.correction or b.false_diversion for b in bars) else ()
+
+
+@dataclass(frozen=True, slots=True)
+class CostPoint:
+    """One arm in the cost-against-benefit plot."""
+
+    arm: str
+    """The arm."""
+    cost_usd: float
+    """Mean cost per case (the x value, never moved)."""
+    pass_rate: float
+    """Pass rate (the y value, never moved)."""
+    colour: str
+    """The arm's colour (:data:`ARM_COLOURS`)."""
+    marker: int
+    """The arm's marker shape, an index into the renderer's shapes."""
+    offset: float
+    """Sideways shift of the marker, in marker widths: 0 for an arm alone, spread evenly
+    around 0 for arms whose markers would cover each other."""
+    together: tuple[str, ...]
+    """Every arm drawn at (or next to) this point, itself included, in arm order."""
+
+
+_NEAR_X = 0.03
+"""Two markers cover each other when closer than this share of the cost axis..."""
+_NEAR_Y = 0.05
+"""...and this share of the pass-rate axis."""
+
+
+def cost_points(metrics: RunMetrics) -> tuple[CostPoint, ...]:
+    """The points of the cost-against-benefit plot, one per arm, in arm order.
+
+    Arms whose markers would overlap (closer than 3 % of the cost range and 5 points of
+    pass rate, chained) are spread side by side: the n-th of ``k`` such arms, in arm
+    order, is offset by ``n - (k - 1) / 2`` marker widths. The rule depends only on the
+    values, so the same run is drawn the same way every time, and no arm is hidden.
+    """
+    arms = list(metrics.arms)
+    costs = [a.mean_cost_usd for a in arms]
+    span = (max(costs) - min(costs)) if costs else 0.0
+    # Union-find over "would overlap": a chain of near markers is one group.
+    parent = list(range(len(arms)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, a in enumerate(arms):
+        for j in range(i):
+            b = arms[j]
+            dx = abs(a.mean_cost_usd - b.mean_cost_usd) / span if span else 0.0
+            dy = abs(a.pass_rate.estimate - b.pass_rate.estimate)
+            if dx < _NEAR_X and dy < _NEAR_Y:
+                parent[root(i)] = root(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(arms)):
+        groups.setdefault(root(i), []).append(i)
+    points = []
+    for i, a in enumerate(arms):
+        group = groups[root(i)]
+        slot = group.index(i)
+        points.append(
+            CostPoint(
+                arm=a.arm,
+                cost_usd=a.mean_cost_usd,
+                pass_rate=a.pass_rate.estimate,
+                colour=ARM_COLOURS[i % len(ARM_COLOURS)],
+                marker=i,
+                offset=slot - (len(group) - 1) / 2,
+                together=tuple(arms[k].arm for k in group),
+            )
+        )
+    return tuple(points)
+
+
+def cost_limits(points: tuple[CostPoint, ...]) -> tuple[float, float]:
+    """The cost axis's range: every point inside with a margin, never of zero width."""
+    costs = [p.cost_usd for p in points] or [0.0]
+    low, high = min(costs), max(costs)
+    pad = (high - low) * 0.08 if high > low else max(abs(high) * 0.5, 0.001)
+    return low - pad, high + pad
+
+
 @contextmanager
 def _figure(text: PlotText, size: tuple[float, float]) -> Iterator[tuple[Figure, Axes]]:
     # Named families, not the generic "sans-serif": matplotlib falls back glyph by glyph
@@ -244,21 +507,23 @@ def _pass_rate(fig: Figure, ax: Axes, metrics: RunMetrics, text: PlotText) -> No
 
 
 def _corrections(fig: Figure, ax: Axes, metrics: RunMetrics, text: PlotText) -> None:
-    arms = [a for a in metrics.arms if a.arm != metrics.baseline]
-    xs = range(len(arms))
+    bars = correction_bars(metrics)
+    xs = range(len(bars))
     ax.bar(
         [x - 0.2 for x in xs],
-        [a.correction_rate or 0 for a in arms],
+        [b.correction for b in bars],
         0.4,
+        color=ARM_COLOURS[0],
         label=text("corrections.correction"),
     )
     ax.bar(
         [x + 0.2 for x in xs],
-        [a.false_diversion_rate or 0 for a in arms],
+        [b.false_diversion for b in bars],
         0.4,
+        color=ARM_COLOURS[1],
         label=text("corrections.false_diversion"),
     )
-    _ticks(ax, [a.arm for a in arms])
+    _ticks(ax, [b.arm for b in bars])
     ax.set_ylim(0, 1.05)
     ax.set_ylabel(_wrap(text("corrections.y", baseline=metrics.baseline), 28))
     ax.set_title(text("corrections.title"))
@@ -266,18 +531,31 @@ def _corrections(fig: Figure, ax: Axes, metrics: RunMetrics, text: PlotText) -> 
     fig.legend(loc="outside lower center", ncols=2)
 
 
+# Matplotlib's shapes for CostPoint.marker (cycled); _svg draws the same ones.
+_MARKERS = "osD^v"
+_MARKER_POINTS = 9.0
+"""One marker width, in points: the unit of CostPoint.offset."""
+
+
 def _cost_benefit(fig: Figure, ax: Axes, metrics: RunMetrics, text: PlotText) -> None:
-    # Each arm a series named in the legend: arms of the same cost and pass rate (all
-    # offline arms cost 0) would otherwise write their names on top of each other.
-    markers = "osD^vP*X"
-    for n, a in enumerate(metrics.arms):
+    # Each arm a series named in the legend, and arms whose markers would cover each
+    # other set side by side (cost_points): all offline arms cost 0, say.
+    from matplotlib.transforms import ScaledTranslation
+
+    for p in cost_points(metrics):
+        shift = ScaledTranslation(p.offset * _MARKER_POINTS / 72, 0, fig.dpi_scale_trans)
         ax.scatter(
-            a.mean_cost_usd,
-            a.pass_rate.estimate,
+            p.cost_usd,
+            p.pass_rate,
             s=60,
-            marker=markers[n % len(markers)],
-            label=a.arm,
+            color=p.colour,
+            marker=_MARKERS[p.marker % len(_MARKERS)],
+            label=p.arm,
+            transform=ax.transData + shift,
+            clip_on=False,
+            zorder=3,
         )
+    ax.set_xlim(*cost_limits(cost_points(metrics)))
     ax.set_xlabel(text("cost.x"))
     ax.set_ylabel(text("cost.y"))
     ax.set_ylim(0, 1.05)
@@ -286,18 +564,17 @@ def _cost_benefit(fig: Figure, ax: Axes, metrics: RunMetrics, text: PlotText) ->
 
 
 def _confusion(fig: Figure, ax: Axes, metrics: RunMetrics, text: PlotText, arm: str) -> None:
-    table = metrics.confusions[arm]
+    cells = confusion_cells(metrics, arm)
     rows = list(metrics.labels)
-    cols = [*rows, "none"]
-    values = [[table[r][c] for c in cols] for r in rows]
-    ax.imshow(values, cmap="Blues")
+    # The cells' own colours (not a colormap's): the inks were chosen against them.
+    ax.imshow([[tuple(v / 255 for v in _rgb(c.fill)) for c in row] for row in cells])
     _ticks(ax, [*rows, text("confusion.none")])
     ax.set_yticks(range(len(rows)), rows)
     ax.set_xlabel(text("confusion.predicted"))
     ax.set_ylabel(text("confusion.expected"))
-    for i, row in enumerate(values):
-        for j, count in enumerate(row):
-            ax.text(j, i, str(count), ha="center", va="center")
+    for i, row in enumerate(cells):
+        for j, c in enumerate(row):
+            ax.text(j, i, str(c.count), ha="center", va="center", color=c.ink)
     ax.set_title(_wrap(text("confusion.title", arm=arm), 40))
 
 

@@ -6,8 +6,9 @@ pair counts as not passed (a system that answers nothing did not get the case ri
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from foureyes.evals.stats import (
@@ -26,12 +27,17 @@ __all__ = [
     "ArmMetrics",
     "Contrast",
     "DEFAULT_CONTRASTS",
+    "FAILED",
+    "PASSED",
     "PairRecord",
     "ReviewMetrics",
     "RunMetrics",
     "TriageAgreement",
+    "VERIFIER_REJECTED",
+    "WRONG_LABEL",
     "compute_metrics",
     "confusion",
+    "outcome_of",
 ]
 
 _ELEVATED = frozenset({"high", "critical"})
@@ -59,6 +65,40 @@ class PairRecord:
     """Wall time."""
     detail: Mapping[str, Any]
     """Kind-specific facts."""
+    failure: str | None = None
+    """Why the pair failed (its stored reason code: ``route_failed``, ``review_timeout``,
+    ``reviewer_offline``, ...), ``None`` when it did not."""
+    verifier: str | None = None
+    """What the case's verifier said (``passed``, ``rejected``, ...), ``None`` without one."""
+
+
+PASSED = "passed"
+"""The outcome of a pair that passed."""
+WRONG_LABEL = "wrong_label"
+"""The outcome of a pair that answered, with a label other than the case's."""
+VERIFIER_REJECTED = "verifier_rejected"
+"""The outcome of a pair that answered and whose verifier rejected the answer."""
+FAILED = "failed"
+"""The outcome of a failed pair stored without a reason (results of older releases)."""
+
+
+def outcome_of(record: PairRecord) -> str:
+    """Why ``record`` passed or did not, as one code (a pair counts under exactly one).
+
+    :data:`PASSED`; a failed pair's own reason (:attr:`PairRecord.failure`, else
+    :data:`FAILED`); :data:`VERIFIER_REJECTED` when its verifier rejected the answer;
+    else :data:`WRONG_LABEL`, followed by the gate's reason when the pair has one
+    (``wrong_label:insufficient``: the gate fell back, so a must-pass draft was blocked).
+    """
+    if record.passed:
+        return PASSED
+    if record.failed:
+        return record.failure or FAILED
+    verifier = record.verifier or record.detail.get("verifier")
+    if verifier == "rejected":
+        return VERIFIER_REJECTED
+    reason = record.detail.get("reason")
+    return f"{WRONG_LABEL}:{reason}" if isinstance(reason, str) and reason else WRONG_LABEL
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +204,9 @@ class ArmMetrics:
     sample_spread: float | None = None
     """With several samples per case: the mean, over cases, of the variance of the pass
     indicator across that case's samples (0: every sample of a case agreed)."""
+    outcomes: Mapping[str, int] = field(default_factory=dict)
+    """The arm's pairs counted by :func:`outcome_of` (passed, each failure reason, wrong
+    label, rejected by the verifier), most frequent first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +399,9 @@ def _arm(
             else None
         ),
         sample_spread=_sample_spread(rows),
+        outcomes=dict(
+            sorted(Counter(map(outcome_of, rows)).items(), key=lambda item: (-item[1], item[0]))
+        ),
     )
 
 

@@ -701,15 +701,35 @@
     ];
   }
 
-  /** A group of plots; only base64 text ever becomes an image's data: URL. */
+  /** Sentences of the report view, each a paragraph of text (never markup). */
+  function reportNotes(notes, cls = "note") {
+    return (Array.isArray(notes) ? notes : [])
+      .filter((n) => typeof n === "string" && n)
+      .map((n) => h("p", { class: cls }, n));
+  }
+
+  /**
+   * A group of plots and why any is left out; nothing when it has neither. Only base64
+   * text ever becomes an image's data: URL, and an SVG (drawn by the server where
+   * matplotlib is missing) is shown as an image too, so nothing in it can run.
+   */
   function reportPlots(group) {
     if (!group || !Array.isArray(group.items)) return [];
+    const source = (p) => {
+      if (typeof p.png_base64 === "string" && BASE64.test(p.png_base64)) {
+        return `data:image/png;base64,${p.png_base64}`;
+      }
+      if (typeof p.svg_base64 === "string" && BASE64.test(p.svg_base64)) {
+        return `data:image/svg+xml;base64,${p.svg_base64}`;
+      }
+      return null;
+    };
     const images = group.items
-      .filter((p) => typeof p.png_base64 === "string" && BASE64.test(p.png_base64))
-      .map((p) => h("img", { class: "plot", alt: String(p.alt ?? ""),
-        src: `data:image/png;base64,${p.png_base64}` }));
-    const note = typeof group.note === "string" ? [h("p", { class: "note" }, group.note)] : [];
-    return [h("h4", {}, group.heading), ...note, h("div", { class: "plots" }, images)];
+      .filter((p) => p && source(p))
+      .map((p) => h("img", { class: "plot", alt: String(p.alt ?? ""), src: source(p) }));
+    const notes = reportNotes([group.note, ...(Array.isArray(group.notes) ? group.notes : [])]);
+    if (!images.length && !notes.length) return [];
+    return [h("h4", {}, group.heading), ...notes, h("div", { class: "plots" }, images)];
   }
 
   async function openReport(id) {
@@ -734,6 +754,9 @@
       ...reportTable(view.facts),
       ...(view.power ? [h("p", { class: "report-power" }, view.power)] : []),
       ...reportTable(view.arms),
+      ...reportNotes(view.caveats, "report-caveat explain"),
+      ...reportTable(view.failure_reasons),
+      ...reportNotes([view.failure_note]),
       ...reportTable(view.contrasts),
       ...reportTable(view.review),
       ...reportPlots(view.plots),
