@@ -33,3 +33,37 @@ def test_the_l0_benchmark_runs_without_the_data_and_says_it_used_synthetic_messa
     assert report["skipped"] and "no-data" in report["skipped"][0]
     # Every fourth synthetic message is full length, so that figure has data too.
     assert report["full_length_texts"] == 3 and report["full_length_median_us"] is not None
+
+
+def test_the_cli_startup_benchmark_runs_every_command_and_reports_ratios() -> None:
+    # One round: the four commands ran (each must exit 0) and the report names them all;
+    # the numbers themselves are not asserted.
+    result = subprocess.run(
+        [sys.executable, "benchmarks/cli_startup.py", "--rounds", "1", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    commands = [row["command"] for row in report["results"]]
+    assert commands == [
+        "python -c pass",
+        "python -c 'import foureyes'",
+        "foureyes --help",
+        "foureyes trace list",
+    ]
+    assert report["rounds"] == 1 and report["goal_ratio"] == 10.0
+    assert len(report["load_before"]) == 3 and report["results"][0]["ratio"] == 1.0
+
+
+def test_the_cli_startup_benchmark_refuses_zero_rounds() -> None:
+    result = subprocess.run(
+        [sys.executable, "benchmarks/cli_startup.py", "--rounds", "0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and "--rounds" in result.stderr

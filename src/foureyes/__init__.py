@@ -9,11 +9,10 @@ import typing
 # First: the server's modules read it while this package is still being imported.
 __version__ = "0.1.0"
 
-from foureyes.config import Config, load_config
-from foureyes.core.errors import FoureyesError
-from foureyes.core.reasons import ReasonCode
-
 if typing.TYPE_CHECKING:
+    from foureyes.config import Config, load_config
+    from foureyes.core.errors import FoureyesError
+    from foureyes.core.reasons import ReasonCode
     from foureyes.guard import Guard, SyncGuard
 
 # A library configures no output of its own (the logging HOWTO's advice): without this, a
@@ -31,9 +30,19 @@ __all__ = [
     "load_config",
 ]
 
-# Imported on first use: the guard opens the whole runtime (server, pipeline, store), which
-# `import foureyes.<anything>` (every CLI command, the simulator) need not pay for.
-_LAZY = {"Guard": "foureyes.guard", "SyncGuard": "foureyes.guard"}
+# Imported on first use, because `import foureyes.<anything>` (every CLI command, the
+# simulator) runs this file first: the guard loads the pipeline and the store, the config
+# pydantic-settings (about 0.25 s of CPU), and `foureyes.core` the whole core (about
+# 0.07 s); benchmarks/README.md, "Starting the command line". tests/test_import_cost.py
+# holds `import foureyes` to this file alone.
+_LAZY = {
+    "Config": "foureyes.config",
+    "FoureyesError": "foureyes.core.errors",
+    "Guard": "foureyes.guard",
+    "ReasonCode": "foureyes.core.reasons",
+    "SyncGuard": "foureyes.guard",
+    "load_config": "foureyes.config",
+}
 
 
 def __getattr__(name: str) -> typing.Any:

@@ -8,7 +8,8 @@
 
 :class:`Guard` opens the same :class:`~foureyes.pipeline.Runtime` as ``foureyes serve``
 and turns OpenAI-format input into the same pipeline calls as the gateway, through the
-gateway's own request models: :meth:`Guard.check` is ``POST /v1/check``,
+gateway's own request models and their translation (:mod:`foureyes.wire`, which loads
+no web framework): :meth:`Guard.check` is ``POST /v1/check``,
 :meth:`Guard.check_stream` is ``POST /v1/check/stream``, :meth:`Guard.reply` is
 ``POST /v1/chat/completions`` and :meth:`Guard.triage` is ``POST /v1/assess`` (under
 the ``local`` tenant, as a caller without an API key), so the same input gets the same
@@ -51,35 +52,35 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from foureyes.config import Config, load_config
 from foureyes.core.errors import ContractError, UsageError
-from foureyes.core.tenancy import LOCAL_TENANT, new_conversation_id
-from foureyes.gate import GivenDraft, ToolCallCheck, ToolCallRefused
+from foureyes.core.locale import Locale
+from foureyes.core.tenancy import LOCAL_TENANT
+from foureyes.gate import CrisisReply, GivenDraft, ReplyMode, ToolCallCheck, ToolCallRefused
 from foureyes.pipeline import Runtime, SupportOutcome
 from foureyes.review.deliberate import DeliberateResult, deliberate_tool, run_deliberate
 from foureyes.review.projection import Mask, Projection, ProjectionSkipped, Window
 from foureyes.review.request import RequestMode
 from foureyes.review.reviewer import SessionReview, project_session
 from foureyes.review.session import Session
-from foureyes.risk.assess import Turn as RiskTurn
-from foureyes.risk.result import RunPurpose, TriageResult
-from foureyes.risk.triage import TriageRequest
-from foureyes.server.api import AssessBody
-from foureyes.server.draft_stream import DraftTooLarge
-from foureyes.server.errors import ApiError
-from foureyes.server.gateway import (
+from foureyes.risk.result import TriageResult
+from foureyes.store import Store
+from foureyes.wire import (
     GATEWAY_MODEL,
+    AssessBody,
     ChatCompletionRequest,
     CheckRequest,
     CheckStreamRequest,
     DraftBody,
+    DraftTooLarge,
+    InvalidRequest,
+    ReviewBody,
     streamed_draft,
     support_message,
+    triage_request,
 )
-from foureyes.server.review_api import ReviewBody
-from foureyes.store import Store
 
 __all__ = ["Draft", "Guard", "INVALID_INPUT", "Messages", "StoreChoice", "SyncGuard"]
 
@@ -110,6 +111,16 @@ def _validate(model: type[_Model], call: str, body: dict[str, Any]) -> _Model:
         raise ContractError(call, INVALID_INPUT, f"{where}: {first['msg']}") from None
 
 
+class _CrisisOptions(BaseModel):
+    """The arguments of :meth:`Guard.crisis_reply`, checked as a request's are."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    locale: Locale
+    region: str | None = Field(default=None, pattern=r"^[A-Z]{2}$")
+    mode: Literal["support", "guard"]
+
+
 def _dicts(call: str, field: str, items: object) -> list[dict[str, Any]]:
     """``items`` as a list of JSON objects (messages, turns, sources, tools)."""
     if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
@@ -120,8 +131,8 @@ def _dicts(call: str, field: str, items: object) -> list[dict[str, Any]]:
     return [dict(item) for item in items]
 
 
-def _refused(call: str, exc: ApiError) -> ContractError:
-    return ContractError(call, INVALID_INPUT, f"{exc.param}: {exc.values.get('detail', '')}")
+def _refused(call: str, exc: InvalidRequest) -> ContractError:
+    return ContractError(call, INVALID_INPUT, exc.detail)
 
 
 def _options(
@@ -300,7 +311,7 @@ class Guard:
         try:
             message = support_message(request, tenant=LOCAL_TENANT, tool_turns=True)
             given = request.given_draft()
-        except ApiError as exc:
+        except InvalidRequest as exc:
             raise _refused("check", exc) from None
         return await runtime.pipeline.check(message, given)
 
@@ -334,6 +345,36 @@ class Guard:
             where = f"tool_calls.{exc.index}: {exc.problem.value}"
             raise ContractError("check_tool_calls", INVALID_INPUT, where) from None
         return gate.check_tool_calls(given.tool_calls)
+
+    def crisis_reply(
+        self,
+        locale: str,
+        region: str | None = None,
+        *,
+        mode: Literal["support", "guard"] = "guard",
+    ) -> CrisisReply:
+        """The code-rendered crisis reply, as a prohibited :meth:`check` delivers it.
+
+        For a host that must show it without a check: an input guardrail that tripped on
+        :meth:`triage` (``policy`` ``prohibited``). The wording is ``mode``'s (``guard``,
+        that of :meth:`check`, by default; the team's where ``[gate] texts_file`` gives
+        it), then the resources rendered by code from the verified registry, also given
+        as entries. No model is called and nothing is recorded.
+
+        Args:
+            locale: ``en``, ``zh-Hans`` or ``zh-Hant`` (a triage's ``locale``).
+            region: the user's region (ISO 3166-1 alpha-2); ``gate.region`` when unset.
+            mode: ``guard`` or ``support`` (the wording of :meth:`reply`).
+
+        Raises:
+            ContractError: an unknown locale, region or mode.
+            UsageError: the guard is closed.
+        """
+        gate = self._live().pipeline.gate
+        body = _validate(
+            _CrisisOptions, "crisis_reply", {"locale": locale, "region": region, "mode": mode}
+        )
+        return gate.crisis_reply(body.locale, body.region, mode=ReplyMode(body.mode))
 
     async def check_stream(
         self,
@@ -373,7 +414,7 @@ class Guard:
         try:
             message = support_message(request, tenant=LOCAL_TENANT, tool_turns=True)
             given = await streamed_draft(chunks, max_chars=limit)
-        except ApiError as exc:
+        except InvalidRequest as exc:
             raise _refused("check_stream", exc) from None
         except DraftTooLarge as exc:
             raise ContractError("check_stream", INVALID_INPUT, f"chunks: {exc}") from None
@@ -409,7 +450,7 @@ class Guard:
         request = _validate(ChatCompletionRequest, "reply", body)
         try:
             message = support_message(request, tenant=LOCAL_TENANT, tool_turns=False)
-        except ApiError as exc:
+        except InvalidRequest as exc:
             raise _refused("reply", exc) from None
         return await runtime.pipeline.handle(message)
 
@@ -443,15 +484,7 @@ class Guard:
             "purpose": purpose,
         }
         request = _validate(AssessBody, "triage", body)
-        return await runtime.pipeline.triage.assess(
-            TriageRequest(
-                text=request.text,
-                conversation_id=request.conversation_id or new_conversation_id(),
-                tenant=LOCAL_TENANT,
-                history=[RiskTurn(t.role, t.text) for t in request.history],
-                purpose=RunPurpose(request.purpose),
-            )
-        )
+        return await runtime.pipeline.triage.assess(triage_request(request, tenant=LOCAL_TENANT))
 
     def _session(
         self,
@@ -679,6 +712,18 @@ class SyncGuard:
         if self._closed:
             raise UsageError("this SyncGuard is closed; open another")
         return self._guard.check_tool_calls(tool_calls)
+
+    def crisis_reply(
+        self,
+        locale: str,
+        region: str | None = None,
+        *,
+        mode: Literal["support", "guard"] = "guard",
+    ) -> CrisisReply:
+        """:meth:`Guard.crisis_reply` (pure, so nothing runs on the loop)."""
+        if self._closed:
+            raise UsageError("this SyncGuard is closed; open another")
+        return self._guard.crisis_reply(locale, region, mode=mode)
 
     @property
     def store(self) -> Store:

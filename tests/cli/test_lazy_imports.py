@@ -2,14 +2,18 @@
 
 Each check runs in a fresh interpreter (this one has imported everything already) and
 reads ``sys.modules``: the server, the pipeline, the store and the evals stay out until
-a command that uses them is resolved.
+a command that uses them is resolved, and the library loads no web framework at all
+(issue 38: the CPU of starting is measured by benchmarks/cli_startup.py; these are its
+module sets, which a test can hold without timing anything).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 _HEAVY = [
     "foureyes.guard",
@@ -18,22 +22,88 @@ _HEAVY = [
     "foureyes.store",
     "foureyes.evals",
 ]
+# What the library must never load: the HTTP stack (the server's alone) and the plots.
+_WEB = ["fastapi", "starlette", "uvicorn", "sse_starlette", "httptools", "matplotlib"]
+
+
+def _modules_after(code: str, env: dict[str, str] | None = None) -> set[str]:
+    """Every module ``code`` leaves in ``sys.modules`` of a fresh interpreter."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=env,
+    )
+    return set(json.loads(done.stdout.splitlines()[-1]))
 
 
 def _loaded_after(code: str) -> list[str]:
-    probe = (
-        f"{code}\nimport json, sys\nprint(json.dumps(sorted(set({_HEAVY!r}) & set(sys.modules))))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
-    )
-    return list(json.loads(done.stdout.splitlines()[-1]))
+    return sorted(set(_HEAVY) & _modules_after(code))
+
+
+def _packages(modules: set[str], names: list[str]) -> list[str]:
+    """The ``names`` (top-level packages) that any of ``modules`` belongs to."""
+    return sorted({m.split(".")[0] for m in modules} & set(names))
 
 
 def test_import_foureyes_leaves_the_guard_until_it_is_used() -> None:
     assert _loaded_after("import foureyes") == []
     with_guard = _loaded_after("from foureyes import Guard")
-    assert {"foureyes.guard", "foureyes.server", "foureyes.pipeline"} <= set(with_guard)
+    assert {"foureyes.guard", "foureyes.pipeline", "foureyes.store"} <= set(with_guard)
+
+
+def test_import_foureyes_loads_none_of_foureyes_but_its_own_init() -> None:
+    modules = _modules_after("import foureyes")
+    assert sorted(m for m in modules if m.startswith("foureyes")) == ["foureyes"]
+    assert _packages(modules, [*_WEB, "sqlalchemy", "pydantic", "pydantic_settings"]) == []
+
+
+def test_the_guard_and_the_wire_layer_load_no_web_framework() -> None:
+    with_guard = _modules_after("from foureyes import Guard, SyncGuard")
+    assert _packages(with_guard, _WEB) == []
+    assert "foureyes.wire" in with_guard
+    assert not any(m.startswith("foureyes.server") for m in with_guard)
+    # The library's integrations import the wire's names, not the server's.
+    assert _packages(_modules_after("import foureyes.wire"), _WEB) == []
+
+
+def test_the_server_still_loads_the_framework_it_speaks() -> None:
+    # The probe sees a framework where there is one: the checks above can fail.
+    server = _modules_after("import foureyes.server")
+    assert {"fastapi", "starlette"} <= set(_packages(server, _WEB))
+
+
+def test_help_imports_no_command_module() -> None:
+    listing = (
+        "from typer.testing import CliRunner\nfrom foureyes.cli import app\n"
+        "result = CliRunner().invoke(app, ['--help'])\n"
+        "assert result.exit_code == 0 and 'trace' in result.output, result.output"
+    )
+    ours = sorted(m for m in _modules_after(listing) if m.startswith("foureyes"))
+    assert ours == ["foureyes", "foureyes.cli", "foureyes.cli.main"]
+
+
+def test_trace_list_imports_the_config_and_the_store_alone(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FOUREYES_")}
+    env["FOUREYES_STORE__URL"] = f"sqlite+aiosqlite:///{tmp_path / 'foureyes.db'}"
+    listing = (
+        "from typer.testing import CliRunner\nfrom foureyes.cli import app\n"
+        "result = CliRunner().invoke(app, ['trace', 'list'])\n"
+        "assert result.exit_code == 0 and 'no runs match' in result.output, result.output"
+    )
+    modules = _modules_after(listing, env)
+    packages = {".".join(m.split(".")[:2]) for m in modules if m.startswith("foureyes.")}
+    assert packages == {"foureyes.cli", "foureyes.config", "foureyes.core", "foureyes.store"}
+    assert sorted(m for m in modules if m.startswith("foureyes.cli.")) == [
+        "foureyes.cli._common",
+        "foureyes.cli.main",
+        "foureyes.cli.trace_cmd",
+    ]
+    assert _packages(modules, [*_WEB, "numpy"]) == []
+    assert "rich.table" not in modules
 
 
 def test_the_cli_imports_only_the_command_it_runs() -> None:

@@ -37,9 +37,10 @@ from pydantic import BaseModel
 from foureyes import Guard
 from foureyes.config import Config, GateConfig, RolesConfig
 from foureyes.core.errors import ContractError
+from foureyes.core.locale import Locale
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.reasons import ReasonCode
-from foureyes.gate import Outcome
+from foureyes.gate import PART_SEPARATOR, CrisisReply, Outcome
 from foureyes.integrations.agents import (
     CheckInfo,
     ToolCallInfo,
@@ -53,6 +54,7 @@ from foureyes.integrations.agents import (
 )
 from tests.helpers.answers import APPROVE, REJECT, answer, by_message
 from tests.helpers.simulator import RunningSimulator
+from tests.test_docs_snippets import ROOT, snippets
 
 CALM = "Can you book me a session with a counsellor on Thursday?"
 COLD = "What are your opening hours?"
@@ -198,6 +200,72 @@ async def test_a_crisis_message_trips_the_input_guardrail_before_the_agent_runs(
     assert sent_to(simulator, "l1") and sent_to(simulator, "l2")
     # Triage ran before the agent: its model never saw the message.
     assert sent_to(simulator, "agent") == []
+    # What to show instead: the code-rendered crisis reply (no region: the guidance).
+    assert isinstance(info.crisis_reply, CrisisReply)
+    assert info.crisis_reply == guard.crisis_reply("en")
+    assert info.crisis_reply.text.startswith(guard.crisis_reply("en").wording + PART_SEPARATOR)
+
+
+def docs_function(name: str) -> Any:
+    """The function ``name`` that a docs/library.md snippet defines, run from the page."""
+    [snippet] = [s for s in snippets(ROOT / "docs" / "library.md") if f"def {name}(" in s.code]
+    namespace: dict[str, Any] = {"__name__": "__snippet__"}
+    exec(compile(snippet.code, f"library.md:{snippet.line}", "exec"), namespace)  # noqa: S102
+    return namespace[name]
+
+
+async def test_the_docs_show_the_crisis_reply_from_the_input_tripwire(
+    guard: Guard,
+    client: AsyncOpenAI,
+    simulator: RunningSimulator,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    reply_or_crisis_text = docs_function("reply_or_crisis_text")
+    crisis_agent = Agent(
+        name="support",
+        model=OpenAIChatCompletionsModel(model="agent-sim", openai_client=client),
+        input_guardrails=[triage_guardrail(guard, region="GB", locale="zh-Hant")],
+        output_guardrails=[check_guardrail(guard)],
+    )
+
+    text = await reply_or_crisis_text(crisis_agent, CRISIS, "c-docs")
+
+    expected = guard.crisis_reply("zh-Hant", "GB")
+    assert text == expected.text and expected.resources
+    # The resources are the registry's GB lines, in the text and as entries.
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [
+        f"{e.name[Locale.ZH_HANT]} {' / '.join(e.numbers)}" for e in expected.resources
+    ]
+    assert all(number in text for e in expected.resources for number in e.numbers)
+    assert sent_to(simulator, "agent") == []
+    # A calm message runs the agent; the same function then returns its checked reply.
+    assert await reply_or_crisis_text(crisis_agent, CALM, "c-docs-2") == REPLY
+
+
+async def test_a_restricted_triage_carries_the_resources_without_tripping(
+    guard: Guard, client: AsyncOpenAI, simulator: RunningSimulator
+) -> None:
+    models = dict(SCENARIO["models"])
+    models["l1-sim"] = models["l2-sim"] = [{"content": answer("high", 0.9)}]
+    simulator.load({"models": models})
+    with pytest.raises(OutputGuardrailTripwireTriggered) as caught:
+        await Runner.run(agent(guard, client), CRISIS)
+
+    assert caught.value.run_data is not None
+    (triaged,) = caught.value.run_data.input_guardrail_results
+    info = triaged.output.output_info
+    assert info.policy is GenerationPolicy.RESTRICTED and not triaged.output.tripwire_triggered
+    assert info.crisis_reply is not None
+    # The check delivered the reply with the very resource block the triage carried.
+    checked = caught.value.guardrail_result.output.output_info
+    assert checked.text.endswith(PART_SEPARATOR + info.crisis_reply.resources_text)
+
+
+async def test_a_calm_triage_carries_no_crisis_reply(guard: Guard, client: AsyncOpenAI) -> None:
+    result = await Runner.run(agent(guard, client), CALM)
+    (triaged,) = result.input_guardrail_results
+    assert triaged.output.output_info.crisis_reply is None
 
 
 async def test_a_restricted_reply_passes_triage_but_trips_the_check_with_resources_added(

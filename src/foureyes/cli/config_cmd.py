@@ -38,7 +38,9 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     (a template without a slot), or a model Counselor whose replies no second model reviews
     (the Supervisor on the offline route) unless ``[gate] supervisor_unreviewed`` says so;
     then the output lists it under ``unreviewed``. A ``[risk] resources_file`` that is
-    missing or malformed fails it too;
+    missing or malformed fails it too, and so does a ``[gate] texts_file`` that is
+    missing, not TOML, has an unknown key, a missing locale or an empty text, or holds a
+    text a rule checked in code refuses (each problem names its entry and the rule);
     registry entries whose check is older than their review period are listed under
     ``stale_resources``, and entries checked only against a secondary source (not the
     operator's, a government's or a recognised directory's page) under
@@ -67,6 +69,7 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     problems += _evidence_problems(cfg)
     registry_problems, stale, secondary = _resource_report(cfg)
     problems += registry_problems
+    problems += _texts_problems(cfg) if not registry_problems else []
     problems += _screen_problems()
     problems += _unknowns_key_problems(cfg)
     if problems:
@@ -155,6 +158,17 @@ def _resource_report(cfg: Config) -> tuple[list[str], list[str], list[str]]:
         for e in secondary_entries(registry)
     ]
     return [], stale, secondary
+
+
+def _texts_problems(cfg: Config) -> list[str]:
+    """Problems of the ``[gate] texts_file`` ``serve`` loads (its texts checked by the rules)."""
+    from foureyes.gate.fallback import configured_texts
+
+    try:
+        configured_texts(cfg)
+    except ConfigError as exc:
+        return list(exc.problems)
+    return []
 
 
 def _evidence_problems(cfg: Config) -> list[str]:

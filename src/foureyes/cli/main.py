@@ -2,7 +2,9 @@
 
 A command module imports what its command needs (the server, the store, the evals), so
 importing them all costs seconds of CPU for every invocation; :class:`_LazyGroup` imports
-only the one named on the command line (``--help`` lists all, so it imports all).
+only the one named on the command line. ``foureyes --help`` imports none: it lists each
+command with its line of :data:`_HELP` (a test holds each to the first line of its
+module's own help). benchmarks/cli_startup.py measures what starting costs.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import typer
 from typer import _click as click  # typer's own click (0.29 vendors it): its Command types
 from typer._click.utils import PacifyFlushWrapper
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 from typer.models import CommandInfo
 
 Loader = Callable[[], click.Command]
@@ -67,22 +69,69 @@ _COMMANDS: dict[str, Loader] = {
     "store": _group(_PKG + "store_cmd"),
     "eval": _group(_PKG + "eval_cmd"),
 }
+# Name -> the first line of the command's own help, which `foureyes --help` shows without
+# importing the command (tests/cli/test_main.py holds them equal). A command missing here
+# is imported to be listed.
+_HELP: dict[str, str] = {
+    "serve": "Run the support service; with no config: offline routes and a local SQLite store.",
+    "chat": "Talk to the support pipeline: each line of stdin is a message.",
+    "simulate": "Serve scripted OpenAI-compatible replies, with faults, until interrupted.",
+    "assess": "Triage TEXT (or every line of --file): L0 keywords, then L1/L2 assessments.",
+    "review": "Review SESSION_FILE as a reviewer that does not see the masked reasoning.",
+    "config": "Inspect and validate configuration.",
+    "risk": "Crisis triage: evidence for the L0 lexicon, and training of the learned screen.",
+    "facts": "Evidence-bound durable facts.",
+    "owner": "Run the durable owner service (the only writer of observations).",
+    "keys": "Create, list and revoke API keys.",
+    "trace": "Read recorded runs.",
+    "store": "Maintain the store.",
+    "eval": "Paired-arm evaluation: suites, runs, reports.",
+}
 
 
 class _LazyGroup(TyperGroup):
-    """The top-level group: builds a command from its module on first use."""
+    """The top-level group: builds a command from its module on first use.
+
+    While it writes its own help it lists a command not built yet by its :data:`_HELP`
+    line alone, so the listing imports no command module.
+    """
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._loaded: dict[str, click.Command] = {}
+        self._listing = False
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*_COMMANDS, *(n for n in super().list_commands(ctx) if n not in _COMMANDS)]
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # click's plain listing rather than typer's boxes: typer's rich help loads
+        # rich's markdown, syntax and traceback modules, 0.07-0.09 s of CPU, more than
+        # the rest of `foureyes --help` (benchmarks/README.md, "Starting the command
+        # line"). The commands' own help stays typer's.
+        self._listing = True
+        mode, self.rich_markup_mode = self.rich_markup_mode, None
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+            self.rich_markup_mode = mode
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            # typer shows no error for this (its rich help has printed itself), so the
+            # plain help is printed here, with the status typer gives (2).
+            click.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(2)
+        return super().parse_args(ctx, args)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         loader = _COMMANDS.get(cmd_name)
         if loader is None:
             return super().get_command(ctx, cmd_name)
+        if cmd_name not in self._loaded and self._listing and cmd_name in _HELP:
+            # Only listed, never run: a stand-in that carries the help line.
+            return TyperCommand(cmd_name, help=_HELP[cmd_name], short_help=_HELP[cmd_name])
         if cmd_name not in self._loaded:
             command = loader()
             command.name = cmd_name

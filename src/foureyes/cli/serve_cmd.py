@@ -198,13 +198,15 @@ def serving_app(effective: Config) -> FastAPI:
 
 
 async def _preflight(cfg: Config) -> None:
-    """Open the store, build the routes and read the kinds once: start-up errors, one line."""
+    """Open the store, build the routes, read the kinds and texts: start-up errors, one line."""
     from foureyes.evidence import ConfiguredEvidence
+    from foureyes.gate.fallback import configured_texts
     from foureyes.llm.routes import Routes
     from foureyes.server.auth import env_api_keys
     from foureyes.store import Store
 
     env_api_keys(cfg.server, os.environ)
+    configured_texts(cfg)  # the team's fallback wording, each text checked by the rules
     evidence = ConfiguredEvidence.from_config(cfg.evidence, environ=os.environ)
     if evidence is not None:
         await evidence.aclose()

@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 import typer
-from rich.table import Table
 
 from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load, run
 from foureyes.config import Config
@@ -30,10 +29,12 @@ from foureyes.core.errors import FoureyesError, UsageError
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
 from foureyes.core.trace import EventKind, TraceRecord
-from foureyes.gate import RECORD_SCHEMA, fallback_text
-from foureyes.risk.resources import render_resources
 from foureyes.store import Store
 from foureyes.store.trace_list import MAX_LIST, TENANT_MAX, RunFilter, RunSummary
+
+# The gate, the risk resources and rich's tables are imported by `show` alone: `trace
+# list` needs only the config and the store (benchmarks/README.md, "Starting the command
+# line").
 
 __all__ = ["AmbiguousTraceId", "TraceNotFound", "app", "list_runs", "show"]
 
@@ -220,6 +221,8 @@ def show(trace_id: TraceId, config: ConfigOption = None, as_json: JsonOption = F
 
     Exits 1 when the config is invalid, the store cannot be read or the trace is unknown.
     """
+    from foureyes.gate import RECORD_SCHEMA
+
     cfg = load(config, as_json=as_json)
     try:
         record = run(_read(cfg, trace_id))
@@ -291,9 +294,16 @@ def _print_triage(record: TraceRecord) -> None:
 
 def _rendered(part: Mapping[str, Any], data: Mapping[str, Any]) -> str | None:
     """A code-rendered part rebuilt by code, if its digest matches the record's."""
+    from foureyes.gate import ReplyMode, fallback_text
+    from foureyes.risk.resources import render_resources
+
     locale = Locale(data["locale"])
     if part["kind"] == "fallback":
-        text = fallback_text(ReasonCode(data["reason"]), locale)
+        # The built-in wording of the run's mode; a team's own (gate.texts_file) is not
+        # kept here, so its digest does not match and it is not shown.
+        wording = data.get("fallback_wording") or {}
+        mode = ReplyMode(wording.get("mode", ReplyMode.SUPPORT))
+        text = fallback_text(ReasonCode(data["reason"]), locale, mode=mode)
     elif part["kind"] == "resources":
         text = render_resources(locale, data["region"])
     else:
@@ -389,6 +399,8 @@ def _print_basis(data: Mapping[str, Any], fingerprint: str | None) -> None:
 
 
 def _print_calls(record: TraceRecord) -> None:
+    from rich.table import Table
+
     calls = [e for e in record.events if e.kind is EventKind.MODEL_CALL]
     if not calls:
         return

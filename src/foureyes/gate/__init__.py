@@ -20,7 +20,16 @@ from foureyes.gate.candidate import (
 )
 from foureyes.gate.counselor import DRAFT_SCHEMA, Revision, counselor_request, draft_reply
 from foureyes.gate.failures import STAGE_FAILURES, Stage, reason_for
-from foureyes.gate.fallback import FallbackFamily, fallback_text, family_of
+from foureyes.gate.fallback import (
+    FallbackFamily,
+    FallbackTexts,
+    ReplyMode,
+    configured_texts,
+    fallback_text,
+    family_of,
+    load_fallback_texts,
+    parse_fallback_texts,
+)
 from foureyes.gate.gate import (
     Decision,
     Outcome,
@@ -40,12 +49,14 @@ from foureyes.gate.outcome import (
 )
 from foureyes.gate.release import (
     PART_SEPARATOR,
+    CrisisReply,
     Delivery,
     DeliveryRefused,
     PartKind,
     Release,
     ReleasePart,
     compose_release,
+    crisis_reply,
     deliver,
 )
 from foureyes.gate.request import KeptUnknown, OpenUnknowns, ReplyRequest
@@ -76,11 +87,13 @@ from foureyes.gate.verdict import (
 __all__ = [
     "Attempt",
     "BUILTIN_RULES",
+    "CrisisReply",
     "DRAFT_SCHEMA",
     "Decision",
     "Delivery",
     "DeliveryRefused",
     "FallbackFamily",
+    "FallbackTexts",
     "GateOutcome",
     "GateRunner",
     "GivenDraft",
@@ -96,6 +109,7 @@ __all__ = [
     "RUN_KIND",
     "Release",
     "ReleasePart",
+    "ReplyMode",
     "ReplyRequest",
     "Review",
     "ReviewInput",
@@ -128,14 +142,18 @@ __all__ = [
     "check_tool_calls",
     "check_verdict",
     "compose_release",
+    "configured_texts",
     "counselor_request",
+    "crisis_reply",
     "decide",
     "decision_record",
     "deliver",
     "draft_reply",
     "fallback_text",
     "family_of",
+    "load_fallback_texts",
     "offline_verdict",
+    "parse_fallback_texts",
     "reason_for",
     "review_candidate",
     "rule_reason",

@@ -21,7 +21,7 @@ from foureyes.core.reasons import ReasonCode
 from foureyes.core.roles import Role
 from foureyes.core.trace import PrivateText
 from foureyes.gate.candidate import ToolCall
-from foureyes.gate.fallback import family_of
+from foureyes.gate.fallback import fallback_source, family_of
 from foureyes.gate.gate import Outcome
 from foureyes.gate.release import PartKind, Release
 from foureyes.gate.rules import RuleFinding
@@ -225,6 +225,12 @@ def decision_record(
         "outcome": decision.outcome.value,
         "reason": decision.reason.value,
         "fallback_family": None if decision.released else family_of(decision.reason).value,
+        "fallback_wording": None
+        if decision.released
+        else {
+            "mode": release.mode.value,
+            "source": fallback_source(decision.reason, release.mode, release.texts),
+        },
         "policy": release.policy.value,
         "locale": release.locale.value,
         "region": release.region,

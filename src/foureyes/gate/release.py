@@ -8,6 +8,12 @@ which the gate calls with its :class:`~foureyes.gate.gate.Decision`, makes one.
 part: the candidate's digest against the approved digest, each code-rendered part
 against a fresh rendering, and the whole text against the digest recorded at minting.
 
+The fallback part is the wording of the run's :class:`~foureyes.gate.fallback.ReplyMode`,
+the team's own (``[gate] texts_file``) where it gives one; whatever that wording, the
+resource block is a part of its own, so no text can remove it. :func:`crisis_reply` is
+the crisis reply alone (the ``generation_prohibited`` fallback and its resources), for a
+host that must show it without a run (an input guardrail that tripped).
+
 A candidate with tool calls (:mod:`foureyes.gate.candidate`) is approved by the digest of
 its text and its calls together; the release carries the calls, and delivery hands them
 over only when the candidate part, with them, is the approved digest. A fallback never
@@ -25,11 +31,18 @@ from foureyes.core.locale import Locale
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.reasons import ReasonCode
 from foureyes.gate.candidate import ToolCall, candidate_sha256
-from foureyes.gate.fallback import fallback_text
+from foureyes.gate.fallback import FallbackTexts, ReplyMode, fallback_text
 from foureyes.gate.gate import Decision, Outcome
-from foureyes.risk.resources import ResourceRegistry, default_registry, render_resources
+from foureyes.risk.resources import (
+    ResourceEntry,
+    ResourceRegistry,
+    default_registry,
+    render_resources,
+    resources_for,
+)
 
 __all__ = [
+    "CrisisReply",
     "Delivery",
     "DeliveryRefused",
     "PART_SEPARATOR",
@@ -37,6 +50,7 @@ __all__ = [
     "Release",
     "ReleasePart",
     "compose_release",
+    "crisis_reply",
     "deliver",
 ]
 
@@ -102,11 +116,13 @@ class Release:
     __slots__ = (
         "_decision",
         "_locale",
+        "_mode",
         "_parts",
         "_policy",
         "_region",
         "_registry",
         "_sha256",
+        "_texts",
         "_tool_calls",
     )
     _decision: Decision
@@ -116,6 +132,8 @@ class Release:
     _region: str | None
     _registry: ResourceRegistry
     _sha256: str
+    _mode: ReplyMode
+    _texts: FallbackTexts | None
     _tool_calls: tuple[ToolCall, ...]
 
     def __init__(self) -> None:
@@ -145,6 +163,16 @@ class Release:
     def region(self) -> str | None:
         """The region its resources were rendered for."""
         return self._region
+
+    @property
+    def mode(self) -> ReplyMode:
+        """Whose draft was judged: it sets the fallback's wording."""
+        return self._mode
+
+    @property
+    def texts(self) -> FallbackTexts | None:
+        """The team's own fallback wording it was composed with, if any."""
+        return self._texts
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
@@ -187,6 +215,8 @@ def compose_release(
     region: str | None,
     registry: ResourceRegistry | None = None,
     tool_calls: tuple[ToolCall, ...] = (),
+    mode: ReplyMode = ReplyMode.SUPPORT,
+    texts: FallbackTexts | None = None,
 ) -> Release:
     """Mint the release that carries out ``decision``.
 
@@ -203,6 +233,8 @@ def compose_release(
         region: the user's region, for the resource block.
         registry: the crisis-resource registry (the packaged one by default).
         tool_calls: the candidate's tool calls, part of its digest.
+        mode: whose draft was judged, for the fallback's wording.
+        texts: the team's own fallback wording (built-in where it gives none).
     """
     listing = registry or default_registry()
     approved = (
@@ -220,7 +252,9 @@ def compose_release(
     parts = (
         [_part(PartKind.CANDIDATE, approved)]
         if decision.released and approved is not None
-        else [_part(PartKind.FALLBACK, fallback_text(decision.reason, locale))]
+        else [
+            _part(PartKind.FALLBACK, fallback_text(decision.reason, locale, mode=mode, texts=texts))
+        ]
     )
     if policy is not GenerationPolicy.NORMAL:
         parts.append(_part(PartKind.RESOURCES, render_resources(locale, region, listing)))
@@ -233,6 +267,8 @@ def compose_release(
         ("_region", region),
         ("_registry", listing),
         ("_sha256", sha256_hex(PART_SEPARATOR.join(p.text for p in parts))),
+        ("_mode", mode),
+        ("_texts", texts),
         ("_tool_calls", tool_calls if decision.released else ()),
     ):
         object.__setattr__(release, name, value)
@@ -245,7 +281,14 @@ def _expected_parts(release: Release) -> list[tuple[PartKind, str | None]]:
     expected: list[tuple[PartKind, str | None]] = (
         [(PartKind.CANDIDATE, None)]
         if decision.released
-        else [(PartKind.FALLBACK, fallback_text(decision.reason, release.locale))]
+        else [
+            (
+                PartKind.FALLBACK,
+                fallback_text(
+                    decision.reason, release.locale, mode=release.mode, texts=release.texts
+                ),
+            )
+        ]
     )
     if release.policy is not GenerationPolicy.NORMAL:
         rendered = render_resources(release.locale, release.region, release._registry)
@@ -293,4 +336,64 @@ def deliver(release: Release) -> Delivery:
         outcome=decision.outcome,
         reason=decision.reason,
         tool_calls=release.tool_calls,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CrisisReply:
+    """The code-rendered crisis reply: what the gate delivers under a prohibition."""
+
+    text: str
+    """The whole reply, as delivered: :attr:`wording`, a blank line, :attr:`resources_text`."""
+    sha256: str
+    """SHA-256 of :attr:`text`."""
+    wording: str
+    """The words before the resources (the ``prohibited`` fallback of the mode, the
+    team's own where ``[gate] texts_file`` gives them)."""
+    resources_text: str
+    """The resource block, rendered by code from the verified registry."""
+    resources: tuple[ResourceEntry, ...]
+    """The entries that block lists, in its order (names, numbers, hours in every
+    locale), for a host that shows them its own way; empty when the registry serves no
+    such region (the block then says so and gives international guidance)."""
+    locale: Locale
+    """The language of the code-rendered text."""
+    region: str | None
+    """The region the resources were chosen for."""
+
+
+def crisis_reply(
+    locale: Locale,
+    region: str | None,
+    *,
+    registry: ResourceRegistry | None = None,
+    mode: ReplyMode = ReplyMode.SUPPORT,
+    texts: FallbackTexts | None = None,
+) -> CrisisReply:
+    """The crisis reply the gate delivers under a prohibition, composed and delivered alike.
+
+    It is minted and re-verified as a run's ``generation_prohibited`` release is, so its
+    text is byte for byte what a prohibited run delivers in ``mode``.
+    """
+    listing = registry or default_registry()
+    release = compose_release(
+        Decision.fallback(ReasonCode.GENERATION_PROHIBITED),
+        None,
+        policy=GenerationPolicy.PROHIBITED,
+        locale=locale,
+        region=region,
+        registry=listing,
+        mode=mode,
+        texts=texts,
+    )
+    delivery = deliver(release)
+    wording, resources_text = (part.text for part in release.parts)
+    return CrisisReply(
+        text=delivery.text,
+        sha256=delivery.sha256,
+        wording=wording,
+        resources_text=resources_text,
+        resources=resources_for(locale, region, listing),
+        locale=locale,
+        region=region,
     )

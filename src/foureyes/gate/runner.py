@@ -53,9 +53,10 @@ from foureyes.core.trace import EventKind, TraceEvent, TraceWriter
 from foureyes.gate import offline as _offline  # noqa: F401  (registers the offline Supervisor)
 from foureyes.gate._run import Run, usable_verdict
 from foureyes.gate.candidate import GivenDraft, ToolCall
+from foureyes.gate.fallback import FallbackTexts, ReplyMode, load_fallback_texts
 from foureyes.gate.gate import Decision, ToolCallCheck, check_tool_calls, decide
 from foureyes.gate.outcome import Attempt, GateOutcome, decision_record
-from foureyes.gate.release import compose_release, deliver
+from foureyes.gate.release import CrisisReply, compose_release, crisis_reply, deliver
 from foureyes.gate.request import OpenUnknowns, ReplyRequest
 from foureyes.gate.rules import RuleCatalogue, RuleContext
 from foureyes.gate.segments import SegmentStep, with_continuation
@@ -105,7 +106,8 @@ class GateRunner:
             clock: the monotonic clock deadlines are measured with.
 
         Raises:
-            ConfigError: ``gate.extra_rules`` redefines a built-in rule.
+            ConfigError: ``gate.extra_rules`` redefines a built-in rule, or the
+                ``gate.texts_file`` is missing, malformed, or holds a text a rule refuses.
         """
         self._caller = caller
         self._gate = caller.routes.config.gate
@@ -115,6 +117,17 @@ class GateRunner:
         self._clock = clock
         self.catalogue = RuleCatalogue.from_config(self._gate)
         """The rules in force."""
+        self.texts: FallbackTexts | None = (
+            None
+            if self._gate.texts_file is None
+            else load_fallback_texts(
+                self._gate.texts_file,
+                gate=self._gate,
+                catalogue=self.catalogue,
+                registry=self._registry,
+            )
+        )
+        """The team's own fallback wording (``gate.texts_file``), checked by these rules."""
         self.stale_resources = stale_entries(
             self._registry, today=utc_day(), max_age_days=self._gate.resources_max_age_days
         )
@@ -136,6 +149,26 @@ class GateRunner:
         """
         context = RuleContext.of_gate(self._gate, region=self._gate.region, registry=self._registry)
         return check_tool_calls(self.catalogue, context, tool_calls)
+
+    def crisis_reply(
+        self,
+        locale: Locale,
+        region: str | None = None,
+        *,
+        mode: ReplyMode,
+    ) -> CrisisReply:
+        """The crisis reply a prohibited run delivers in ``mode`` (no model, no record).
+
+        ``region`` defaults to ``gate.region``; the wording is the team's where
+        ``gate.texts_file`` gives it, and the code-rendered resources always follow it.
+        """
+        return crisis_reply(
+            locale,
+            region or self._gate.region,
+            registry=self._registry,
+            mode=mode,
+            texts=self.texts,
+        )
 
     def _locale_region(self, request: ReplyRequest) -> tuple[Locale, str | None]:
         locale = request.locale or (
@@ -339,6 +372,8 @@ class PendingReply:
             region=run.region,
             registry=runner._registry,
             tool_calls=run.tool_calls,
+            mode=_mode(run),
+            texts=runner.texts,
         )
         added, resolved = await run.settle_unknowns(release.decision, last)
         record = decision_record(
@@ -394,6 +429,8 @@ class PendingReply:
             locale=run.locale,
             region=run.region,
             registry=runner._registry,
+            mode=_mode(run),
+            texts=runner.texts,
         )
         added, resolved = await run.settle_unknowns(minted.decision, last)
         delivery = deliver(minted)
@@ -439,6 +476,13 @@ class PendingReply:
             tool_calls=(),
             segments=gate.steps,
         )
+
+
+def _mode(run: Run) -> ReplyMode:
+    """``guard`` when the draft is the caller's or its own model's, else ``support``."""
+    if run.given is None and run.own_request is None:
+        return ReplyMode.SUPPORT
+    return ReplyMode.GUARD
 
 
 def _step_json(step: SegmentStep, outcome: str) -> dict[str, Any]:

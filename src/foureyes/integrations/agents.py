@@ -12,9 +12,11 @@
 
 - :func:`triage_guardrail` (an input guardrail) triages the user's message with
   :meth:`Guard.triage`; its tripwire fires when the policy is ``prohibited`` (a confirmed
-  crisis: no free generation at all), the case where the agent must not answer. A
-  ``restricted`` policy does not trip it: the agent may answer, and the output guardrail's
-  check adds the crisis resources (so that reply is not released as is).
+  crisis: no free generation at all), the case where the agent must not answer; its
+  ``output_info`` (a :class:`TriageInfo`) then carries the code-rendered crisis reply to
+  show instead (``crisis_reply.text``, and the resources as entries). A ``restricted``
+  policy does not trip it: the agent may answer, and the output guardrail's check adds the
+  crisis resources (so that reply is not released as is).
 - :func:`check_guardrail` (an output guardrail) checks the agent's final output as the draft
   of :meth:`Guard.check` against the run's input messages; its tripwire fires unless the
   output is released exactly as written, and its ``output_info`` carries what to deliver.
@@ -56,7 +58,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from foureyes.core.errors import ContractError
 from foureyes.core.policy import GenerationPolicy
 from foureyes.core.reasons import ReasonCode
-from foureyes.gate import Outcome, ToolCallCheck
+from foureyes.gate import CrisisReply, Outcome, ToolCallCheck
 from foureyes.guard import INVALID_INPUT, Guard
 from foureyes.pipeline import SupportOutcome
 from foureyes.risk.result import TriageResult
@@ -173,6 +175,11 @@ class TriageInfo:
     """The conversation triaged in."""
     triage: TriageResult
     """The whole result."""
+    crisis_reply: CrisisReply | None = None
+    """When triage escalated (a policy other than ``normal``), the code-rendered crisis
+    reply (:meth:`Guard.crisis_reply`): on the tripwire (``prohibited``) show its
+    ``text``, which is what a check would deliver; its ``resources`` are the entries it
+    lists. ``None`` under a ``normal`` policy."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,14 +238,17 @@ def triage_guardrail(
     *,
     conversation_of: ConversationOf = conversation_of_context,
     run_in_parallel: bool = False,
+    region: str | None = None,
+    locale: str | None = None,
     name: str = "foureyes_triage",
 ) -> InputGuardrail[Any]:
     """An input guardrail that triages the user's message (:meth:`Guard.triage`).
 
     The tripwire fires when the policy is ``prohibited`` (triage confirmed a crisis):
-    the agent must not answer freely, and the host delivers foureyes' crisis reply (from
-    :meth:`Guard.check` or its own). Earlier user and assistant messages of the input are
-    the triage's history.
+    the agent must not answer freely, and the host shows foureyes' crisis reply, the
+    ``crisis_reply`` of the :class:`TriageInfo` (from the exception's
+    ``guardrail_result.output.output_info``): the wording, then the resources rendered by
+    code. Earlier user and assistant messages of the input are the triage's history.
 
     Args:
         guard: an open guard.
@@ -249,6 +259,10 @@ def triage_guardrail(
             same conversation; the check's own triage is then dropped when it needs L1
             (``concurrency_drop``: ``unknown``, so ``restricted``), and the output is
             not released as written: more restriction, never less.
+        region: the user's region (ISO 3166-1 alpha-2) for the crisis resources;
+            ``gate.region`` when unset.
+        locale: ``en``, ``zh-Hans`` or ``zh-Hant`` for the crisis reply; the message's
+            language when unset.
         name: the guardrail's name in the SDK's traces.
 
     Raises (from the run):
@@ -261,6 +275,8 @@ def triage_guardrail(
         text, history = _user_turn(chat_messages(items))
         result = await guard.triage(text, conversation_id=conversation_of(wrapper), history=history)
         tripped = not result.policy.allows_generation
+        escalated = result.policy is not GenerationPolicy.NORMAL
+        crisis = guard.crisis_reply(locale or result.locale, region) if escalated else None
         info = TriageInfo(
             risk=result.risk_block(),
             policy=result.policy,
@@ -268,6 +284,7 @@ def triage_guardrail(
             trace_id=result.trace_id,
             conversation_id=result.conversation_id,
             triage=result,
+            crisis_reply=crisis,
         )
         return GuardrailFunctionOutput(output_info=info, tripwire_triggered=tripped)
 

@@ -42,7 +42,7 @@ from foureyes.gate import Outcome
 from foureyes.guard import INVALID_INPUT, Guard, SyncGuard
 from foureyes.integrations._extra import missing_extra
 from foureyes.pipeline import SupportOutcome
-from foureyes.server.gateway import GATEWAY_MODEL
+from foureyes.wire import GATEWAY_MODEL
 
 try:
     from langchain_core.callbacks import (

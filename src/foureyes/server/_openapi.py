@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from foureyes.server.text import TEXT_PATTERN
+from foureyes.wire.text import TEXT_PATTERN
 
 __all__ = ["SEGMENT_PATTERN", "one_segment_parameters"]
 
 SEGMENT_PATTERN = r"^(?:[^/.\u0000][^/\u0000]*|\.[^/.\u0000][^/\u0000]*|\.\.[^/\u0000]+)$"
-"""The ``pattern`` of a text path parameter: :data:`~foureyes.server.text.TEXT_PATTERN`,
+"""The ``pattern`` of a text path parameter: :data:`~foureyes.wire.text.TEXT_PATTERN`,
 not empty, without ``/``, and neither ``.`` nor ``..`` (no lookahead: every engine reads
 it alike)."""
 

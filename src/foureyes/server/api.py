@@ -12,7 +12,8 @@
 - ``POST /v1/assess``: triage one text (L0, then L1/L2 when L0 escalates) and answer the
   result, the policy the pipeline would apply, and code-rendered crisis resources when
   that policy calls for them. Nothing is generated for the user. The conversation is the
-  caller's own (kept under its key's tenant), as in the gateway.
+  caller's own (kept under its key's tenant), as in the gateway. Its body is
+  :class:`~foureyes.wire.assess.AssessBody`.
 
 Both trace endpoints need an ``admin`` key: they show every tenant's runs. A ``client``
 key gets 403, whatever tenant it names.
@@ -25,20 +26,17 @@ import re
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BeforeValidator
 
 from foureyes.core.policy import GenerationPolicy
-from foureyes.core.tenancy import new_conversation_id
 from foureyes.pipeline import SupportPipeline, apply_floor, trace_view
-from foureyes.risk.assess import Turn as RiskTurn
 from foureyes.risk.resources import render_resources
-from foureyes.risk.result import RunPurpose
-from foureyes.risk.triage import TriageRequest
 from foureyes.server.auth import AdminKey, ClientKey
 from foureyes.server.errors import ApiError, ErrorCode, error_responses
-from foureyes.server.text import MessageText, Text
 from foureyes.store.trace_list import MAX_LIST, TENANT_MAX, RunFilter
 from foureyes.store.traces import SqlTraceWriter
+from foureyes.wire.assess import AssessBody, HistoryTurn, triage_request
+from foureyes.wire.text import Text
 
 __all__ = ["AssessBody", "HistoryTurn", "api_router"]
 
@@ -63,35 +61,6 @@ _Moment = Annotated[dt.datetime | None, BeforeValidator(_moment)]
 _Level = Literal["low", "medium", "high", "critical", "unknown", "unscreened"]
 _Filter = Annotated[Text | None, Query(min_length=1, max_length=256)]
 _Tenant = Annotated[Text | None, Query(min_length=1, max_length=TENANT_MAX)]
-
-
-class HistoryTurn(BaseModel):
-    """One earlier turn in the body of ``POST /v1/assess``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    role: Literal["user", "assistant"]
-    """Who wrote it: the user, or the service."""
-    text: MessageText
-    """What was written."""
-
-
-class AssessBody(BaseModel):
-    """The body of ``POST /v1/assess``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    text: MessageText = Field(min_length=1)
-    """The text to triage."""
-    conversation_id: Text | None = Field(default=None, min_length=1, max_length=256)
-    """The caller's conversation (single flight, daily L1 limit, trend), kept under the
-    caller's key; a fresh one when unset (the key's daily L1 limit still counts it)."""
-    history: tuple[HistoryTurn, ...] = ()
-    """Earlier turns, oldest first (L2 sees the last ``risk.context_turns``)."""
-    purpose: Literal["live", "test"] = "live"
-    """``test`` triages are kept apart from live ones."""
-    region: str | None = Field(default=None, pattern=r"^[A-Z]{2}$")
-    """The user's region, for the resources shown."""
 
 
 def api_router() -> APIRouter:
@@ -153,15 +122,7 @@ def api_router() -> APIRouter:
         """Triage one text; the result, the policy that would apply, and any resources."""
         service = request.app.state.service
         pipeline: SupportPipeline = service.pipeline
-        result = await pipeline.triage.assess(
-            TriageRequest(
-                text=body.text,
-                conversation_id=body.conversation_id or new_conversation_id(),
-                tenant=principal.tenant,
-                history=[RiskTurn(t.role, t.text) for t in body.history],
-                purpose=RunPurpose(body.purpose),
-            )
-        )
+        result = await pipeline.triage.assess(triage_request(body, tenant=principal.tenant))
         if result.trace_id is not None:
             request.state.trace_id = result.trace_id
         service.metrics.record_risk(result.tier.value, result.level)

@@ -51,7 +51,6 @@ from foureyes.core.tenancy import LOCAL_TENANT, key_tenant
 from foureyes.server._memo import remember_short
 from foureyes.server.errors import ApiError, ErrorCode, error_responses
 from foureyes.server.limits import KeyLimiter
-from foureyes.server.text import Text
 from foureyes.store import Store
 from foureyes.store.api_keys import (
     ApiKeyRecord,
@@ -62,6 +61,7 @@ from foureyes.store.api_keys import (
     SqlApiKeys,
     api_key_digest,
 )
+from foureyes.wire.text import Text
 
 __all__ = [
     "AdminKey",

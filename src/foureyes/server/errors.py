@@ -11,8 +11,10 @@ turns FastAPI's validation errors, Starlette's HTTP errors, :class:`StoreError` 
 service delivers nothing it could not record; a :class:`StoreDataError`, text the store
 refuses whatever its state, is 422 ``unstorable_text``) and any unexpected exception
 into such bodies. Messages never echo the request's content. A text field that holds an
-unpaired surrogate or a NUL (:mod:`foureyes.server.text`) is 422 ``invalid_text``, or
+unpaired surrogate or a NUL (:mod:`foureyes.wire.text`) is 422 ``invalid_text``, or
 ``invalid_text_crisis`` with the crisis resources when the message still reads as one.
+A request the wire layer refuses (:class:`~foureyes.wire.errors.InvalidRequest`: a rule
+its schema cannot express) is 422 ``invalid_request`` naming the field.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from starlette.exceptions import HTTPException
 from foureyes.core.errors import FoureyesError, StoreDataError, StoreError, UsageError
 from foureyes.core.locale import Locale
 from foureyes.server._logging import log_event, server_logger
-from foureyes.server.text import INVALID_TEXT
+from foureyes.wire.errors import InvalidRequest
+from foureyes.wire.text import INVALID_TEXT
 
 __all__ = [
     "ApiError",
@@ -499,6 +502,13 @@ async def _api_error(request: Request, exc: Exception) -> Response:
     return exc.response(_locale(request))
 
 
+async def _invalid_request(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, InvalidRequest)
+    return error_response(
+        ErrorCode.INVALID_REQUEST, _locale(request), param=exc.param, detail=exc.problem
+    )
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     locale = _locale(request)
@@ -668,6 +678,7 @@ def install_error_handlers(app: FastAPI, *, screen: TextScreen | None = None) ->
             attach to the 422, if any (:func:`foureyes.server.text.screen_refused_text`).
     """
     app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(InvalidRequest, _invalid_request)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error(screen))
     app.add_exception_handler(StoreDataError, _store_data_error)

@@ -31,8 +31,8 @@ from foureyes.evals.report import ReportView, html_of, load_metrics, markdown_of
 from foureyes.server.auth import AdminKey
 from foureyes.server.console import page_locale
 from foureyes.server.errors import ApiError, ErrorCode, error_responses
-from foureyes.server.text import Text
 from foureyes.store import Store
+from foureyes.wire.text import Text
 
 __all__ = ["MAX_EVAL_RUNS", "evals_router"]
 

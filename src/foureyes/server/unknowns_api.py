@@ -23,8 +23,8 @@ from fastapi import APIRouter, Path, Query, Request
 from foureyes.core.tenancy import scoped_conversation
 from foureyes.server.auth import ClientKey
 from foureyes.server.errors import ApiError, ErrorCode, error_responses
-from foureyes.server.text import Text
 from foureyes.store.unknowns import SqlOpenUnknowns
+from foureyes.wire.text import Text
 
 __all__ = ["unknowns_router"]
 
