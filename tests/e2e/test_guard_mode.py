@@ -22,7 +22,7 @@ from foureyes.config import Config, GateConfig, RolesConfig, ServerConfig, Store
 from foureyes.core.digest import canonical_json, sha256_hex
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
-from foureyes.gate import candidate_sha256, fallback_text
+from foureyes.gate import ReplyMode, candidate_sha256, fallback_text
 from foureyes.gate.candidate import ToolCall
 from tests.helpers.answers import APPROVE, REJECT, answer, by_message
 from tests.helpers.server import RunningServer
@@ -193,7 +193,9 @@ def test_a_rejected_draft_falls_back_without_its_tool_calls(
     block = reply.model_extra["foureyes"]
     assert (block["decision"], block["reason"]) == ("fallback", "rejected")
     choice = reply.choices[0]
-    assert choice.message.content == fallback_text(ReasonCode.REJECTED, Locale.EN)
+    assert choice.message.content == fallback_text(
+        ReasonCode.REJECTED, Locale.EN, mode=ReplyMode.GUARD
+    )
     assert choice.message.tool_calls is None and choice.finish_reason == "stop"
     # Not revised: the team's model was asked once, and nothing of its draft went out.
     assert len(sent_to(simulator, "team")) == 1
@@ -209,7 +211,9 @@ def test_a_tool_call_that_is_not_json_is_a_failed_draft_and_never_reviewed(
 
     block = reply.model_extra["foureyes"]
     assert (block["decision"], block["reason"]) == ("fallback", "draft_failed")
-    assert reply.choices[0].message.content == fallback_text(ReasonCode.DRAFT_FAILED, Locale.EN)
+    assert reply.choices[0].message.content == fallback_text(
+        ReasonCode.DRAFT_FAILED, Locale.EN, mode=ReplyMode.GUARD
+    )
     assert reply.choices[0].message.tool_calls is None
     assert sent_to(simulator, "supervisor") == []
 
