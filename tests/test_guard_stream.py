@@ -18,7 +18,7 @@ from foureyes import Guard
 from foureyes.core.errors import ContractError
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
-from foureyes.gate import Outcome, fallback_text
+from foureyes.gate import Outcome, ReplyMode, fallback_text
 from tests.server.test_draft_stream import chunk, streams
 from tests.test_guard import CALM, TEXT, user
 from tests.test_guard import scratch as scratch  # the fixture
@@ -66,7 +66,7 @@ async def test_sdk_chunks_are_taken_and_a_cut_off_stream_falls_back(guard: Guard
         whole.candidate_sha256,
     )
     assert (cut.decision, cut.reason) == (Outcome.FALLBACK, ReasonCode.DRAFT_FAILED)
-    assert cut.text == fallback_text(ReasonCode.DRAFT_FAILED, Locale.EN)
+    assert cut.text == fallback_text(ReasonCode.DRAFT_FAILED, Locale.EN, mode=ReplyMode.GUARD)
     kinds = [run.kind for run in await guard.store.traces.list_runs()]
     assert kinds == ["draft_check"] * 3
 

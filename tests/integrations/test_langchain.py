@@ -35,7 +35,7 @@ from foureyes.core.digest import sha256_hex
 from foureyes.core.errors import ContractError, UsageError
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
-from foureyes.gate import fallback_text
+from foureyes.gate import ReplyMode, fallback_text
 from foureyes.integrations.langchain import ChatFoureyes, guarded
 from tests.helpers.answers import APPROVE, REJECT, answer
 from tests.helpers.server import RunningServer
@@ -251,7 +251,9 @@ async def test_a_denied_tool_call_is_a_fallback_with_no_tool_call(
     block = reply.response_metadata["foureyes"]
     assert (block["decision"], block["reason"]) == ("fallback", "tool_not_allowed")
     assert reply.tool_calls == [] and BOOKED not in str(reply.content)
-    assert reply.content == fallback_text(ReasonCode.TOOL_NOT_ALLOWED, Locale.EN)
+    assert reply.content == fallback_text(
+        ReasonCode.TOOL_NOT_ALLOWED, Locale.EN, mode=ReplyMode.GUARD
+    )
     assert sent_to(simulator, "supervisor") == []
 
 
@@ -265,7 +267,9 @@ async def test_an_async_guard_serves_ainvoke_and_astream_and_refuses_invoke(
             reply = await call(model, style, [HumanMessage("Hello, refuse-me")])
             block = reply.response_metadata["foureyes"]
             assert (block["decision"], block["reason"]) == ("fallback", "rejected")
-            assert reply.content == fallback_text(ReasonCode.REJECTED, Locale.EN)
+            assert reply.content == fallback_text(
+                ReasonCode.REJECTED, Locale.EN, mode=ReplyMode.GUARD
+            )
         asked = len(sent_to(simulator, "team"))
         # A Guard belongs to this running loop: a blocking call is refused, not deadlocked,
         # before the team's model is asked.
@@ -306,7 +310,7 @@ async def test_no_unreviewed_token_reaches_stream_events(
     streamed = "".join(
         str(e["data"]["chunk"].content) for e in events if e["event"] == "on_chat_model_stream"
     )
-    assert streamed == fallback_text(ReasonCode.REJECTED, Locale.EN)
+    assert streamed == fallback_text(ReasonCode.REJECTED, Locale.EN, mode=ReplyMode.GUARD)
 
 
 async def test_tool_results_of_the_turn_are_the_drafts_sources(

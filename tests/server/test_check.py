@@ -18,7 +18,7 @@ import pytest
 from foureyes.config import Config, GateConfig, RiskConfig, RolesConfig, ServerConfig, StoreConfig
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
-from foureyes.gate import PART_SEPARATOR, fallback_text
+from foureyes.gate import PART_SEPARATOR, ReplyMode, fallback_text
 from foureyes.risk.resources import render_resources
 from foureyes.server import create_app
 from foureyes.store import Store
@@ -161,7 +161,7 @@ async def test_a_rejected_draft_falls_back_without_its_tool_calls(
 
     body = response.json()
     assert (body["decision"], body["reason"]) == ("fallback", "rejected")
-    assert body["content"] == fallback_text(ReasonCode.REJECTED, Locale.EN)
+    assert body["content"] == fallback_text(ReasonCode.REJECTED, Locale.EN, mode=ReplyMode.GUARD)
     assert body["tool_calls"] is None and body["candidate_sha256"] is None
     assert response.headers["x-foureyes-reason"] == "rejected"
 

@@ -18,7 +18,7 @@ import pytest
 
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
-from foureyes.gate import fallback_text
+from foureyes.gate import ReplyMode, fallback_text
 from tests.helpers.server import RunningServer
 from tests.helpers.simulator import RunningSimulator
 from tests.server.test_check import (
@@ -148,7 +148,10 @@ async def test_a_cut_off_stream_falls_back_and_releases_nothing_of_it(
     block = documents[-2]["foureyes"]
     text, calls = delivered(documents)
     assert (block["decision"], block["reason"]) == ("fallback", "draft_failed")
-    assert text == fallback_text(ReasonCode.DRAFT_FAILED, Locale.EN) and calls == []
+    assert (
+        text == fallback_text(ReasonCode.DRAFT_FAILED, Locale.EN, mode=ReplyMode.GUARD)
+        and calls == []
+    )
     assert "Thursday" not in text and block["candidate_sha256"] is None
     assert sent_to(simulator, "supervisor") == []
     [run] = [run for run in await runs() if run.trace_id == block["trace_id"]]
