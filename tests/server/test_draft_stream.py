@@ -16,8 +16,8 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
 
 from foureyes.gate import GivenDraft
-from foureyes.server.draft_stream import DraftAssembler, DraftTooLarge
-from foureyes.server.gateway import MAX_TOOL_CALLS
+from foureyes.wire.chat import MAX_TOOL_CALLS
+from foureyes.wire.draft_stream import DraftAssembler, DraftTooLarge
 
 TEXT = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=60)
 ARGUMENTS = st.dictionaries(st.sampled_from(["day", "note", "slots"]), st.integers() | TEXT).map(

@@ -19,8 +19,8 @@ from foureyes.core.errors import StoreDataError
 from foureyes.core.locale import Locale
 from foureyes.risk.resources import render_resources
 from foureyes.server.app import create_app
-from foureyes.server.text import repair_text, text_problem
 from foureyes.store import Store
+from foureyes.wire.text import repair_text, text_problem
 from tests.helpers.server import app_client
 
 SURROGATE = "\ud83d"

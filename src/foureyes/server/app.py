@@ -64,7 +64,7 @@ from foureyes.server.console import console_router
 from foureyes.server.errors import error_responses, install_error_handlers
 from foureyes.server.evals_api import evals_router
 from foureyes.server.facts_api import facts_router
-from foureyes.server.gateway import GATEWAY_MODEL, gateway_router
+from foureyes.server.gateway import gateway_router
 from foureyes.server.limits import BodyGuardMiddleware, KeyLimiter, add_cors, key_limiter
 from foureyes.server.metrics import METRICS_CONTENT_TYPE, Metrics, MetricsMiddleware
 from foureyes.server.purge import purge_on_schedule
@@ -74,6 +74,7 @@ from foureyes.server.unknowns_api import unknowns_router
 from foureyes.store import Store
 from foureyes.store.api_keys import EnvKeySync, KeyScope
 from foureyes.store.roles import Independence
+from foureyes.wire.chat import GATEWAY_MODEL
 
 __all__ = [
     "GATEWAY_MODEL",

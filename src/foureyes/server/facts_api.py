@@ -45,10 +45,10 @@ from foureyes.llm.calls import ModelCaller
 from foureyes.llm.routes import Routes
 from foureyes.server.auth import ClientKey
 from foureyes.server.errors import ErrorBody, error_responses
-from foureyes.server.text import Text
 from foureyes.store import Store
 from foureyes.store.api_keys import KeyScope
 from foureyes.store.roles import Independence
+from foureyes.wire.text import Text
 
 __all__ = ["FactsProblem", "FactsServices", "SelectBody", "facts_router"]
 

@@ -53,9 +53,10 @@ exception: each segment is sent once it is approved and its record committed
 (:class:`_SegmentStream`, :func:`segment_event`), then the fallback continuation if the
 gate stopped, then the final chunk with the decision (docs/gateway.md, "Segment release").
 
-``foureyes.sources`` (at most :data:`MAX_SOURCES`, each ``{"id", "text", "origin"?}``
-with at most :data:`MAX_SOURCE_CHARS` characters of text) is the material a reply may
-rely on (retrieved documents, records): the Supervisor sees it as data.
+``foureyes.sources`` (at most :data:`~foureyes.wire.chat.MAX_SOURCES`, each
+``{"id", "text", "origin"?}`` with at most :data:`~foureyes.wire.chat.MAX_SOURCE_CHARS`
+characters of text) is the material a reply may rely on (retrieved documents, records):
+the Supervisor sees it as data.
 
 ``POST /v1/check`` takes the same ``messages``, ``user`` and ``foureyes`` options plus
 the caller's own ``draft`` (``{"content": str | null, "tool_calls": [...]}``, OpenAI's
@@ -84,8 +85,7 @@ the decision, its headers naming only the trace.
 
 This module speaks HTTP only: the request models, their translation into pipeline calls
 and the answers' bodies and events are the wire layer's (:mod:`foureyes.wire.chat`,
-:mod:`foureyes.wire.responses`), shared with :class:`foureyes.Guard`; their public names
-are importable from here too.
+:mod:`foureyes.wire.responses`), shared with :class:`foureyes.Guard`.
 """
 
 from __future__ import annotations
@@ -117,21 +117,9 @@ from foureyes.server.errors import (
 from foureyes.server.metrics import Metrics
 from foureyes.wire.chat import (
     GATEWAY_MODEL,
-    MAX_SOURCE_CHARS,
-    MAX_SOURCES,
-    MAX_TOOL_CALLS,
-    MAX_TOOLS,
     ChatCompletionRequest,
     CheckRequest,
     CheckStreamRequest,
-    DraftBody,
-    DraftFunction,
-    DraftToolCall,
-    FoureyesOptions,
-    InputMessage,
-    RequestSource,
-    StreamOptions,
-    TextContent,
     guard_request,
     streamed_draft,
     support_message,
@@ -145,34 +133,7 @@ from foureyes.wire.responses import (
     sse_chunks,
 )
 
-__all__ = [
-    "ChatCompletionRequest",
-    "CheckRequest",
-    "CheckStreamRequest",
-    "DraftBody",
-    "DraftFunction",
-    "DraftToolCall",
-    "FoureyesOptions",
-    "GATEWAY_MODEL",
-    "InputMessage",
-    "MAX_SOURCES",
-    "MAX_SOURCE_CHARS",
-    "MAX_TOOLS",
-    "MAX_TOOL_CALLS",
-    "RequestSource",
-    "StreamOptions",
-    "TextContent",
-    "check_body",
-    "completion_body",
-    "decision_headers",
-    "gateway_router",
-    "guard_request",
-    "segment_event",
-    "sse_chunks",
-    "stream_head",
-    "streamed_draft",
-    "support_message",
-]
+__all__ = ["gateway_router", "stream_head"]
 
 
 def _header(description: str) -> dict[str, Any]:

@@ -1,11 +1,10 @@
 """The server's screen of a request refused for invalid text; the text types are the wire's.
 
 Every text field of a request is one of the types of :mod:`foureyes.wire.text` (no
-unpaired surrogate, no NUL: a 422 ``invalid_text`` naming the field), imported here too
-under their old names. A request refused so still has its people's words screened:
-besides the refused message texts, the user messages of a gateway or assessment body
-(the readable ones too) are screened with L0 (:func:`screen_refused_text`, the app's
-:data:`~foureyes.server.errors.TextScreen`).
+unpaired surrogate, no NUL: a 422 ``invalid_text`` naming the field). A request refused
+so still has its people's words screened: besides the refused message texts, the user
+messages of a gateway or assessment body (the readable ones too) are screened with L0
+(:func:`screen_refused_text`, the app's :data:`~foureyes.server.errors.TextScreen`).
 """
 
 from __future__ import annotations
@@ -18,38 +17,9 @@ from fastapi import Request
 
 from foureyes.core.locale import Locale
 from foureyes.risk.l0 import L0Gate
-from foureyes.wire.text import (
-    INVALID_TEXT,
-    MESSAGE_TEXT_CHECK,
-    TEXT_CHECK,
-    TEXT_PATTERN,
-    JsonObject,
-    JsonText,
-    MessageText,
-    Text,
-    TextJsonValue,
-    crisis_resources,
-    repair_text,
-    text_members,
-    text_problem,
-)
+from foureyes.wire.text import crisis_resources
 
-__all__ = [
-    "INVALID_TEXT",
-    "JsonObject",
-    "JsonText",
-    "MESSAGE_TEXT_CHECK",
-    "MessageText",
-    "TEXT_CHECK",
-    "TEXT_PATTERN",
-    "Text",
-    "TextJsonValue",
-    "crisis_resources",
-    "repair_text",
-    "screen_refused_text",
-    "text_members",
-    "text_problem",
-]
+__all__ = ["screen_refused_text"]
 
 _REGION = re.compile(r"[A-Z]{2}")
 
