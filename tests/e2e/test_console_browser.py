@@ -620,9 +620,12 @@ def test_a_screenshot_of_a_conversation_on_the_offline_default(
     try:
         tab = Tab(context.new_page(), offline_serve.url)
         tab.open()
+        # The conversation's region is set, so the crisis resources are that region's lines.
+        tab.page.locator("#region-select").select_option("CN")
         calm = tab.send("I had a rough day at work and I can't sleep.")
         crisis = tab.send(CRISIS)
         expect(calm.locator(".who .reason .code-raw")).to_have_text("approved")
+        expect(crisis.locator(".reply-text")).to_contain_text("12356")
         # The offline crisis models confirm nothing: no double confirmation is shown.
         crisis.locator("details.trail summary").click()
         expect(crisis.locator(".trail-body")).not_to_contain_text("confirmed by L1 and L2")

@@ -6,8 +6,8 @@ import json
 import re
 from html import escape as html_escape
 from html.parser import HTMLParser
-from pathlib import Path
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import pytest

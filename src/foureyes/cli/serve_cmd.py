@@ -139,6 +139,7 @@ OWNER_IN_PROCESS_NOTE = (
     '(docs/evidence.md, "Two processes, two roles")'
 )
 
+
 def no_region_note(served: Sequence[str]) -> str:
     """What ``serve`` says at start-up when no ``gate.region`` is configured.
 
