@@ -418,6 +418,61 @@ def test_each_conversation_sends_its_own_region_and_a_cn_crisis_reply_gives_cn_l
     assert sent[-1] == "CN"
 
 
+@pytest.mark.parametrize(
+    ("stored", "conversations", "region"),
+    [
+        # A region the service does not serve (or never could) is dropped, not sent.
+        (
+            '[{"id": "console-a", "region": "ZZ", "turns": [1, null]}, {"id": 5}, null]',
+            ["console-a"],
+            "",
+        ),
+        ('[{"id": "console-b", "region": "<b>", "turns": "no"}]', ["console-b"], ""),
+        ('{"id": "console-c"}', None, ""),
+        ("{not json", None, ""),
+        ('[{"id": "console-d", "region": "HK", "turns": []}]', ["console-d"], "HK"),
+    ],
+)
+def test_a_broken_or_stale_stored_conversation_is_read_safely(
+    tab: Tab, stored: str, conversations: list[str] | None, region: str
+) -> None:
+    tab.open()
+    page = tab.page
+    store = "s => { sessionStorage.clear(); sessionStorage.setItem(STORE, s) }"
+    page.evaluate(store.replace("STORE", "'foureyes.console.conversations'"), stored)
+    page.reload()
+    expect(page.locator("#auth-status")).not_to_have_text("")
+    ids = page.locator("#conversation-select option").evaluate_all("os => os.map(o => o.value)")
+    if conversations is None:  # unreadable: one new conversation
+        assert len(ids) == 1 and ids[0].startswith("console-") and ids[0] != "console-c"
+    else:
+        assert ids == conversations
+    expect(page.locator("#region-select")).to_have_value(region)
+    expect(page.locator("#transcript > li")).to_have_count(0)
+    sent = _sent_regions(page)
+    tab.send("A calm evening.")
+    assert sent == [region or None]
+
+
+def test_the_transcript_of_an_older_page_becomes_a_conversation(tab: Tab) -> None:
+    tab.open()
+    page = tab.page
+    turn = {"user": "kept from before", "reply": "still here", "foureyes": None, "error": None}
+    page.evaluate(
+        """t => {
+          sessionStorage.clear();
+          sessionStorage.setItem('foureyes.console.conversation', 'console-older');
+          sessionStorage.setItem('foureyes.console.transcript', JSON.stringify([t]));
+        }""",
+        turn,
+    )
+    page.reload()
+    expect(page.locator("#conversation-select")).to_have_value("console-older")
+    expect(page.locator("#transcript .reply-text")).to_have_text(["still here"])
+    expect(page.locator("#region-select")).to_have_value("")
+    assert page.evaluate("sessionStorage.getItem('foureyes.console.transcript')") is None
+
+
 def test_a_zh_hans_crisis_message_in_a_cn_conversation_shows_the_cn_line_in_chinese(
     chromium: Browser, service: RunningServer, simulator_process: RunningSimulator
 ) -> None:

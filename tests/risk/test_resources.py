@@ -530,3 +530,17 @@ def test_the_served_regions_are_those_with_an_entry_each_once_by_code(tmp_path: 
         write(tmp_path, {"regions": {"PT": PT}, "entries": [pt]}), extend=True
     )
     assert extended.served_regions() == tuple(sorted({*served, "PT"}))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sets(st.sampled_from([e.id for e in REGISTRY.entries]), min_size=1))
+def test_a_region_is_served_exactly_when_a_user_of_it_is_shown_a_line(ids: set[str]) -> None:
+    kept = [e for e in REGISTRY.entries if e.id in ids]
+    registry = type(REGISTRY)(regions=REGISTRY.regions, entries=tuple(kept))
+    served = registry.served_regions()
+    assert list(served) == sorted(set(served))
+    for region in REGISTRY.regions:
+        shown = resources_for(Locale.EN, region, registry)
+        assert (region in served) == bool(shown)
+        if region not in served:  # the region-less guidance, no number of another region
+            assert find_phone_numbers(render_resources(Locale.EN, region, registry)) == ()

@@ -448,7 +448,8 @@
 
   /** A conversation: its id (the request's ``user``), its region ("" for none), its turns. */
   function conversation(id, region, turns) {
-    return { id, region: REGIONS.has(region) ? region : "", turns: Array.isArray(turns) ? turns : [] };
+    const kept = Array.isArray(turns) ? turns.filter((turn) => turn && typeof turn === "object") : [];
+    return { id, region: REGIONS.has(region) ? region : "", turns: kept };
   }
 
   /** The tab's conversations, and the one open; a region the service no longer serves is dropped. */
