@@ -168,7 +168,8 @@ def test_a_verdict_is_taken_only_for_exactly_the_digests_shown() -> None:
     shown = texts("one", "two")
     item = [ItemVerdict(sha256=t.sha256, categories=[]) for t in shown]
     assert isinstance(bind_verdict(InputVerdict(items=item), shown, route="r"), ModelJudgement)
-    for wrong in (item[:1], [*item, item[0]], [item[0], ItemVerdict(sha256="0" * 64, categories=[])]):
+    stranger = ItemVerdict(sha256="0" * 64, categories=[])
+    for wrong in (item[:1], [*item, item[0]], [item[0], stranger]):
         assert bind_verdict(InputVerdict(items=wrong), shown, route="r") is (
             ModelCheckFailure.WRONG_DIGEST
         )
