@@ -734,11 +734,12 @@ class ServerConfig(_Section):
     in WAL mode (checked at start)."""
     rate_limit_backend: Literal["memory", "store"] | None = None
     """Where the per-key token buckets live. ``store``: rows in the store, one statement
-    per request, so every process on the database shares each key's bucket (N workers or
-    N instances behind a load balancer allow exactly ``rate_per_minute``); a store that
-    cannot answer refuses the request (503). ``memory``: in this process, so N
-    instances allow up to N times the rate. Unset: ``store`` when ``workers`` is above 1,
-    else ``memory``; ``memory`` with more than one worker is refused."""
+    per lease of ``rate_lease_tokens``, so every process on the database shares each key's
+    bucket (N workers or N instances behind a load balancer never allow more than
+    ``rate_per_minute``); a store that cannot answer refuses the request (503).
+    ``memory``: in this process, so N instances allow up to N times the rate. Unset:
+    ``store`` when ``workers`` is above 1, else ``memory``; ``memory`` with more than one
+    worker is refused."""
     rate_per_minute: float = Field(default=600.0, gt=0, le=10_000_000)
     """Requests per minute each key may sustain (without keys: each loopback client),
     across every process sharing the buckets (see ``rate_limit_backend``)."""
