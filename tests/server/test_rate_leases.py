@@ -12,12 +12,13 @@ import asyncio
 import datetime as dt
 import multiprocessing
 import sqlite3
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, event
 
@@ -155,6 +156,49 @@ async def test_the_lease_statement_computes_what_bucket_lease_computes(
             await store.rate_buckets.lease("k", want=0, rate_per_s=2.0, burst=10)
     finally:
         await store.close()
+
+
+@pytest.fixture(scope="module")
+def leases_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("leases") / "store.db"
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    rate=st.floats(min_value=0.01, max_value=5),
+    burst=st.integers(min_value=1, max_value=20),
+    plan=st.lists(
+        st.tuples(st.floats(min_value=0, max_value=5), st.integers(min_value=1, max_value=25)),
+        min_size=1,
+        max_size=15,
+    ),
+)
+def test_any_sequence_of_leases_in_sql_is_the_arithmetic(
+    leases_db: Path, rate: float, burst: int, plan: list[tuple[float, int]]
+) -> None:
+    key = uuid.uuid4().hex  # a bucket of its own: the file is shared by the examples
+
+    async def run() -> None:
+        clock = ManualClock()
+        url = f"sqlite+aiosqlite:///{leases_db}"
+        store = await Store.open(StoreConfig(url=url), PrivacyConfig(), {}, clock=clock)
+        row: tuple[float, float] | None = None
+        try:
+            for gap, want in plan:
+                clock.advance(seconds=gap)
+                now = clock.now.timestamp()
+                lease = await store.rate_buckets.lease(key, want=want, rate_per_s=rate, burst=burst)
+                taken, tokens, at = bucket_lease(
+                    row, now=now, want=want, rate_per_s=rate, burst=burst
+                )
+                row = (tokens, at)
+                assert lease.taken == taken and lease.tokens == pytest.approx(tokens)
+        finally:
+            await store.close()
+
+    asyncio.run(run())
 
 
 @pytest.fixture
