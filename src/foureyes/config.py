@@ -811,16 +811,25 @@ class ServerConfig(_Section):
     in WAL mode (checked at start)."""
     rate_limit_backend: Literal["memory", "store"] | None = None
     """Where the per-key token buckets live. ``store``: rows in the store, one statement
-    per request, so every process on the database shares each key's bucket (N workers or
-    N instances behind a load balancer allow exactly ``rate_per_minute``); a store that
-    cannot answer refuses the request (503). ``memory``: in this process, so N
-    instances allow up to N times the rate. Unset: ``store`` when ``workers`` is above 1,
-    else ``memory``; ``memory`` with more than one worker is refused."""
+    per lease of ``rate_lease_tokens``, so every process on the database shares each key's
+    bucket (N workers or N instances behind a load balancer never allow more than
+    ``rate_per_minute``); a store that cannot answer refuses the request (503).
+    ``memory``: in this process, so N instances allow up to N times the rate. Unset:
+    ``store`` when ``workers`` is above 1, else ``memory``; ``memory`` with more than one
+    worker is refused."""
     rate_per_minute: float = Field(default=600.0, gt=0, le=10_000_000)
     """Requests per minute each key may sustain (without keys: each loopback client),
     across every process sharing the buckets (see ``rate_limit_backend``)."""
     burst: int = Field(default=60, ge=1, le=1_000_000)
     """Requests a key may send at once before ``rate_per_minute`` applies."""
+    rate_lease_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    """With the ``store`` backend: tokens each process leases from a key's bucket in one
+    statement and then admits requests from itself, so the key's row is written once per
+    lease rather than once per request (no hot row for workers to queue on). Across every
+    process the limit is never exceeded; each process may under-admit by at most one
+    lease (tokens it leased and did not spend, which fade back as the bucket refills).
+    ``1``: one statement per request, exact. At most ``burst``. Unset: a tenth of the
+    burst, at most one second of ``rate_per_minute``, at least 1 (6 with the defaults)."""
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
     """Largest request body accepted, in bytes; a larger one gets HTTP 413 before it is
     read (a declared Content-Length is checked first, streamed bytes are counted)."""
@@ -858,6 +867,11 @@ class ServerConfig(_Section):
         ]
         if self.api_keys_env is not None and self.api_keys_env == self.admin_keys_env:
             problems.append("server.api_keys_env and server.admin_keys_env must differ")
+        if self.rate_lease_tokens is not None and self.rate_lease_tokens > self.burst:
+            problems.append(
+                f"server.rate_lease_tokens = {self.rate_lease_tokens} is more than "
+                f"server.burst = {self.burst}: a lease cannot hold more than the bucket"
+            )
         if self.workers > 1 and self.rate_limit_backend == "memory":
             problems.append(
                 f"server.rate_limit_backend = 'memory' with server.workers = {self.workers}: "
@@ -873,6 +887,13 @@ class ServerConfig(_Section):
         if self.rate_limit_backend is None:
             return self.workers > 1
         return self.rate_limit_backend == "store"
+
+    @property
+    def lease_tokens(self) -> int:
+        """Tokens a process leases at once (``rate_lease_tokens``, or its default)."""
+        if self.rate_lease_tokens is not None:
+            return self.rate_lease_tokens
+        return max(1, min(self.burst // 10, int(self.rate_per_minute // 60)))
 
 
 def _default_routes() -> dict[str, RouteConfig]:
