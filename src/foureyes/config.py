@@ -741,6 +741,10 @@ class InputConfig(_Section):
     ("only questions about our product"); empty: the checker reports no ``off_topic``."""
     history_turns: int = Field(default=6, ge=0, le=50)
     """Earlier turns the model check sees, so it may judge the conversation's arc."""
+    flag_turns: int = Field(default=3, ge=0, le=50)
+    """A conversation in which an injection or a jailbreak was restricted or blocked keeps
+    a flag for this many more messages: they are restricted too (no tool call released),
+    whatever their own checks find, as a crisis keeps its state. 0: no flag."""
 
     @model_validator(mode="before")
     @classmethod

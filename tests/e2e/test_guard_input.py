@@ -399,3 +399,29 @@ def test_personal_data_is_kept_unmasked_unless_configured(
     assert PHONE in json.dumps(sent_to(simulator, "team"), ensure_ascii=False)
     [message] = input_event(server, reply)["inputs"]
     assert message["categories"] == ["pii"] and message["action"] == "record"
+
+
+# -- the conversation keeps a flag ------------------------------------------------------------
+
+
+def test_an_attack_keeps_the_conversation_restricted_for_the_next_messages(
+    simulator: RunningSimulator, start_server: Start, tmp_path: Path
+) -> None:
+    simulator.load(SCENARIO)
+    server = start_server(config(simulator, tmp_path, flag_turns=2))
+    first = ask(server, messages(INJECTED), conversation_id="arc")
+
+    # The attack restricted its own reply; the next two messages of the conversation are
+    # restricted whatever they hold (a clean booking's tool call is not released) ...
+    assert outcome(first) == ("fallback", "input_restricted")
+    flagged = [ask(server, messages(BOOK), conversation_id="arc") for _ in range(2)]
+    by = first.model_extra["foureyes"]["trace_id"]
+    for reply in flagged:
+        assert outcome(reply) == ("fallback", "input_restricted")
+        assert input_event(server, reply)["flagged_by"] == by
+    # ... and then the flag is gone; another conversation never had it.
+    after = ask(server, messages(BOOK), conversation_id="arc")
+    assert outcome(after) == ("released", "approved") and after.choices[0].message.tool_calls
+    assert input_event(server, after)["flagged_by"] is None
+    other = ask(server, messages(BOOK), conversation_id="another")
+    assert outcome(other) == ("released", "approved")

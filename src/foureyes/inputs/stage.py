@@ -25,7 +25,7 @@ prohibition still sends the crisis reply (the gate decides that first).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -42,6 +42,7 @@ __all__ = [
     "JudgedInput",
     "STRIPPED_MARKER",
     "decide_input",
+    "flagging_run",
 ]
 
 STRIPPED_MARKER = "[withheld by foureyes: this {site} was judged {categories}]"
@@ -170,6 +171,8 @@ class InputDecision:
     """``input_blocked`` or ``input_unchecked`` when :attr:`action` is ``block``."""
     inputs: tuple[InputOutcome, ...]
     """Each input's outcome, in the request's order."""
+    flagged_by: str | None = None
+    """The earlier run of the conversation whose flag restricts this one, if any."""
 
     @property
     def stripped(self) -> frozenset[str]:
@@ -208,6 +211,7 @@ class InputDecision:
         return {
             "action": self.action.value,
             "reason": None if self.reason is None else self.reason.value,
+            "flagged_by": self.flagged_by,
             "inputs": [o.as_json() for o in self.inputs],
         }
 
@@ -228,17 +232,52 @@ def _action_of(judged: JudgedInput, config: InputConfig) -> InputOutcome:
     return InputOutcome(judged, action, categories, failures, found)
 
 
-def decide_input(judged: Sequence[JudgedInput], config: InputConfig) -> InputDecision:
+def decide_input(
+    judged: Sequence[JudgedInput], config: InputConfig, *, flagged_by: str | None = None
+) -> InputDecision:
     """The stage's decision on ``judged`` under ``config`` (pure).
 
     ``block`` and ``restrict`` apply to the whole reply; ``strip`` withholds one input.
     The reason of a block is ``input_blocked`` when a finding calls for it, else (only a
-    failure of a check did) ``input_unchecked``.
+    failure of a check did) ``input_unchecked``. With ``flagged_by`` (the conversation's
+    flag, :func:`flagging_run`) the reply is at least restricted.
     """
     outcomes = tuple(_action_of(item, config) for item in judged)
     action = max((o.action for o in outcomes), key=lambda a: a.rank, default=InputAction.PASS)
+    if flagged_by is not None and action.rank < InputAction.RESTRICT.rank:
+        action = InputAction.RESTRICT
     reason: ReasonCode | None = None
     if action is InputAction.BLOCK:
         by_finding = any(o.found is InputAction.BLOCK for o in outcomes)
         reason = ReasonCode.INPUT_BLOCKED if by_finding else ReasonCode.INPUT_UNCHECKED
-    return InputDecision(action, reason, outcomes)
+    return InputDecision(action, reason, outcomes, flagged_by)
+
+
+_FLAGGING = frozenset({InputCategory.PROMPT_INJECTION.value, InputCategory.JAILBREAK.value})
+
+
+def flagging_run(events: Sequence[tuple[str, Mapping[str, Any]]]) -> str | None:
+    """The run whose input event flags the conversation, from its latest runs' events (pure).
+
+    ``events`` are ``(trace_id, data)`` of the ``input`` events of the conversation's
+    latest runs, newest first (``[input] flag_turns`` of them). A run flags when one of
+    its inputs had an injection or a jailbreak and was restricted or blocked for it; a
+    run restricted only by an earlier flag does not flag again, so the flag ends
+    ``flag_turns`` messages after the last attack. Data that is not such a record (an
+    older version's, a damaged one) flags nothing.
+    """
+    for trace_id, data in events:
+        inputs = data.get("inputs")
+        if not isinstance(inputs, list):
+            continue
+        for item in inputs:
+            if not isinstance(item, Mapping):
+                continue
+            categories = item.get("categories")
+            if (
+                isinstance(categories, list)
+                and _FLAGGING.intersection(c for c in categories if isinstance(c, str))
+                and item.get("action") in ("restrict", "block")
+            ):
+                return trace_id
+    return None

@@ -74,6 +74,15 @@ class PreparedInput:
     _original: SupportMessage
     _original_request: ChatRequest | None
     _model: asyncio.Task[ModelJudgement | ModelCheckFailure] | None = field(default=None)
+    _flagged_by: str | None = None
+
+    def flag(self, flagged_by: str | None) -> None:
+        """Apply the conversation's flag (:func:`~foureyes.inputs.stage.flagging_run`)."""
+        self._flagged_by = flagged_by
+        judged = [
+            JudgedInput(i.ref, i.site, i.scan, seen_sha256=sha256_hex(i.seen)) for i in self.items
+        ]
+        self.deterministic = decide_input(judged, self.config, flagged_by=flagged_by)
 
     @property
     def model_pending(self) -> bool:
@@ -115,7 +124,7 @@ class PreparedInput:
             JudgedInput(i.ref, i.site, i.scan, judgement, seen_sha256=sha256_hex(i.seen))
             for i in self.items
         ]
-        return decide_input(judged, self.config)
+        return decide_input(judged, self.config, flagged_by=self._flagged_by)
 
     async def cancel(self) -> None:
         """Stop a model check still running (the run ended another way)."""

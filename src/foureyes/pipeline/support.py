@@ -54,6 +54,7 @@ from foureyes.core.tenancy import new_conversation_id, scoped_conversation
 from foureyes.core.trace import EventKind, TraceEvent
 from foureyes.gate import GateOutcome, GateRunner, GivenDraft, PendingReply, ReplyRequest
 from foureyes.gate.runner import SegmentSink
+from foureyes.inputs.stage import flagging_run
 from foureyes.llm import telemetry
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.provider import ChatRequest
@@ -155,6 +156,7 @@ class SupportPipeline:
             self.caller, traces=self._traces, unknowns=store.unknowns, registry=registry
         )
         """The release gate."""
+        self._runs = store.traces
         self.inputs = InputStage(config)
         """The ``[input]`` stage: every input judged before anything is drafted."""
         self._alerts = alerts
@@ -318,6 +320,13 @@ class SupportPipeline:
         conversation = message.conversation_id or new_conversation_id()
         request = self._reply_request(message)
         if prepared is not None:
+            turns = self.config.input.flag_turns
+            if turns and message.conversation_id is not None:
+                # As a crisis keeps its state: an attack restricts the next few messages.
+                events = await self._runs.recent_events(
+                    message.tenant, message.conversation_id, EventKind.INPUT, runs=turns
+                )
+                prepared.flag(flagging_run(events))
             if prepared.blocks_now:
                 speculate_allowed = False
             else:
