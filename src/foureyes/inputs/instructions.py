@@ -267,7 +267,8 @@ def pattern_spans(item: CheckInput, pattern: re.Pattern[str]) -> list[tuple[int,
     spans = {m.span() for m in pattern.finditer(written) if m.end() > m.start()}
     folded = item.folded
     view = _brackets(folded.text)
-    if view != written:
+    # The patterns ignore case, so a fold that only lowered the case finds nothing new.
+    if view != written and view != written.lower():
         spans.update(
             folded.covering_span(*m.span()) for m in pattern.finditer(view) if m.end() > m.start()
         )
