@@ -395,20 +395,34 @@ class SupportPipeline:
                 own_request=None if refused is not None else own_request,
             )
         durable: SegmentSink | None = None
+        early: asyncio.Future[None] | None = None
         if on_segment is not None:
             sink = on_segment
+            if refused is None and pending.streams_segments(applied.policy):
+                # The header, the input checks and the triage are written while the first
+                # segment is drafted and reviewed, so that only the segment's own record
+                # is written between its approval and its release (issue 39, item 4).
+                early = asyncio.ensure_future(self._traces.flush(trace_id))
 
             async def durable(segment: str) -> None:
                 # Invariant 10: the segment's record is durable before the segment leaves.
+                if early is not None:
+                    await early
                 await self._traces.flush(trace_id)
                 await sink(trace_id, segment)
 
-        gate = await pending.finish(
-            applied.policy,
-            on_segment=durable,
-            refused=refused,
-            no_tool_calls=decision is not None and decision.restricts_tools,
-        )
+        try:
+            gate = await pending.finish(
+                applied.policy,
+                on_segment=durable,
+                refused=refused,
+                no_tool_calls=decision is not None and decision.restricts_tools,
+            )
+        finally:
+            if early is not None:
+                # Never two writes of one run at once: the commit waits for this one. What
+                # it failed to write stays held, and the commit writes it (or fails too).
+                await asyncio.gather(early, return_exceptions=True)
         return self._outcome(
             gate,
             trace_id=trace_id,
