@@ -22,7 +22,17 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load, run
+from foureyes.cli._common import (
+    ConfigOption,
+    JsonOption,
+    console,
+    emit_json,
+    fail,
+    load,
+    print_rows,
+    print_table,
+    run,
+)
 from foureyes.config import Config
 from foureyes.core.digest import sha256_hex
 from foureyes.core.errors import FoureyesError, UsageError
@@ -200,13 +210,7 @@ def list_runs(
         )
         for summary in runs
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        _out(
-            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip(),
-            markup=False,
-            highlight=False,
-        )
+    print_rows(rows)
 
 
 def _risk(summary: RunSummary) -> str:
@@ -418,4 +422,4 @@ def _print_calls(record: TraceRecord) -> None:
             str(d.get("cost_usd")),
             str(d.get("outcome")),
         )
-    console.print(table)
+    print_table(table)
