@@ -43,7 +43,7 @@ VerboseOption = Annotated[
 def check(
     config: ConfigOption = None, verbose: VerboseOption = False, as_json: JsonOption = False
 ) -> None:
-    """Validate the config and print it as it takes effect, secrets masked.
+    """Validate the config; sum it up, or print it as it takes effect (secrets masked).
 
     A valid config gets a short summary: that it is valid, which file, how each route
     serves the roles, and the warnings counted by kind with one example each;
