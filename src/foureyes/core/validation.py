@@ -18,7 +18,6 @@ The edges that show validation errors use it, each once: config loading
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import re
 import types
@@ -376,6 +375,8 @@ def _shown(value: object) -> str | None:
 
 def _closest(word: str, choices: Iterable[str]) -> str | None:
     """The allowed name ``word`` most likely misspells, if one is close enough."""
+    import difflib  # only when a problem has a name to suggest
+
     names = [c for c in choices if c]
     if not word or not names:
         return None
