@@ -221,7 +221,7 @@ def parse_scenario(data: Any, *, source: str = "scenario") -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError([f"{source}: {p}" for p in validation_problems(exc)]) from None
+        raise ConfigError([f"{source}: {p}" for p in validation_problems(exc, Scenario)]) from None
 
 
 def load_scenario(path: str | Path) -> Scenario:
