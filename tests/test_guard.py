@@ -452,3 +452,22 @@ async def test_the_input_stage_judges_what_the_library_is_given(scratch: Path) -
         "source:kb": "strip",
     }
     assert injected not in json.dumps(event)
+
+
+async def test_bad_input_is_said_in_a_users_words_as_the_gateway_says_it() -> None:
+    image = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]
+    async with Guard.open(store="memory") as guard:
+        with pytest.raises(ContractError) as part:
+            await guard.check(image, TEXT)
+        with pytest.raises(ContractError) as region:
+            await guard.reply(user(), region="gb")
+        with pytest.raises(ContractError) as role:
+            await guard.check([{"role": "usr", "content": "hi"}], TEXT)
+    assert part.value.detail == "messages.0.content.0.type: expected 'text', got a string"
+    assert region.value.detail == (
+        "foureyes.region: expected a region code: two capital letters (ISO 3166-1 alpha-2), "
+        "such as CN, HK, TW or GB, got a string; did you mean 'GB'?"
+    )
+    assert role.value.detail.endswith("got a string; did you mean 'user'?")
+    for caught in (part, region, role):
+        assert "Input should" not in str(caught.value) and "[A-Z]" not in str(caught.value)

@@ -34,6 +34,7 @@ from foureyes.core.errors import ConfigError
 from foureyes.core.fold import TOOL_NAME
 from foureyes.core.locale import Locale
 from foureyes.core.roles import CRISIS_ROLES, Role
+from foureyes.core.validation import explain_errors
 
 __all__ = [
     "AlertConfig",
@@ -1069,17 +1070,17 @@ class Config(BaseSettings):
         return data
 
 
-def validation_problems(err: ValidationError) -> list[str]:
-    """One line per validation error, naming the key at fault (unknown keys by name)."""
-    problems = []
-    for e in err.errors():
-        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        if e["type"] == "extra_forbidden":
-            problems.append(f"unknown key {where!r}")
-        else:
-            msg = e["msg"].removeprefix("Value error, ")
-            problems.append(msg if where == "(top level)" else f"{where}: {msg}")
-    return problems
+def validation_problems(
+    err: ValidationError, model: type[BaseModel] | None = None, *, echo: bool = True
+) -> list[str]:
+    """One line per problem, naming the key at fault and what it takes, in a user's words.
+
+    Unknown keys are named (with the closest known key when ``model`` is given), and a
+    bad value is said back with what the field expects
+    (:func:`foureyes.core.validation.explain_errors`). ``echo=False`` says only the kind
+    of each value given, for input that may hold a person's data (observations, commits).
+    """
+    return [problem.message(echo=echo) for problem in explain_errors(err, model)]
 
 
 def read_text_file(path: str | Path, what: str) -> str:
@@ -1124,7 +1125,7 @@ def load_config(
     try:
         return Config(**_merge_env(data, env))
     except ValidationError as exc:
-        raise ConfigError(validation_problems(exc)) from None
+        raise ConfigError(validation_problems(exc, Config)) from None
 
 
 def _merge_env(data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:

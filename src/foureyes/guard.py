@@ -58,6 +58,7 @@ from foureyes.config import Config, load_config
 from foureyes.core.errors import ContractError, UsageError
 from foureyes.core.locale import Locale
 from foureyes.core.tenancy import LOCAL_TENANT
+from foureyes.core.validation import explain_errors
 from foureyes.gate import CrisisReply, GivenDraft, ReplyMode, ToolCallCheck, ToolCallRefused
 from foureyes.pipeline import Runtime, SupportOutcome
 from foureyes.review.deliberate import DeliberateResult, deliberate_tool, run_deliberate
@@ -106,9 +107,10 @@ def _validate(model: type[_Model], call: str, body: dict[str, Any]) -> _Model:
     try:
         return model.model_validate(body)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "input"
-        raise ContractError(call, INVALID_INPUT, f"{where}: {first['msg']}") from None
+        # In a user's words, as the server's 422 says it; the values given are not
+        # echoed (a message's text is a user's).
+        problems = [p.message(echo=False) for p in explain_errors(exc, model)]
+        raise ContractError(call, INVALID_INPUT, "; ".join(problems)) from None
 
 
 class _CrisisOptions(BaseModel):

@@ -236,7 +236,7 @@ def test_check_warns_when_the_crisis_roles_share_a_route_with_the_chat_roles(
     assert entry["route"] == "flash" and entry["reserved_share"] == 0.2
     assert entry["roles"] == ["counselor", "supervisor", "risk_l1", "risk_l2"]
     assert "20%" in entry["warning"] and "route of their own" in entry["warning"]
-    human = " ".join(_check(tmp_path).split())
+    human = " ".join(_check(tmp_path, "--verbose").split())
     assert "warning: route 'flash' serves counselor, supervisor, risk_l1, risk_l2" in human
     assert "config OK" in human
 
@@ -390,3 +390,88 @@ def test_check_fails_on_an_unknowns_key_that_is_missing_or_not_32_bytes(
     [problem] = json.loads(result.output)["problems"]
     assert problem.startswith(expected)
     assert value is None or value not in result.output
+
+
+def test_check_prints_a_short_summary_of_a_valid_config_and_everything_when_verbose(
+    tmp_path: Path,
+) -> None:
+    # The packaged registry has many entries checked only against a secondary source,
+    # and this config shares a route with the crisis roles: warnings of two more kinds.
+    path = tmp_path / "shared.toml"
+    path.write_text(SHARED.format(l2="flash", risk=""), encoding="utf-8")
+    body = json.loads(_check(tmp_path, "--json"))
+    secondary, [shared] = body["secondary_resources"], body["crisis_shared_routes"]
+    assert len(secondary) > 10
+
+    short = runner.invoke(app, ["config", "check", "--config", str(path)])
+    assert short.exit_code == 0, short.output
+    lines = short.output.splitlines()
+    assert lines[0] == f"config OK: config file {path}"
+    assert len(lines) <= 10
+    assert "route flash (openai, glm-4.7-flash): counselor, supervisor, risk_l1, risk_l2" in lines
+    assert (
+        f"  crisis resource checked only against a secondary source ({len(secondary)}), "
+        f"e.g. {secondary[0]}" in lines
+    )
+    assert f"  crisis roles sharing a model route: {shared['warning']}" in lines
+    assert lines[-1].startswith("run with --verbose for everything")
+    assert "secondary_resources" not in short.output and '"store"' not in short.output
+
+    verbose = runner.invoke(app, ["config", "check", "--config", str(path), "--verbose"])
+    assert verbose.exit_code == 0, verbose.output
+    flat = " ".join(verbose.output.split())
+    assert flat.count("crisis resource checked only against a secondary source") == len(secondary)
+    assert '"store": {' in verbose.output and "plugins (entry points)" in verbose.output
+    assert "config OK" in verbose.output and "--verbose" not in verbose.output
+
+
+def test_check_names_the_defaults_when_no_file_is_given() -> None:
+    result = runner.invoke(app, ["config", "check"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == (
+        "config OK: built-in offline defaults (no --config, FOUREYES_CONFIG unset)"
+    )
+
+
+def test_problems_are_printed_in_full_with_or_without_verbose(tmp_path: Path) -> None:
+    path = tmp_path / "f.toml"
+    path.write_text(FLASH + '\n[routes.x]\nkind = "carrier-pigeon"\n', encoding="utf-8")
+    for args in ([], ["--verbose"]):
+        result = runner.invoke(app, ["config", "check", "--config", str(path), *args])
+        assert result.exit_code == 1
+        assert "FLASH_API_KEY is not set" in result.output
+        assert "routes.x.kind 'carrier-pigeon' is unknown" in result.output
+
+
+def test_tables_piped_into_a_file_are_plain_rows_with_whole_values(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "check.txt"
+    with out.open("wb") as file:
+        command = [sys.executable, "-m", "foureyes.cli", "config", "check", "--verbose"]
+        assert subprocess.run(command, stdout=file, check=False).returncode == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert not any(set(line) & set("│┃━─┏└…") for line in lines)
+    start = lines.index("plugins (entry points)")
+    assert lines[start + 1].split() == ["group", "name", "object", "distribution"]
+    rows = [line.split() for line in lines[start + 2 : start + 4]]
+    assert rows[0][:3] == ["route_kinds", "offline", "foureyes.llm.offline:build_offline_provider"]
+    assert rows[1][:3] == [
+        "route_kinds",
+        "openai",
+        "foureyes.llm.openai_compat:build_openai_provider",
+    ]
+    roles = lines[lines.index("roles") + 2 :][:7]
+    assert [row.split() for row in roles] == [
+        [role, "offline", "offline", "foureyes-offline"]
+        for role in (
+            "counselor",
+            "supervisor",
+            "risk_l1",
+            "risk_l2",
+            "reviewer",
+            "selector",
+            "primary",
+        )
+    ]

@@ -190,3 +190,27 @@ def test_a_reader_that_closes_the_pipe_early_is_not_an_error() -> None:
     process.stderr.close()
     assert process.wait(timeout=300) == 0, errors
     assert "Traceback" not in errors and "Error" not in errors
+
+
+def test_the_report_written_to_a_file_has_one_plain_line_per_row(
+    tmp_path: Path, report_json: dict[str, Any]
+) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "report.txt"
+    with out.open("wb") as file:  # not a terminal: rich would wrap to 80 columns
+        command = [sys.executable, "-m", "foureyes.cli", "risk", "lexicon-report"]
+        done = subprocess.run(
+            [*command, "--data", str(require_data("risk"))], stdout=file, check=False
+        )
+    assert done.returncode == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert not any(set(line) & set("│┃━─┏└…") for line in lines)
+    title = next(i for i, line in enumerate(lines) if line.startswith("texts matched per lexicon"))
+    header, *rows = lines[title + 1 :]
+    assert header.split()[:3] == ["entry", "category", "w"]
+    terms = report_json["terms"]
+    assert len(rows) == len(terms)
+    for line, term in zip(rows, terms, strict=True):
+        assert line.startswith(term["term"] + "  ") and line.endswith(term["source"]), line

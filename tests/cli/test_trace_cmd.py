@@ -258,3 +258,58 @@ def test_show_takes_a_unique_prefix_and_refuses_an_ambiguous_or_unknown_one() ->
         missing = runner.invoke(cli, ["trace", "show", unknown, "--json"])
         assert missing.exit_code == 1
         assert json.loads(missing.output)["error"] == "TraceNotFound"
+
+
+def _summary(trace_id: str) -> dict[str, object]:
+    result = runner.invoke(cli, ["trace", "show", trace_id, "--json"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    assert body["run"]["trace_id"] == trace_id  # the whole record is still there
+    summary: dict[str, object] = body["summary"]
+    return summary
+
+
+def test_json_sums_up_a_released_run_as_the_readable_view_does() -> None:
+    source = Source(id="kb:7", origin="care-guide", text="Rest helps.")
+    outcome = reply(ReplyRequest(message="I had a rough day.", sources=(source,)))
+    body = json.loads(runner.invoke(cli, ["trace", "show", outcome.trace_id, "--json"]).output)
+    decision = body["events"][-1]["data"]
+    review = decision["attempts"][0]["review"]
+
+    summary = _summary(outcome.trace_id)
+
+    assert summary["outcome"] == "released" and summary["reason"] == "approved"
+    assert summary["why"] is None and summary["decision"] == "released"
+    assert summary["candidate_sha256"] == outcome.candidate_sha256
+    assert summary["delivered_sha256"] == sha256_hex(outcome.text)
+    assert summary["delivered_chars"] == len(outcome.text)
+    assert summary["verdict_sha256"] == review["verdict_sha256"]
+    assert summary["reviewer_offline"] is True and summary["fallback_family"] is None
+    assert summary["policy"] == decision["policy"] and summary["sources"] == 1
+    assert (summary["gate_decisions"], summary["drafts"], summary["model_calls"]) == (1, 1, 2)
+    assert summary["rules_fired"] == [] and summary["total_ms"] == decision["timings"]["total_ms"]
+    assert summary["risk"] is None  # the gate alone: no triage
+
+
+def test_json_sums_up_a_fallback_and_the_triage_of_a_chat_run() -> None:
+    outcome = reply(
+        ReplyRequest(message="我不想活了", policy=GenerationPolicy.PROHIBITED, region="CN")
+    )
+    summary = _summary(outcome.trace_id)
+    assert summary["outcome"] != "released" and summary["reason"] == "generation_prohibited"
+    assert summary["why"] == "triage prohibited free generation"
+    assert summary["candidate_sha256"] is None and summary["verdict_sha256"] is None
+    assert summary["fallback_family"] and summary["region"] == "CN"
+    assert summary["delivered_sha256"] == sha256_hex(outcome.text)
+
+    (trace_id,) = chat_ids("I want to die")
+    chat = _summary(trace_id)
+    assert chat["risk"] == {
+        "level": "high",
+        "status": "ok",
+        "tier": "L2",
+        "confirmed": False,
+        "path": "l0",
+    }
+    assert chat["outcome"] == "released" and isinstance(chat["model_calls"], int)
+    assert chat["model_calls"] >= 2

@@ -100,7 +100,7 @@ def test_every_example_in_the_docs_is_valid() -> None:
         ({"models": {"m": [{"contnet": "typo"}]}}, "unknown key 'models.m.0.contnet'"),
         ({"models": {"m": []}, "port": 1}, "unknown key 'port'"),
         ({"models": {"m": [{"match": "(unclosed"}]}}, "invalid regex '(unclosed'"),
-        ({"models": {"m": [{"fault": "explode"}]}}, "models.m.0.fault: Input should be"),
+        ({"models": {"m": [{"fault": "explode"}]}}, "models.m.0.fault: expected one of 'delay'"),
         ({"models": {"m": [{"fault": "delay"}]}}, "delay_s is required by"),
         ({"models": {"m": [{"content": "x", "delay_s": 1}]}}, "only valid with, fault 'delay'"),
         ({"models": {"m": [{"fault": "http_500", "retry_after_s": 1}]}}, "only valid with"),

@@ -226,4 +226,37 @@ async def test_chinese_validation_errors_embed_no_english_validation_text(langua
         assert SECRET not in response.text
     assert "name" in str(_error(wrong)["message"]) and "scope" in str(_error(wrong)["message"])
     assert "位置" in str(_error(broken)["message"])
-    assert "Input should be a valid string" in str(_error(english)["message"])
+    assert "name: expected a string, got a list" in str(_error(english)["message"])
+
+
+async def test_a_bad_image_part_or_region_is_one_readable_problem_naming_the_field() -> None:
+    part = {"type": "image_url", "image_url": {"url": "https://example.org/x.png"}}
+    body = {"model": "foureyes-support", "messages": [{"role": "user", "content": [part]}]}
+    async with app_client(create_app(keyed(), KEYS_ENV)) as client:
+        image = await client.post("/v1/chat/completions", json=body, headers=bearer(CLIENT_KEY))
+        region = await client.post(
+            "/v1/chat/completions",
+            json=body
+            | {
+                "messages": [{"role": "user", "content": "hi"}],
+                "foureyes": {"regoin": "CN", "region": SECRET},
+            },
+            headers=bearer(CLIENT_KEY),
+        )
+    assert image.status_code == 422
+    assert _error(image) == {
+        "message": "The request is not valid: messages.0.content.0.type: expected 'text', "
+        "got a string.",
+        "type": "invalid_request_error",
+        "code": "invalid_request",
+        "param": "messages.0.content.0.type",
+    }
+    message = str(_error(region)["message"])
+    assert "foureyes.region: expected a region code: two capital letters" in message
+    assert "unknown key 'foureyes.regoin'; did you mean 'region'?" in message
+    assert SECRET not in region.text
+    for response in (image, region):
+        assert not any(
+            word in response.text
+            for word in ("Value error,", "valid tuple", "Input should", "[A-Z]", "list[Text")
+        )

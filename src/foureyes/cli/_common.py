@@ -6,15 +6,18 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 
 from foureyes.config import Config, load_config
 from foureyes.core.errors import ConfigError, FoureyesError
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 T = TypeVar("T")
 
@@ -53,6 +56,54 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 def emit_json(value: Any) -> None:
     """Print ``value`` as one JSON document on stdout."""
     typer.echo(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True))
+
+
+def print_rows(rows: Sequence[Sequence[str]]) -> None:
+    """Print ``rows`` as plain lines, one per row, columns aligned by spaces, nothing cut.
+
+    No value is wrapped or shortened at any width (an id or a digest must stay whole), so
+    a file or a pipe gets one line per row; a value's own line breaks become spaces.
+    """
+    cells = [[" ".join(str(cell).split("\n")) for cell in row] for row in rows]
+    widths: list[int] = []
+    for row in cells:
+        for index, cell in enumerate(row):
+            if index == len(widths):
+                widths.append(0)
+            widths[index] = max(widths[index], len(cell))
+    for row in cells:
+        line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+        console.print(line.rstrip(), markup=False, highlight=False, emoji=False, soft_wrap=True)
+
+
+def print_table(table: Table) -> None:
+    """Print ``table``: drawn by rich on a terminal, else as plain rows (:func:`print_rows`).
+
+    Off a terminal (a file, a pipe) rich would fit the table to 80 columns, wrapping its
+    values down to one character a line; there the title (if any) comes first, then the
+    header and one line per row with full values.
+    """
+    if console.is_terminal:
+        console.print(table)
+        return
+    columns = table.columns
+    rows = [[_plain(column.header) for column in columns]] if table.show_header else []
+    by_column = [[_plain(cell) for cell in column.cells] for column in columns]
+    rows += [list(row) for row in zip(*by_column, strict=True)]
+    if table.title:
+        console.print(_plain(table.title), markup=False, highlight=False, soft_wrap=True)
+    print_rows(rows)
+
+
+def _plain(cell: object) -> str:
+    """A table cell's text, its markup (``[green]pass[/]``) rendered and styles dropped."""
+    from rich.text import Text
+
+    if isinstance(cell, Text):
+        return cell.plain
+    if isinstance(cell, str):
+        return console.render_str(cell).plain
+    return str(cell)
 
 
 def fail(error: FoureyesError, *, as_json: bool) -> NoReturn:

@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from foureyes.cli._common import ConfigOption, JsonOption, console, fail, load, run
+from foureyes.cli._common import ConfigOption, JsonOption, console, fail, load, print_table, run
 from foureyes.config import Config
 from foureyes.core.errors import ConfigError, StoreError
 from foureyes.core.policy import GenerationPolicy
@@ -192,6 +192,6 @@ def _show(document: dict[str, Any]) -> None:
     for name, value in rows:
         # Text, not markup: evidence and terms come from models and users.
         table.add_row(Text(name), Text(value))
-    console.print(table)
+    print_table(table)
     if "resources" in document:
         console.print(document["resources"], markup=False, highlight=False)

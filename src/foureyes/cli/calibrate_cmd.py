@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from foureyes.cli._common import ConfigOption, JsonOption, console, fail, load, run
+from foureyes.cli._common import ConfigOption, JsonOption, console, fail, load, print_table, run
 from foureyes.cli.assess_cmd import open_triage
 from foureyes.config import Config
 from foureyes.core.errors import ConfigError, StoreError
@@ -94,13 +94,13 @@ def _show(
     for expected, row in report.confusion.items():
         if any(row.values()):
             matrix.add_row(expected, *(str(row[c]) for c in columns))
-    console.print(matrix)
+    print_table(matrix)
     metrics = Table(title="metrics")
     metrics.add_column("metric")
     metrics.add_column("value", justify="right")
     for name, value in report.metrics.items():
         metrics.add_row(name, _number(value))
-    console.print(metrics)
+    print_table(metrics)
     if report.signals:
         screen = Table(title="L0 screen signals: escalated (95% CI)")
         for column in ("signal", "at risk (recall)", "not at risk (false escalation)"):
@@ -111,7 +111,7 @@ def _show(
                 f"{signal.at_risk} of {signal.at_risk.texts}",
                 f"{signal.not_at_risk} of {signal.not_at_risk.texts}",
             )
-        console.print(screen)
+        print_table(screen)
     if report.reasons:
         console.print(
             "reasons: " + ", ".join(f"{k}={v}" for k, v in report.reasons.items()),
@@ -124,4 +124,4 @@ def _show(
         for name, value, limit, passed in checks_rows:
             verdict = "[green]pass[/]" if passed else "[red]FAIL[/]"
             gate.add_row(name, _number(value), _number(limit), verdict)
-        console.print(gate)
+        print_table(gate)

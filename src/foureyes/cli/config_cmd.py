@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -15,8 +17,9 @@ from foureyes.cli._common import (
     emit_json,
     fail,
     load,
+    print_table,
 )
-from foureyes.config import Config
+from foureyes.config import CONFIG_ENV, Config
 from foureyes.core.budget import utc_day
 from foureyes.core.errors import ConfigError
 from foureyes.core.roles import Role
@@ -26,9 +29,26 @@ from foureyes.risk.screen_model import default_screen_model
 app = typer.Typer(no_args_is_help=True, help="Inspect and validate configuration.")
 
 
+VerboseOption = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Print everything: the roles, the plugins, the whole config and every warning.",
+    ),
+]
+
+
 @app.command("check")
-def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
-    """Validate the config and print it as it takes effect, secrets masked.
+def check(
+    config: ConfigOption = None, verbose: VerboseOption = False, as_json: JsonOption = False
+) -> None:
+    """Validate the config; sum it up, or print it as it takes effect (secrets masked).
+
+    A valid config gets a short summary: that it is valid, which file, how each route
+    serves the roles, and the warnings counted by kind with one example each;
+    ``--verbose`` prints the roles, the plugins, the whole config and every warning, and
+    ``--json`` all of it as data. Problems (exit 1) are always printed in full.
 
     Lists the route kinds and rules registered by entry point with the distribution of each
     (``plugins`` in ``--json``); a plugin that cannot be loaded, is of the wrong type or
@@ -101,6 +121,22 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
             }
         )
         return
+    warnings: list[tuple[str, list[str]]] = [
+        ("accepted by gate.supervisor_unreviewed", unreviewed),
+        ("crisis roles sharing a model route", [str(e["warning"]) for e in shared]),
+        ("privacy note", privacy_notes),
+        (
+            "facts owner not independent",
+            [f"{owner['reason']}: {owner['detail']}"]
+            if owner is not None and not owner["independent"]
+            else [],
+        ),
+        ("crisis resource past its review period", stale),
+        ("crisis resource checked only against a secondary source", secondary),
+    ]
+    if not verbose:
+        _print_summary(cfg, config, secret_status, warnings)
+        return
     table = Table(title="roles")
     table.add_column("role")
     table.add_column("route")
@@ -109,7 +145,7 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     for role in Role:
         name, route = cfg.route_for(role)
         table.add_row(role.value, name, route.kind, route.model)
-    console.print(table)
+    print_table(table)
     listed = Table(title="plugins (entry points)")
     for column in ("group", "name", "object", "distribution"):
         listed.add_column(column)
@@ -117,7 +153,7 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         for listed_entry in entries:
             dist = f"{listed_entry['distribution']} {listed_entry['version']}"
             listed.add_row(group, listed_entry["name"], listed_entry["value"], dist)
-    console.print(listed)
+    print_table(listed)
     console.print_json(data={k: v for k, v in cfg.masked().items()})
     for name, status in secret_status.items():
         console.print(f"secret variable {name}: {status}")
@@ -138,6 +174,44 @@ def check(config: ConfigOption = None, as_json: JsonOption = False) -> None:
     for line in secondary:
         console.print(f"[yellow]crisis resource checked only against a secondary source:[/] {line}")
     console.print("[green]config OK[/]")
+
+
+def _print_summary(
+    cfg: Config,
+    path: Path | None,
+    secrets: dict[str, str],
+    warnings: list[tuple[str, list[str]]],
+) -> None:
+    """The few lines a valid config gets by default (``--verbose`` prints everything)."""
+    chosen = path if path is not None else os.environ.get(CONFIG_ENV) or None
+    where = (
+        f"config file {chosen}"
+        if chosen is not None
+        else f"built-in offline defaults (no --config, {CONFIG_ENV} unset)"
+    )
+
+    def out(text: str) -> None:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    console.print(f"[green]config OK[/]: {where}", highlight=False, soft_wrap=True)
+    served: dict[str, list[str]] = {}
+    for role in Role:
+        served.setdefault(cfg.route_for(role)[0], []).append(role.value)
+    for name, roles in served.items():
+        route = cfg.routes[name]
+        out(f"route {name} ({route.kind}, {route.model}): {', '.join(roles)}")
+    if secrets:
+        out("secret variables: " + ", ".join(f"{k} {v}" for k, v in secrets.items()))
+    found = [(kind, lines) for kind, lines in warnings if lines]
+    if found:
+        out(f"warnings ({sum(len(lines) for _, lines in found)}):")
+    for kind, lines in found:
+        out(
+            f"  {kind}: {lines[0]}"
+            if len(lines) == 1
+            else f"  {kind} ({len(lines)}), e.g. {lines[0]}"
+        )
+    out("run with --verbose for everything (roles, plugins, the whole config, every warning)")
 
 
 def _resource_report(cfg: Config) -> tuple[list[str], list[str], list[str]]:

@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load, run
+from foureyes.cli._common import (
+    ConfigOption,
+    JsonOption,
+    console,
+    emit_json,
+    fail,
+    load,
+    print_table,
+    run,
+)
 from foureyes.config import Config, validation_problems
 from foureyes.core.errors import ConfigError, StoreError
 from foureyes.core.locale import Locale
@@ -127,7 +136,7 @@ def _show(outcome: FactsOutcome) -> None:
             table.add_row(
                 entry["kind"], entry["evidence_ref"], entry["label"], entry["description"]
             )
-        console.print(table)
+        print_table(table)
     if body["rejected"]:
         table = Table(title="rejected")
         table.add_column("#")
@@ -135,7 +144,7 @@ def _show(outcome: FactsOutcome) -> None:
         table.add_column("selection (as the model wrote it)")
         for entry in body["rejected"]:
             table.add_row(str(entry["index"]), entry["reason"], str(entry["selection"])[:200])
-        console.print(table)
+        print_table(table)
     if body["detail"]:
         console.print(body["detail"], markup=False, highlight=False)
     if body["explanation"]:

@@ -14,7 +14,15 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.table import Table
 
-from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, err_console, fail
+from foureyes.cli._common import (
+    ConfigOption,
+    JsonOption,
+    console,
+    emit_json,
+    err_console,
+    fail,
+    print_table,
+)
 from foureyes.cli._common import load as load_config
 from foureyes.cli._common import run as run_async
 from foureyes.config import Config
@@ -88,7 +96,7 @@ def list_keys(config: ConfigOption = None, as_json: JsonOption = False) -> None:
         status = "active" if r.revoked_at is None else f"revoked {r.revoked_at:%Y-%m-%d %H:%M}"
         created = f"{r.created_at:%Y-%m-%d %H:%M}"
         table.add_row(r.prefix, r.scope.value, r.source.value, r.name or "", created, status)
-    console.print(table)
+    print_table(table)
 
 
 @app.command("revoke")

@@ -12,7 +12,16 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load, run
+from foureyes.cli._common import (
+    ConfigOption,
+    JsonOption,
+    console,
+    emit_json,
+    fail,
+    load,
+    print_table,
+    run,
+)
 from foureyes.config import Config
 from foureyes.core.errors import ConfigError, StoreError
 from foureyes.core.roles import Role
@@ -177,7 +186,7 @@ def _meta_table(values: dict[str, Any], title: str) -> None:
     table.add_column("value")
     for key, value in values.items():
         table.add_row(key, str(value))
-    console.print(table)
+    print_table(table)
 
 
 def _show(result: SessionReview, facts: dict[str, Any]) -> None:
@@ -201,6 +210,6 @@ def _show(result: SessionReview, facts: dict[str, Any]) -> None:
         for item in outcome.packet.items:
             items.add_row(item.kind.value, item.certainty.value, item.content)
         if outcome.packet.items:
-            console.print(items)
+            print_table(items)
         console.print(f"published: {'yes' if result.publication else 'no'}")
     console.print(f"trace: {outcome.trace_id}", highlight=False)

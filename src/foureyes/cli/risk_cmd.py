@@ -10,8 +10,9 @@ from typing import Annotated
 import typer
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
-from foureyes.cli._common import JsonOption, console, emit_json, fail
+from foureyes.cli._common import JsonOption, console, emit_json, fail, print_table
 from foureyes.core.datadir import DATA_DIR_ENV, DATA_HOWTO, data_dir
 from foureyes.core.errors import ConfigError
 from foureyes.risk.l0 import L0Gate, Lexicon
@@ -182,7 +183,7 @@ def train_screen(
                 f"{cv[level]['false_escalation_rate']:.1%}",
                 f"{cv['auc']:.3f}",
             )
-    console.print(table)
+    print_table(table)
 
 
 def _signal_table(
@@ -205,7 +206,7 @@ def _signal_table(
 
 def _print(report: LexiconReport, top: int | None) -> None:
     for note in report.notes():
-        console.print(f"note: {note}", highlight=False)
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
     signals = report.signals
     goals = Table(title="goals of the combined screen (judged on the point estimate)")
     for column in ("goal", "target", "measured (95% CI)", f"fold {HELD_OUT_FOLD}", "status"):
@@ -226,8 +227,8 @@ def _print(report: LexiconReport, top: int | None) -> None:
             "" if held is None else f"{held} of {held.texts}",
             status,
         )
-    console.print(goals)
-    console.print(
+    print_table(goals)
+    print_table(
         _signal_table(
             "escalation by band (high_risk: recall; everyday: false alarms)",
             ("dataset", "band"),
@@ -235,7 +236,7 @@ def _print(report: LexiconReport, top: int | None) -> None:
             signals,
         )
     )
-    console.print(
+    print_table(
         _signal_table(
             "escalation by language",
             ("language", "band"),
@@ -243,7 +244,7 @@ def _print(report: LexiconReport, top: int | None) -> None:
             signals,
         )
     )
-    console.print(
+    print_table(
         _signal_table(
             "escalation by label (sos1k: grade)",
             ("dataset", "label", "band"),
@@ -254,7 +255,7 @@ def _print(report: LexiconReport, top: int | None) -> None:
             signals,
         )
     )
-    console.print(
+    print_table(
         _signal_table(
             f"escalation by SOS-1K fold (lexicon tuned on folds 1-{HELD_OUT_FOLD - 1}, "
             f"fold {HELD_OUT_FOLD} held out)",
@@ -282,10 +283,10 @@ def _print(report: LexiconReport, top: int | None) -> None:
             for _, dataset, label_range in _COLUMNS
         )
         terms.add_row(
-            entry.term,
+            Text(entry.term),  # a term is not markup: "[doge]" is a lexicon entry
             str(entry.category or entry.kind),
             f"{entry.weight:g}",
             *(str(count or "") for count in counts),
-            entry.source,
+            Text(entry.source),
         )
-    console.print(terms)
+    print_table(terms)

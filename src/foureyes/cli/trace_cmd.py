@@ -10,7 +10,8 @@ from the run's records: the triage (status, level, tier, path, the L0 matches by
 category and span), the text that went out (by digest, and in full when code rendered
 it), the data the review was based on, the rules in force and those that fired, every
 draft and its verdict, the model calls, and if no candidate went out, why not. ``ID`` may
-be a unique prefix of the id. ``--json`` prints the whole record.
+be a unique prefix of the id. ``--json`` prints the whole record, and what the readable
+view sums up as its ``summary`` (:func:`summary`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,17 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from foureyes.cli._common import ConfigOption, JsonOption, console, emit_json, fail, load, run
+from foureyes.cli._common import (
+    ConfigOption,
+    JsonOption,
+    console,
+    emit_json,
+    fail,
+    load,
+    print_rows,
+    print_table,
+    run,
+)
 from foureyes.config import Config
 from foureyes.core.digest import sha256_hex
 from foureyes.core.errors import FoureyesError, UsageError
@@ -36,7 +47,7 @@ from foureyes.store.trace_list import MAX_LIST, TENANT_MAX, RunFilter, RunSummar
 # list` needs only the config and the store (benchmarks/README.md, "Starting the command
 # line").
 
-__all__ = ["AmbiguousTraceId", "TraceNotFound", "app", "list_runs", "show"]
+__all__ = ["AmbiguousTraceId", "TraceNotFound", "app", "list_runs", "show", "summary"]
 
 app = typer.Typer(no_args_is_help=True, help="Read recorded runs.")
 
@@ -200,13 +211,7 @@ def list_runs(
         )
         for summary in runs
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        _out(
-            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip(),
-            markup=False,
-            highlight=False,
-        )
+    print_rows(rows)
 
 
 def _risk(summary: RunSummary) -> str:
@@ -229,7 +234,7 @@ def show(trace_id: TraceId, config: ConfigOption = None, as_json: JsonOption = F
     except FoureyesError as exc:
         fail(exc, as_json=as_json)
     if as_json:
-        emit_json({"ok": True, **record.as_json()})
+        emit_json({"ok": True, **record.as_json(), "summary": summary(record)})
         return
     _print_header(record)
     _print_triage(record)
@@ -242,6 +247,90 @@ def show(trace_id: TraceId, config: ConfigOption = None, as_json: JsonOption = F
         for event in record.events:
             if event.kind is not EventKind.MODEL_CALL:
                 _out(f"{event.kind.value} ({event.stage}): {dict(event.data)}", markup=False)
+
+
+def _triage(record: TraceRecord) -> Mapping[str, Any] | None:
+    return next(
+        (
+            e.data
+            for e in reversed(record.events)
+            if e.kind is EventKind.RISK and e.stage == "triage"
+        ),
+        None,
+    )
+
+
+def summary(record: TraceRecord) -> dict[str, Any]:
+    """What the readable view of ``trace show`` sums up, as the ``summary`` of ``--json``.
+
+    The run's outcome and reason (and why nothing went out), the triage, what the gate
+    let out (its last decision: the candidate, the verdict that approved it, the fallback,
+    the delivered text's digest), on what basis (policy, locale, region, sources, rules
+    fired), and the counts: gate decisions, drafts, model calls with their tokens and
+    cost, and the time. A key the run did not reach (no triage, no gate decision) is
+    ``None``.
+    """
+    from foureyes.gate import RECORD_SCHEMA
+
+    run_header = record.run
+    reason = run_header.reason
+    known = {code.value: code for code in ReasonCode}
+    why = _WHY.get(known[reason]) if run_header.outcome != "released" and reason in known else None
+    triage = _triage(record)
+    gate = [
+        e.data
+        for e in record.events
+        if e.kind is EventKind.DECISION and e.data.get("schema") == RECORD_SCHEMA
+    ]
+    last: Mapping[str, Any] = gate[-1] if gate else {}
+    attempts: Sequence[Mapping[str, Any]] = last.get("attempts", ())
+    verdict = next((a["review"] for a in reversed(attempts) if a.get("review")), None)
+    released = last.get("outcome") == "released"
+    calls = [e.data for e in record.events if e.kind is EventKind.MODEL_CALL]
+
+    def total(key: str) -> int | float | None:
+        values = [d[key] for d in calls if isinstance(d.get(key), int | float)]
+        return sum(values) if values else None
+
+    timings = last.get("timings", {})
+    return {
+        "outcome": run_header.outcome,
+        "reason": reason,
+        "why": why,
+        "policy": last.get("policy", triage["policy"] if triage else None),
+        "locale": last.get("locale"),
+        "region": last.get("region"),
+        "risk": None
+        if triage is None
+        else {
+            "level": triage["level"],
+            "status": triage["status"],
+            "tier": triage["tier"],
+            "confirmed": triage["confirmed"],
+            "path": triage["path"],
+        },
+        "decision": last.get("outcome"),
+        "candidate_sha256": last.get("candidate_sha256") if released else None,
+        "verdict_sha256": verdict["verdict_sha256"] if released and verdict else None,
+        "reviewer_route": verdict["route"] if released and verdict else None,
+        "reviewer_offline": verdict["offline"] if released and verdict else None,
+        "fallback_family": None if released or not gate else last.get("fallback_family"),
+        "delivered_sha256": last.get("delivered_sha256"),
+        "delivered_chars": last.get("delivered_chars"),
+        "sources": len(last["context"]["sources"]) if gate else None,
+        "rules_fired": sorted(
+            {fired["rule"] for attempt in attempts for fired in attempt["rules_fired"]}
+        ),
+        "gate_decisions": len(gate),
+        "drafts": len(attempts),
+        "model_calls": len(calls),
+        "prompt_tokens": total("prompt_tokens"),
+        "completion_tokens": total("completion_tokens"),
+        "cost_usd": total("cost_usd"),
+        "total_ms": timings.get("total_ms"),
+        "model_ms": timings.get("model_ms"),
+        "gate_ms": timings.get("gate_ms"),
+    }
 
 
 def _out(text: str, **options: Any) -> None:
@@ -261,14 +350,7 @@ def _print_header(record: TraceRecord) -> None:
 
 
 def _print_triage(record: TraceRecord) -> None:
-    triage = next(
-        (
-            e.data
-            for e in reversed(record.events)
-            if e.kind is EventKind.RISK and e.stage == "triage"
-        ),
-        None,
-    )
+    triage = _triage(record)
     if triage is None:
         return
     out = _out
@@ -418,4 +500,4 @@ def _print_calls(record: TraceRecord) -> None:
             str(d.get("cost_usd")),
             str(d.get("outcome")),
         )
-    console.print(table)
+    print_table(table)

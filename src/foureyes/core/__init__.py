@@ -1,4 +1,4 @@
-"""The shared spine: digests, reason codes, roles, deadlines, budgets, trace, errors.
+"""The shared spine: digests, reasons, roles, deadlines, budgets, trace, errors, validation.
 
 ``core`` imports nothing else from foureyes.
 """
@@ -44,6 +44,7 @@ from foureyes.core.policy import GenerationPolicy
 from foureyes.core.reasons import ReasonCode
 from foureyes.core.roles import Role
 from foureyes.core.trace import EventKind, TraceEvent, TraceRecord, TraceRun, TraceWriter
+from foureyes.core.validation import ValidationProblem, explain_errors
 
 __all__ = [
     "BudgetExhausted",
@@ -81,10 +82,12 @@ __all__ = [
     "TraceRun",
     "TraceWriter",
     "UsageError",
+    "ValidationProblem",
     "canonical_json",
     "cost_usd",
     "data_dir",
     "detect_locale",
+    "explain_errors",
     "is_sha256_hex",
     "sha256_hex",
     "text_fingerprint",

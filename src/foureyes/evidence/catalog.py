@@ -219,7 +219,7 @@ def catalog_from_mapping(data: Any, *, where: str = "catalog") -> Catalog:
     try:
         document = _Document.model_validate(data, strict=True)
     except ValidationError as exc:
-        problems = validation_problems(exc)
+        problems = validation_problems(exc, _Document, echo=False)
         raise CatalogError(f"{where}: {p}" for p in problems[:_MAX_PROBLEMS]) from None
     try:
         return Catalog(

@@ -237,7 +237,9 @@ class KindRegistry:
         try:
             document = _KindsFile.model_validate(data)
         except ValidationError as exc:
-            raise ConfigError([f"{where}: {p}" for p in validation_problems(exc)]) from None
+            raise ConfigError(
+                [f"{where}: {p}" for p in validation_problems(exc, _KindsFile)]
+            ) from None
         kinds, problems = [], []
         for name, spec in document.kinds.items():
             if not isinstance(spec, Mapping):
@@ -246,7 +248,9 @@ class KindRegistry:
             try:
                 kinds.append(ObservationKind.model_validate({**spec, "name": name}))
             except ValidationError as exc:
-                problems += [f"{where}: kinds.{name}.{p}" for p in validation_problems(exc)]
+                problems += [
+                    f"{where}: kinds.{name}.{p}" for p in validation_problems(exc, ObservationKind)
+                ]
         if problems:
             raise ConfigError(problems)
         return cls(kinds)

@@ -186,7 +186,8 @@ class SqlCatalogSource:
                 items.append(_item(values))
             except ValidationError as exc:
                 problems.append(
-                    f"record {str(row[0])[:80]!r}: " + "; ".join(validation_problems(exc))
+                    f"record {str(row[0])[:80]!r}: "
+                    + "; ".join(validation_problems(exc, echo=False))
                 )
         subject = None
         if self.columns.subject is not None:

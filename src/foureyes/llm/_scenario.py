@@ -234,6 +234,7 @@ def parse_scenario(data: Any, *, source: str = "scenario") -> Scenario:
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
+<<<<<<< HEAD
         raise ConfigError([f"{source}: {p}" for p in validation_problems(exc)]) from None
     cited = [
         (model, index, rule, rule_id)
@@ -292,6 +293,9 @@ def _cited_rule_ids(content: str | None) -> list[str]:
 def _did_you_mean(word: str, known: set[str]) -> str:
     close = difflib.get_close_matches(word, sorted(known), n=3, cutoff=0.6)
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+=======
+        raise ConfigError([f"{source}: {p}" for p in validation_problems(exc, Scenario)]) from None
+>>>>>>> h-cli
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -32,6 +32,7 @@ from starlette.exceptions import HTTPException
 
 from foureyes.core.errors import FoureyesError, StoreDataError, StoreError, UsageError
 from foureyes.core.locale import Locale
+from foureyes.core.validation import ValidationProblem, explain_errors
 from foureyes.server._logging import log_event, server_logger
 from foureyes.wire.errors import InvalidRequest
 from foureyes.wire.text import INVALID_TEXT
@@ -324,8 +325,9 @@ _DETAIL_WORDS: dict[str, dict[Locale, str]] = {
     "more": {_EN: "and {count} more", _HANS: "另有 {count} 处", _HANT: "另有 {count} 處"},
     "invalid": {_EN: "invalid request", _HANS: "请求无效", _HANT: "請求無效"},
     "body": {_EN: "body", _HANS: "请求体", _HANT: "請求內容"},
+    "mean": {_HANS: "（是否应为 {name}？）", _HANT: "（是否應為 {name}？）"},
 }
-"""Words of a validation error's detail (the English ones beside pydantic's messages)."""
+"""Words of a validation error's detail (the English ones beside the problems' own)."""
 
 _CTX_KEYS = ("min_length", "max_length", "ge", "gt", "le", "lt")
 """The context values of a pydantic error that a Chinese message may name."""
@@ -368,9 +370,11 @@ _VALIDATION: dict[str, dict[Locale, str]] = {
     "datetime_parsing": {_HANS: "应为时间", _HANT: "應為時間"},
     INVALID_TEXT: {_HANS: "含有无效的 Unicode 文本", _HANT: "含有無效的 Unicode 文字"},
     "value_error": {_HANS: "值无效", _HANT: "值無效"},
+    # A value of none of a union's forms (a message's content neither text nor parts).
+    "union": {_HANS: "类型不符", _HANT: "類型不符"},
 }
 """Chinese messages of pydantic's error types; any other type reads as ``value_error``
-(pydantic's own English messages serve English)."""
+(English says :meth:`~foureyes.core.validation.ValidationProblem.message`)."""
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -547,14 +551,16 @@ def _validation_error(screen: TextScreen | None) -> Callable[[Request, Exception
                 position = error.get("loc", ("body", None))[-1]
                 detail = _json_detail(str(reason), position, locale)
                 return error_response(ErrorCode.INVALID_JSON, locale, detail=detail)
-        detail = _validation_detail(errors, locale)
+        inside = [{**error, "loc": _inside(error.get("loc", ()))} for error in errors]
+        problems = explain_errors(inside, _body_model(request))
+        detail = _validation_detail(problems, locale)
         refused = [e for e in errors if e.get("type") == INVALID_TEXT]
         if not refused:
-            first = _dotted(errors[0].get("loc", ())) if errors else ""
+            first = problems[0].path if problems else ""
             return error_response(
                 ErrorCode.INVALID_REQUEST, locale, param=first or None, detail=detail
             )
-        param = _dotted(refused[0].get("loc", ())) or None
+        param = ".".join(str(part) for part in _inside(refused[0].get("loc", ()))) or None
         texts = [
             e["input"]
             for e in refused
@@ -585,14 +591,15 @@ def _json_detail(reason: str, position: object, locale: Locale) -> str:
     return _DETAIL_WORDS["json"][locale] + where
 
 
-def _validation_detail(errors: Sequence[Mapping[str, Any]], locale: Locale) -> str:
-    """Each error's field and what is wrong with it, in ``locale``.
+def _validation_detail(problems: Sequence[ValidationProblem], locale: Locale) -> str:
+    """Each problem's field and what it expects, in ``locale``.
 
-    Only locations and messages: the offending input is never echoed back. English uses
-    pydantic's messages; Chinese its own per error type (:data:`_VALIDATION`), so no
-    English validation text is embedded in a Chinese message.
+    Only locations, the kind of value given and what is expected: the offending input is
+    never echoed back. English says it as :func:`~foureyes.core.validation.explain_errors`
+    does; Chinese in its own words per error type (:data:`_VALIDATION`), so no English
+    validation text is embedded in a Chinese message.
     """
-    described = [_described(error, locale) for error in errors]
+    described = [_described(problem, locale) for problem in problems]
     if len(described) > _MAX_DETAILS:
         more = len(described) - _MAX_DETAILS
         described = [
@@ -603,24 +610,41 @@ def _validation_detail(errors: Sequence[Mapping[str, Any]], locale: Locale) -> s
     return separator.join(described) or _DETAIL_WORDS["invalid"][locale]
 
 
-def _described(error: Mapping[str, Any], locale: Locale) -> str:
-    where = _dotted(error.get("loc", ())) or _DETAIL_WORDS["body"][locale]
+def _described(problem: ValidationProblem, locale: Locale) -> str:
     if locale is _EN:
-        return f"{where}: {error.get('msg', 'invalid')}"
-    template = _VALIDATION.get(str(error.get("type")), _VALIDATION["value_error"])[locale]
-    ctx = error.get("ctx") or {}
+        message = problem.message(echo=False)
+        return message if problem.path else f"{_DETAIL_WORDS['body'][locale]}: {message}"
+    where = problem.path or _DETAIL_WORDS["body"][locale]
+    template = _VALIDATION.get(problem.type, _VALIDATION["value_error"])[locale]
+    ctx = problem.ctx
     try:
         text = template.format(**{key: ctx[key] for key in _CTX_KEYS if key in ctx})
     except (KeyError, IndexError):
         text = _VALIDATION["value_error"][locale]
+    if problem.suggestion:
+        text += _DETAIL_WORDS["mean"][locale].format(name=problem.suggestion)
     return f"{where}：{text}"
 
 
-def _dotted(loc: Any) -> str:
-    parts = [str(part) for part in loc]
+def _inside(loc: Any) -> tuple[Any, ...]:
+    """A location without FastAPI's first part (``body``, ``query``, ...)."""
+    parts = tuple(loc)
     if parts and parts[0] in ("body", "query", "path", "header"):
-        parts = parts[1:]
-    return ".".join(parts)
+        return parts[1:]
+    return parts
+
+
+def _body_model(request: Request) -> type[BaseModel] | None:
+    """The model of the route's one body, if it has one: its field names for "did you mean"."""
+    route = request.scope.get("route")
+    try:
+        params = route.dependant.body_params  # type: ignore[union-attr]
+    except AttributeError:
+        return None
+    if len(params) != 1 or getattr(params[0].field_info, "embed", None):
+        return None
+    model = params[0].field_info.annotation
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
 
 async def _store_data_error(request: Request, exc: Exception) -> Response:

@@ -60,7 +60,9 @@ def owner_app(owner: DurableOwner, token: str) -> Starlette:
         try:
             body = OwnerCommit.model_validate(loads_strict(raw), strict=False)
         except ValidationError as exc:
-            return _problem(422, "ValidationError", validation_problems(exc))
+            return _problem(
+                422, "ValidationError", validation_problems(exc, OwnerCommit, echo=False)
+            )
         except (ValueError, RecursionError) as exc:
             return _problem(422, "ValidationError", [f"the body is not JSON: {exc}"[:300]])
         try:
