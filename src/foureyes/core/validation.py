@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["ValidationProblem", "explain_errors"]
+__all__ = ["ValidationProblem", "closest_name", "explain_errors"]
 
 _UNION = "union"
 """The type of a problem that names every member of a union the input fits none of."""
@@ -240,7 +240,7 @@ def _explain(item: _Located, model: type[BaseModel] | None) -> ValidationProblem
     if kind == "extra_forbidden":
         key = str(item.path[-1]) if item.path else ""
         names = _field_names(model, item.path[:-1])
-        suggestion = _closest(key, names)
+        suggestion = closest_name(key, names)
         return ValidationProblem(path, kind, "a known key", _kind(given), key, suggestion, ctx=ctx)
     if kind == "missing":
         return ValidationProblem(path, kind, "a value", "nothing", ctx=ctx)
@@ -249,7 +249,7 @@ def _explain(item: _Located, model: type[BaseModel] | None) -> ValidationProblem
     own = kind not in _KNOWN and not str(error.get("msg", "")).startswith("Input should be")
     suggestion = None
     if kind in ("literal_error", "enum") and isinstance(given, str):
-        suggestion = _closest(given, re.findall(r"'([^']*)'", str(ctx.get("expected", ""))))
+        suggestion = closest_name(given, re.findall(r"'([^']*)'", str(ctx.get("expected", ""))))
     elif kind == "string_pattern_mismatch" and isinstance(given, str):
         pattern = str(ctx.get("pattern", ""))
         for variant in (given.strip().upper(), given.strip().lower(), given.strip()):
@@ -373,7 +373,7 @@ def _shown(value: object) -> str | None:
     return None
 
 
-def _closest(word: str, choices: Iterable[str]) -> str | None:
+def closest_name(word: str, choices: Iterable[str]) -> str | None:
     """The allowed name ``word`` most likely misspells, if one is close enough."""
     import difflib  # only when a problem has a name to suggest
 

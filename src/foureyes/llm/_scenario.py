@@ -7,7 +7,6 @@ docs/simulate.md documents the format for users.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import math
@@ -32,6 +31,7 @@ from pydantic import (
 from foureyes import plugins
 from foureyes.config import read_text_file, validation_problems
 from foureyes.core.errors import ConfigError
+from foureyes.core.validation import closest_name
 
 __all__ = [
     "Fault",
@@ -234,8 +234,7 @@ def parse_scenario(data: Any, *, source: str = "scenario") -> Scenario:
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-<<<<<<< HEAD
-        raise ConfigError([f"{source}: {p}" for p in validation_problems(exc)]) from None
+        raise ConfigError([f"{source}: {p}" for p in validation_problems(exc, Scenario)]) from None
     cited = [
         (model, index, rule, rule_id)
         for model, rules in scenario.models.items()
@@ -291,11 +290,8 @@ def _cited_rule_ids(content: str | None) -> list[str]:
 
 
 def _did_you_mean(word: str, known: set[str]) -> str:
-    close = difflib.get_close_matches(word, sorted(known), n=3, cutoff=0.6)
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
-=======
-        raise ConfigError([f"{source}: {p}" for p in validation_problems(exc, Scenario)]) from None
->>>>>>> h-cli
+    close = closest_name(word, sorted(known))
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def load_scenario(path: str | Path) -> Scenario:
