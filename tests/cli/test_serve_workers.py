@@ -16,10 +16,10 @@ runner = CliRunner()
 @pytest.mark.parametrize(
     ("workers", "problem"),
     [
-        ("0", "greater than or equal to 1"),
-        ("-2", "greater than or equal to 1"),
-        ("two", "valid integer"),
-        ("1.5", "valid integer"),
+        ("0", "expected a number of at least 1, got '0'"),
+        ("-2", "expected a number of at least 1, got '-2'"),
+        ("two", "expected a whole number, got 'two'"),
+        ("1.5", "expected a whole number, got '1.5'"),
     ],
 )
 def test_a_bad_worker_count_stops_serve_before_it_listens(workers: str, problem: str) -> None:
