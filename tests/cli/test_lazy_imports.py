@@ -123,3 +123,66 @@ def test_from_foureyes_import_guard_is_the_guard_class() -> None:
 
     assert foureyes.Guard is Guard and foureyes.SyncGuard is SyncGuard
     assert {"Guard", "SyncGuard"} <= set(dir(foureyes))
+
+
+# What `foureyes --help` and `trace list` on an SQLite store at head must not load: the
+# PostgreSQL dialect and driver, Alembic (and its Mako and Pygments), the web stack,
+# pydantic-settings, cryptography (the unknowns' seal), and the store's record keepers a
+# run list does not use (issue 38 item 5; benchmarks/cli_startup.py measures the CPU).
+_NOT_FOR_A_LISTING = [
+    "sqlalchemy.dialects.postgresql",
+    "asyncpg",
+    "alembic",
+    "mako",
+    "pygments",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "pydantic_settings",
+    "cryptography",
+    "foureyes.store.alerts",
+    "foureyes.store.api_keys",
+    "foureyes.store.assessments",
+    "foureyes.store.evals",
+    "foureyes.store.ledger",
+    "foureyes.store.observations",
+    "foureyes.store.rate_limits",
+]
+
+
+def _command_modules(args: list[str], env: dict[str, str]) -> set[str]:
+    """The modules of ``foureyes ARGS`` run as the console script runs it (``main()``)."""
+    run = (
+        f"import sys\nsys.argv = ['foureyes', *{args!r}]\nfrom foureyes.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None), exc.code"
+    )
+    return _modules_after(run, env)
+
+
+def _loaded(modules: set[str], names: list[str]) -> list[str]:
+    return sorted(n for n in names if any(m == n or m.startswith(n + ".") for m in modules))
+
+
+def _sqlite_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FOUREYES_")}
+    env["FOUREYES_STORE__URL"] = f"sqlite+aiosqlite:///{tmp_path / 'foureyes.db'}"
+    return env
+
+
+def test_help_loads_no_store_migration_or_web_stack(tmp_path: Path) -> None:
+    modules = _command_modules(["--help"], _sqlite_env(tmp_path))
+    assert _loaded(modules, [*_NOT_FOR_A_LISTING, "sqlalchemy", "aiosqlite"]) == []
+
+
+def test_trace_list_on_sqlite_at_head_loads_no_postgresql_alembic_or_web_stack(
+    tmp_path: Path,
+) -> None:
+    env = _sqlite_env(tmp_path)
+    # The first run creates the file and migrates it: Alembic is loaded then, which shows
+    # the probe sees it when it is there.
+    first = _command_modules(["trace", "list"], env)
+    assert "alembic" in _loaded(first, _NOT_FOR_A_LISTING)
+    # Every later run finds the store at head by one plain query.
+    again = _command_modules(["trace", "list"], env)
+    assert _loaded(again, _NOT_FOR_A_LISTING) == []
+    assert {"sqlalchemy.dialects.sqlite", "aiosqlite", "foureyes.store.traces"} <= again

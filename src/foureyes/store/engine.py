@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select, text
 
@@ -14,16 +15,18 @@ from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database, GroupCommits
 from foureyes.store._migrate import upgrade_to_head
 from foureyes.store._sealing import KEY_BYTES, UnknownSeal
-from foureyes.store.alerts import SqlAlertRecords
-from foureyes.store.api_keys import SqlApiKeys
-from foureyes.store.assessments import SqlAssessmentLog
-from foureyes.store.evals import SqlEvalStore
-from foureyes.store.ledger import SqlSpendLedger
-from foureyes.store.observations import SqlObservationLog
-from foureyes.store.rate_limits import SqlRateBuckets
 from foureyes.store.tables import store_secrets
 from foureyes.store.traces import SqlTraceWriter
 from foureyes.store.unknowns import SqlOpenUnknowns
+
+if TYPE_CHECKING:
+    from foureyes.store.alerts import SqlAlertRecords
+    from foureyes.store.api_keys import SqlApiKeys
+    from foureyes.store.assessments import SqlAssessmentLog
+    from foureyes.store.evals import SqlEvalStore
+    from foureyes.store.ledger import SqlSpendLedger
+    from foureyes.store.observations import SqlObservationLog
+    from foureyes.store.rate_limits import SqlRateBuckets
 
 __all__ = ["Store"]
 
@@ -56,7 +59,16 @@ class Store:
     ) -> None:
         self._db = db
         self._traces = traces
-        self._ledger = SqlSpendLedger(db, clock=clock)
+        self._clock = clock
+        # The other record keepers are built (and their modules imported) on first use:
+        # a command that only lists runs loads none of them.
+        self._ledger: SqlSpendLedger | None = None
+        self._assessments: SqlAssessmentLog | None = None
+        self._alerts: SqlAlertRecords | None = None
+        self._observations: SqlObservationLog | None = None
+        self._api_keys: SqlApiKeys | None = None
+        self._evals: SqlEvalStore | None = None
+        self._rate_buckets: SqlRateBuckets | None = None
         self._unknowns = SqlOpenUnknowns(
             db,
             privacy=traces.privacy,
@@ -65,14 +77,6 @@ class Store:
             clock=clock,
             pending=traces.pending,
         )
-        self._assessments = SqlAssessmentLog(
-            db, fingerprint=traces.fingerprint, pending=traces.pending
-        )
-        self._alerts = SqlAlertRecords(db)
-        self._observations = SqlObservationLog(db, clock=clock)
-        self._api_keys = SqlApiKeys(db, clock=clock)
-        self._evals = SqlEvalStore(db, clock=clock)
-        self._rate_buckets = SqlRateBuckets(db, clock=clock)
 
     @classmethod
     async def open(
@@ -140,6 +144,10 @@ class Store:
     @property
     def ledger(self) -> SqlSpendLedger:
         """The spend ledger (a :class:`~foureyes.core.budget.SpendLedger`)."""
+        if self._ledger is None:
+            from foureyes.store.ledger import SqlSpendLedger
+
+            self._ledger = SqlSpendLedger(self._db, clock=self._clock)
         return self._ledger
 
     @property
@@ -150,31 +158,57 @@ class Store:
     @property
     def assessments(self) -> SqlAssessmentLog:
         """Triage assessments (fingerprints, never text) and the single-flight leases."""
+        if self._assessments is None:
+            from foureyes.store.assessments import SqlAssessmentLog
+
+            self._assessments = SqlAssessmentLog(
+                self._db, fingerprint=self._traces.fingerprint, pending=self._traces.pending
+            )
         return self._assessments
 
     @property
     def alerts(self) -> SqlAlertRecords:
         """Guardian-alert opt-ins, contacts, decisions and send attempts."""
+        if self._alerts is None:
+            from foureyes.store.alerts import SqlAlertRecords
+
+            self._alerts = SqlAlertRecords(self._db)
         return self._alerts
 
     @property
     def observations(self) -> SqlObservationLog:
         """Durable evidence-bound observations."""
+        if self._observations is None:
+            from foureyes.store.observations import SqlObservationLog
+
+            self._observations = SqlObservationLog(self._db, clock=self._clock)
         return self._observations
 
     @property
     def api_keys(self) -> SqlApiKeys:
         """Client and admin API keys (digests only)."""
+        if self._api_keys is None:
+            from foureyes.store.api_keys import SqlApiKeys
+
+            self._api_keys = SqlApiKeys(self._db, clock=self._clock)
         return self._api_keys
 
     @property
     def evals(self) -> SqlEvalStore:
         """Evaluation runs and their results."""
+        if self._evals is None:
+            from foureyes.store.evals import SqlEvalStore
+
+            self._evals = SqlEvalStore(self._db, clock=self._clock)
         return self._evals
 
     @property
     def rate_buckets(self) -> SqlRateBuckets:
         """Per-key request rate limits (token buckets shared by every process)."""
+        if self._rate_buckets is None:
+            from foureyes.store.rate_limits import SqlRateBuckets
+
+            self._rate_buckets = SqlRateBuckets(self._db, clock=self._clock)
         return self._rate_buckets
 
     @property

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, case, delete
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.types import Double
 
 from foureyes.core.errors import UsageError
@@ -49,7 +49,12 @@ def _take_statement(dialect: str) -> Any:
     at = rate_buckets.c.updated_at
     refilled = _refilled(now, rate)
     level = case((refilled > burst, burst), else_=refilled)
-    insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(rate_buckets)
+    if dialect == "postgresql":
+        from sqlalchemy.dialects import postgresql  # loaded for a PostgreSQL store only
+
+        insert = postgresql.insert(rate_buckets)
+    else:
+        insert = sqlite.insert(rate_buckets)
     # A new key's bucket starts full, so its first request is always granted.
     insert = insert.values(
         key=bindparam("key"),

@@ -7,6 +7,7 @@ while the two differ.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -30,7 +31,7 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.types import TypeEngine
 
 __all__ = [
     "UTCDateTime",
@@ -100,8 +101,28 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
         return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
+class _Jsonb(TypeDecorator[Any]):
+    """PostgreSQL's ``jsonb``, its dialect imported only when a PostgreSQL store uses it.
+
+    Importing ``sqlalchemy.dialects.postgresql`` costs a command on SQLite tens of
+    milliseconds of CPU for a type it never uses (benchmarks/README.md, "Starting the
+    command line"); as this variant the type is resolved only on a PostgreSQL dialect.
+    """
+
+    impl = JSON
+    cache_ok = True
+    # As JSON's own (none_as_null false): None is stored as JSON null.
+    should_evaluate_none = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        """``jsonb`` on PostgreSQL (the only dialect this variant is resolved for)."""
+        from sqlalchemy.dialects.postgresql import JSONB
+
+        return dialect.type_descriptor(JSONB())
+
+
 # JSON text on SQLite; jsonb on PostgreSQL, so documents can be indexed and queried there.
-_JSON = JSON().with_variant(JSONB(), "postgresql")
+_JSON = JSON().with_variant(_Jsonb(), "postgresql")
 
 store_secrets = Table(
     "store_secrets",
