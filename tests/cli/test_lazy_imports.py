@@ -150,6 +150,17 @@ _NOT_FOR_A_LISTING = [
 ]
 
 
+# Opening the store: the async engine, its driver and the event loop; a run list on an
+# SQLite file at head needs none of them (foureyes.store.sqlite_read).
+_ASYNC_ENGINE = [
+    "aiosqlite",
+    "foureyes.store._database",
+    "foureyes.store.engine",
+    "sqlalchemy.ext.asyncio",
+    "sqlalchemy.orm",
+]
+
+
 def _command_modules(args: list[str], env: dict[str, str]) -> set[str]:
     """The modules of ``foureyes ARGS`` run as the console script runs it (``main()``)."""
     run = (
@@ -178,11 +189,12 @@ def test_trace_list_on_sqlite_at_head_loads_no_postgresql_alembic_or_web_stack(
     tmp_path: Path,
 ) -> None:
     env = _sqlite_env(tmp_path)
-    # The first run creates the file and migrates it: Alembic is loaded then, which shows
-    # the probe sees it when it is there.
+    # The first run creates the file and migrates it through Store.open: Alembic and the
+    # async engine are loaded then, which shows the probe sees them when they are there.
     first = _command_modules(["trace", "list"], env)
     assert "alembic" in _loaded(first, _NOT_FOR_A_LISTING)
-    # Every later run finds the store at head by one plain query.
+    assert _loaded(first, _ASYNC_ENGINE) == _ASYNC_ENGINE
+    # Every later run finds the store at head by plain queries and reads it directly.
     again = _command_modules(["trace", "list"], env)
-    assert _loaded(again, _NOT_FOR_A_LISTING) == []
-    assert {"sqlalchemy.dialects.sqlite", "aiosqlite", "foureyes.store.traces"} <= again
+    assert _loaded(again, [*_NOT_FOR_A_LISTING, *_ASYNC_ENGINE]) == []
+    assert {"sqlalchemy.dialects.sqlite", "foureyes.store.sqlite_read"} <= again

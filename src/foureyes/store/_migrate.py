@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, inspect, text
 
-from foureyes.store._database import Database, MigrationFailed
-
 if TYPE_CHECKING:
     from alembic.config import Config
+
+    from foureyes.store._database import Database
 
 __all__ = [
     "HEAD_REVISION",
@@ -89,6 +89,8 @@ def _upgrade(connection: Connection) -> None:
         return
     from alembic import command
     from alembic.util import CommandError
+
+    from foureyes.store._database import MigrationFailed
 
     try:
         command.upgrade(alembic_config(connection), "head")

@@ -15,7 +15,7 @@ from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database, GroupCommits
 from foureyes.store._migrate import upgrade_to_head
 from foureyes.store._sealing import KEY_BYTES, UnknownSeal
-from foureyes.store.tables import store_secrets
+from foureyes.store.tables import HMAC_KEY_NAME, UNKNOWNS_KEY_NAME, store_secrets
 from foureyes.store.traces import SqlTraceWriter
 from foureyes.store.unknowns import SqlOpenUnknowns
 
@@ -30,10 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Store"]
 
-_HMAC_KEY_NAME = "trace_hmac_key"
-# Seals open unknowns' words when [privacy] unknowns_key_env is unset. Kept next to the
-# rows it seals, it protects a copy of the unknowns table, not a copy of the store.
-_UNKNOWNS_KEY_NAME = "unknowns_seal_key"
 # What bounds the connections this role may open on this database (PostgreSQL); a
 # setting the server does not have (reserved_connections before 16) reads as 0.
 _CONNECTION_LIMITS = text(
@@ -127,8 +123,8 @@ class Store:
         except BaseException:
             await db.dispose()
             raise
-        key = env_key if env_key is not None else stored[_HMAC_KEY_NAME]
-        unknowns_key = env_unknowns_key or stored[_UNKNOWNS_KEY_NAME]
+        key = env_key if env_key is not None else stored[HMAC_KEY_NAME]
+        unknowns_key = env_unknowns_key or stored[UNKNOWNS_KEY_NAME]
         return cls(
             db,
             traces=SqlTraceWriter(db, privacy=privacy, hmac_key=key, clock=clock),
@@ -327,7 +323,7 @@ async def _stored_keys(
     db: Database, clock: WallClock, *, hmac: bool, unknowns: bool
 ) -> dict[str, bytes]:
     """The keys kept in the store that the environment does not give, made on first use."""
-    names = [name for name, use in ((_HMAC_KEY_NAME, hmac), (_UNKNOWNS_KEY_NAME, unknowns)) if use]
+    names = [name for name, use in ((HMAC_KEY_NAME, hmac), (UNKNOWNS_KEY_NAME, unknowns)) if use]
     if not names:
         return {}
     async with db.write("store_keys") as conn:
