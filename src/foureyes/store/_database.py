@@ -684,6 +684,7 @@ class Database:
 
     def insert_ignoring_conflict_of(self, table: Table, conflict_columns: Sequence[str]) -> Insert:
         """The same INSERT without values: built once, executed with each row as parameters."""
+        dialect_insert: Callable[[Table], Any]
         if self.dialect == "sqlite":
             dialect_insert = sqlite.insert
         else:

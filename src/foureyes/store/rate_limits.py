@@ -49,6 +49,7 @@ def _take_statement(dialect: str) -> Any:
     at = rate_buckets.c.updated_at
     refilled = _refilled(now, rate)
     level = case((refilled > burst, burst), else_=refilled)
+    insert: Any
     if dialect == "postgresql":
         from sqlalchemy.dialects import postgresql  # loaded for a PostgreSQL store only
 
