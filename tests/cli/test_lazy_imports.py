@@ -198,3 +198,42 @@ def test_trace_list_on_sqlite_at_head_loads_no_postgresql_alembic_or_web_stack(
     again = _command_modules(["trace", "list"], env)
     assert _loaded(again, [*_NOT_FOR_A_LISTING, *_ASYNC_ENGINE]) == []
     assert {"sqlalchemy.dialects.sqlite", "foureyes.store.sqlite_read"} <= again
+
+
+def test_loading_a_command_leaves_the_collector_as_it_found_it() -> None:
+    import gc
+
+    import typer
+
+    from foureyes.cli import app
+
+    group = typer.main.get_command(app)
+    assert gc.isenabled()
+    assert group.get_command(typer.Context(group), "store") is not None
+    assert gc.isenabled()  # paused while the module imported, then on again
+    gc.disable()
+    try:
+        assert group.get_command(typer.Context(group), "keys") is not None
+        assert not gc.isenabled()  # a host that disabled it keeps it disabled
+    finally:
+        gc.enable()
+
+
+def test_the_command_line_freezes_what_it_loaded_when_it_ends(tmp_path: Path) -> None:
+    # The shutdown collections then skip every object loaded (benchmarks/README.md,
+    # "Starting the command line"); before main() nothing is frozen.
+    probe = (
+        "import gc, sys\nsys.argv = ['foureyes', '--help']\nfrom foureyes.cli import main\n"
+        "before = gc.get_freeze_count()\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(before, gc.get_freeze_count() > 10000)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=_sqlite_env(tmp_path),
+    )
+    assert done.stdout.splitlines()[-1] == "0 True"
