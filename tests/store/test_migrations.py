@@ -179,9 +179,11 @@ def test_current_revisions_reads_the_version_table(sqlite_path: Path) -> None:
 async def test_a_store_one_revision_behind_is_upgraded(
     open_store: OpenStore, sqlite_path: Path, sqlite_url: str
 ) -> None:
+    previous = ScriptDirectory.from_config(alembic_config()).get_revision(HEAD_REVISION)
+    assert previous is not None and isinstance(previous.down_revision, str)
     engine = create_engine(f"sqlite:///{sqlite_path}")
     with engine.begin() as conn:
-        command.upgrade(alembic_config(conn), "0017")
+        command.upgrade(alembic_config(conn), previous.down_revision)
     engine.dispose()
 
     await (await open_store(sqlite_url)).close()
