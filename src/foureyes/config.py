@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from foureyes.core.datadir import DATA_DIR_ENV
 from foureyes.core.errors import ConfigError
@@ -71,8 +70,12 @@ _ENV_PREFIX = "FOUREYES_"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+# The fields' docstrings are their documentation, read in the source. They are not copied
+# into pydantic's field descriptions (``use_attribute_docstrings``): that reads and parses
+# this module's source once per class, about half of the CPU of `import foureyes.config`,
+# for descriptions nothing reads (benchmarks/README.md, "Starting the command line").
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def mask_url(url: str) -> str:
@@ -672,7 +675,7 @@ InputAction = Literal["block", "restrict", "strip", "record"]
 _CATEGORIES = ("prompt_injection", "jailbreak", "pii", "unsafe_content", "off_topic")
 
 
-def _actions(**overrides: str) -> dict[str, Any]:
+def _actions(**overrides: str) -> dict[Any, Any]:
     return {category: overrides.get(category, "record") for category in _CATEGORIES}
 
 
@@ -905,14 +908,14 @@ def _default_routes() -> dict[str, RouteConfig]:
     return {OFFLINE_ROUTE: RouteConfig(kind="offline", model="foureyes-offline")}
 
 
-class Config(BaseSettings):
+class Config(BaseModel):
     """The whole effective configuration. Frozen: per-call changes use ``model_copy``."""
 
-    model_config = SettingsConfigDict(
-        extra="forbid",
-        frozen=True,
-        use_attribute_docstrings=True,
-    )
+    # A plain model: load_config merges the file and the environment itself (so callers
+    # and tests can pass an explicit mapping), which is all pydantic-settings did here;
+    # importing it cost every command more CPU than the rest of the config. Defaults are
+    # validated, as pydantic-settings' were.
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
     store: StoreConfig = StoreConfig()
     """Durable store."""
@@ -934,20 +937,6 @@ class Config(BaseSettings):
     """The server's catalog source and kinds for evidence-bound facts."""
     input: InputConfig = InputConfig()
     """The input checks and the ``[input]`` stage before drafting."""
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Read only the values :func:`load_config` passes in."""
-        # load_config merges the environment itself (so callers and tests can pass an
-        # explicit mapping) and hands the result over as init values; nothing else is read.
-        return (init_settings,)
 
     @model_validator(mode="before")
     @classmethod

@@ -123,3 +123,117 @@ def test_from_foureyes_import_guard_is_the_guard_class() -> None:
 
     assert foureyes.Guard is Guard and foureyes.SyncGuard is SyncGuard
     assert {"Guard", "SyncGuard"} <= set(dir(foureyes))
+
+
+# What `foureyes --help` and `trace list` on an SQLite store at head must not load: the
+# PostgreSQL dialect and driver, Alembic (and its Mako and Pygments), the web stack,
+# pydantic-settings, cryptography (the unknowns' seal), and the store's record keepers a
+# run list does not use (issue 38 item 5; benchmarks/cli_startup.py measures the CPU).
+_NOT_FOR_A_LISTING = [
+    "sqlalchemy.dialects.postgresql",
+    "asyncpg",
+    "alembic",
+    "mako",
+    "pygments",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "pydantic_settings",
+    "cryptography",
+    "foureyes.store.alerts",
+    "foureyes.store.api_keys",
+    "foureyes.store.assessments",
+    "foureyes.store.evals",
+    "foureyes.store.ledger",
+    "foureyes.store.observations",
+    "foureyes.store.rate_limits",
+]
+
+
+# Opening the store: the async engine, its driver and the event loop; a run list on an
+# SQLite file at head needs none of them (foureyes.store.sqlite_read).
+_ASYNC_ENGINE = [
+    "aiosqlite",
+    "foureyes.store._database",
+    "foureyes.store.engine",
+    "sqlalchemy.ext.asyncio",
+    "sqlalchemy.orm",
+]
+
+
+def _command_modules(args: list[str], env: dict[str, str]) -> set[str]:
+    """The modules of ``foureyes ARGS`` run as the console script runs it (``main()``)."""
+    run = (
+        f"import sys\nsys.argv = ['foureyes', *{args!r}]\nfrom foureyes.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None), exc.code"
+    )
+    return _modules_after(run, env)
+
+
+def _loaded(modules: set[str], names: list[str]) -> list[str]:
+    return sorted(n for n in names if any(m == n or m.startswith(n + ".") for m in modules))
+
+
+def _sqlite_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FOUREYES_")}
+    env["FOUREYES_STORE__URL"] = f"sqlite+aiosqlite:///{tmp_path / 'foureyes.db'}"
+    return env
+
+
+def test_help_loads_no_store_migration_or_web_stack(tmp_path: Path) -> None:
+    modules = _command_modules(["--help"], _sqlite_env(tmp_path))
+    assert _loaded(modules, [*_NOT_FOR_A_LISTING, "sqlalchemy", "aiosqlite"]) == []
+
+
+def test_trace_list_on_sqlite_at_head_loads_no_postgresql_alembic_or_web_stack(
+    tmp_path: Path,
+) -> None:
+    env = _sqlite_env(tmp_path)
+    # The first run creates the file and migrates it through Store.open: Alembic and the
+    # async engine are loaded then, which shows the probe sees them when they are there.
+    first = _command_modules(["trace", "list"], env)
+    assert "alembic" in _loaded(first, _NOT_FOR_A_LISTING)
+    assert _loaded(first, _ASYNC_ENGINE) == _ASYNC_ENGINE
+    # Every later run finds the store at head by plain queries and reads it directly.
+    again = _command_modules(["trace", "list"], env)
+    assert _loaded(again, [*_NOT_FOR_A_LISTING, *_ASYNC_ENGINE]) == []
+    assert {"sqlalchemy.dialects.sqlite", "foureyes.store.sqlite_read"} <= again
+
+
+def test_loading_a_command_leaves_the_collector_as_it_found_it() -> None:
+    import gc
+
+    import typer
+
+    from foureyes.cli import app
+
+    group = typer.main.get_command(app)
+    assert gc.isenabled()
+    assert group.get_command(typer.Context(group), "store") is not None
+    assert gc.isenabled()  # paused while the module imported, then on again
+    gc.disable()
+    try:
+        assert group.get_command(typer.Context(group), "keys") is not None
+        assert not gc.isenabled()  # a host that disabled it keeps it disabled
+    finally:
+        gc.enable()
+
+
+def test_the_command_line_freezes_what_it_loaded_when_it_ends(tmp_path: Path) -> None:
+    # The shutdown collections then skip every object loaded (benchmarks/README.md,
+    # "Starting the command line"); before main() nothing is frozen.
+    probe = (
+        "import gc, sys\nsys.argv = ['foureyes', '--help']\nfrom foureyes.cli import main\n"
+        "before = gc.get_freeze_count()\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(before, gc.get_freeze_count() > 10000)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=_sqlite_env(tmp_path),
+    )
+    assert done.stdout.splitlines()[-1] == "0 True"

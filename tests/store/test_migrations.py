@@ -21,7 +21,12 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from foureyes.config import PrivacyConfig
 from foureyes.core.digest import text_fingerprint
 from foureyes.core.errors import StoreError
-from foureyes.store._migrate import alembic_config, head_revision
+from foureyes.store._migrate import (
+    HEAD_REVISION,
+    alembic_config,
+    current_revisions,
+    head_revision,
+)
 from foureyes.store.tables import UTCDateTime, metadata
 from foureyes.store.trace_list import RunFilter
 from foureyes.store.unknowns import normalise_unknown
@@ -149,6 +154,42 @@ async def test_a_database_from_a_newer_foureyes_is_refused(
     with pytest.raises(StoreError, match="f00dfeed") as caught:
         await open_store(sqlite_url)
     assert caught.value.operation == "migrate"
+    # Alembic's own error, as it says it (Alembic is imported only to migrate).
+    assert caught.value.detail.startswith("CommandError: ")
+
+
+def test_the_head_revision_constant_is_the_head_alembic_computes() -> None:
+    # A store at HEAD_REVISION is taken as migrated without loading Alembic: a new
+    # revision script must move the constant, or stores would never be upgraded to it.
+    assert HEAD_REVISION == head_revision()
+
+
+def test_current_revisions_reads_the_version_table(sqlite_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{sqlite_path}")
+    with engine.begin() as conn:
+        assert current_revisions(conn) == ()  # no table yet: nothing migrated
+        command.upgrade(alembic_config(conn), "0016")
+        assert current_revisions(conn) == ("0016",)
+        assert current_revisions(conn) == (MigrationContext.configure(conn).get_current_heads())
+        conn.execute(text("DELETE FROM alembic_version"))
+        assert current_revisions(conn) == ()
+    engine.dispose()
+
+
+async def test_a_store_one_revision_behind_is_upgraded(
+    open_store: OpenStore, sqlite_path: Path, sqlite_url: str
+) -> None:
+    previous = ScriptDirectory.from_config(alembic_config()).get_revision(HEAD_REVISION)
+    assert previous is not None and isinstance(previous.down_revision, str)
+    engine = create_engine(f"sqlite:///{sqlite_path}")
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), previous.down_revision)
+    engine.dispose()
+
+    await (await open_store(sqlite_url)).close()
+
+    revision, diff, _ = await _inspect(sqlite_url)
+    assert revision == HEAD_REVISION and diff == []
 
 
 async def test_observations_written_before_0011_belong_to_the_local_tenant(

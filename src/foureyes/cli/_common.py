@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -50,6 +49,8 @@ err_console = _Console(stderr=True)
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run one coroutine to completion: the CLI's only bridge from sync to async."""
+    import asyncio  # not for a command that runs none (`trace list` on SQLite at head)
+
     return asyncio.run(coro)
 
 

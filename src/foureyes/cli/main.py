@@ -9,6 +9,7 @@ module's own help). benchmarks/cli_startup.py measures what starting costs.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -135,7 +136,7 @@ class _LazyGroup(TyperGroup):
             # Only listed, never run: a stand-in that carries the help line.
             return TyperCommand(cmd_name, help=_HELP[cmd_name], short_help=_HELP[cmd_name])
         if cmd_name not in self._loaded:
-            command = loader()
+            command = _collector_paused(loader)
             command.name = cmd_name
             self._loaded[cmd_name] = command
         return self._loaded[cmd_name]
@@ -156,12 +157,38 @@ def _root() -> None:
     pass
 
 
+def _collector_paused(load: Loader) -> click.Command:
+    """``load()`` with the cyclic garbage collector paused while it runs.
+
+    Importing a command's modules allocates hundreds of thousands of objects that live as
+    long as the process, and the collector walks them again at every threshold; imports
+    leave next to no cyclic garbage (benchmarks/README.md, "Starting the command line").
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return load()
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def main() -> None:
     """Run the ``foureyes`` command line.
 
     A reader that closes the pipe early (``foureyes review ... | head``) is not an error:
     the command ends quietly with status 0.
     """
+    try:
+        _run()
+    finally:
+        # The process ends here: the collections of interpreter shutdown need not walk
+        # everything it loaded (about a fifth of `trace list`'s CPU; benchmarks/README.md,
+        # "Starting the command line").
+        gc.freeze()
+
+
+def _run() -> None:
     try:
         app()
     except SystemExit as exc:

@@ -40,12 +40,12 @@ from foureyes.core.errors import FoureyesError, UsageError
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
 from foureyes.core.trace import EventKind, TraceRecord
-from foureyes.store import Store
+from foureyes.store.sqlite_read import list_runs_at_head
 from foureyes.store.trace_list import MAX_LIST, TENANT_MAX, RunFilter, RunSummary
 
 # The gate, the risk resources and rich's tables are imported by `show` alone: `trace
-# list` needs only the config and the store (benchmarks/README.md, "Starting the command
-# line").
+# list` needs only the config and the store, and on an SQLite store at head not even the
+# store's async engine (benchmarks/README.md, "Starting the command line").
 
 __all__ = ["AmbiguousTraceId", "TraceNotFound", "app", "list_runs", "show", "summary"]
 
@@ -94,6 +94,8 @@ class AmbiguousTraceId(FoureyesError):
 
 
 async def _read(config: Config, trace_id: str) -> TraceRecord:
+    from foureyes.store import Store
+
     store = await Store.open(config.store, config.privacy, os.environ)
     try:
         try:
@@ -138,7 +140,16 @@ def _day_bound(value: str | None, *, end: bool) -> dt.datetime | None:
     return moment
 
 
-async def _list(config: Config, where: RunFilter, limit: int) -> list[RunSummary]:
+def _list(config: Config, where: RunFilter, limit: int) -> list[RunSummary]:
+    # An SQLite store at head is read by the same query without opening it; any other
+    # is opened (and migrated, or its failure reported) as every command opens it.
+    runs = list_runs_at_head(config.store, config.privacy, where, limit=limit)
+    return runs if runs is not None else run(_open_and_list(config, where, limit))
+
+
+async def _open_and_list(config: Config, where: RunFilter, limit: int) -> list[RunSummary]:
+    from foureyes.store import Store
+
     store = await Store.open(config.store, config.privacy, os.environ)
     try:
         return await store.traces.list_runs(where, limit=limit)
@@ -187,7 +198,7 @@ def list_runs(
     )
     cfg = load(config, as_json=as_json)
     try:
-        runs = run(_list(cfg, where, limit))
+        runs = _list(cfg, where, limit)
     except FoureyesError as exc:
         fail(exc, as_json=as_json)
     if as_json:

@@ -16,7 +16,6 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
-from alembic.util import CommandError
 from sqlalchemy import (
     Connection,
     Engine,
@@ -28,7 +27,7 @@ from sqlalchemy import (
     event,
     pool,
 )
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import URL, Dialect, make_url
 from sqlalchemy.exc import (
     ArgumentError,
@@ -49,6 +48,7 @@ from foureyes.store._sqlite_driver import DRIVER_NAME
 
 __all__ = [
     "Database",
+    "MigrationFailed",
     "DriverInsert",
     "DriverSelect",
     "EncodedJSON",
@@ -59,12 +59,18 @@ __all__ = [
 # Everything raised for a database that is locked, unreachable, or refuses a write.
 # SQLAlchemy wraps the drivers' own errors; OSError comes through bare when a socket
 # cannot be opened at all (connection refused, timeout), sqlite3's from the open probe,
-# and Alembic has its own class.
+# and Alembic's own comes as MigrationFailed (Alembic is imported only to migrate).
+
+
+class MigrationFailed(Exception):
+    """Alembic refused a migration; its own error is the cause (and the reported detail)."""
+
+
 _FOREIGN_ERRORS: tuple[type[BaseException], ...] = (
     SQLAlchemyError,
     OSError,
     sqlite3.Error,
-    CommandError,
+    MigrationFailed,
 )
 # Values the database refuses whatever its state: PostgreSQL's SQLSTATE 22021
 # (character_not_in_repertoire: a NUL in text) and 22P05 (untranslatable_character: a
@@ -312,6 +318,8 @@ def _bad_data(exc: BaseException) -> str | None:
 
 def _describe(exc: BaseException, url: URL) -> str:
     cause = exc.orig if isinstance(exc, StatementError) and exc.orig is not None else exc
+    if isinstance(exc, MigrationFailed) and exc.__cause__ is not None:
+        cause = exc.__cause__
     text = f"{type(cause).__name__}: {cause}".strip().rstrip(":")
     text = mask_url(text)
     if url.password:
@@ -676,7 +684,13 @@ class Database:
 
     def insert_ignoring_conflict_of(self, table: Table, conflict_columns: Sequence[str]) -> Insert:
         """The same INSERT without values: built once, executed with each row as parameters."""
-        dialect_insert = sqlite.insert if self.dialect == "sqlite" else postgresql.insert
+        dialect_insert: Callable[[Table], Any]
+        if self.dialect == "sqlite":
+            dialect_insert = sqlite.insert
+        else:
+            from sqlalchemy.dialects import postgresql  # loaded for a PostgreSQL store only
+
+            dialect_insert = postgresql.insert
         return dialect_insert(table).on_conflict_do_nothing(index_elements=list(conflict_columns))
 
     async def run_undoable(

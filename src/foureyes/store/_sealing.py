@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import secrets
-
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import TYPE_CHECKING
 
 from foureyes.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 __all__ = ["KEY_BYTES", "UnknownSeal"]
 
@@ -34,7 +35,7 @@ def _bound_to(conversation_id: str, unknown_id: str) -> bytes:
 class UnknownSeal:
     """Seals and opens open unknowns' words under one key."""
 
-    __slots__ = ("_aead",)
+    __slots__ = ("_aead", "_key")
 
     def __init__(self, key: bytes) -> None:
         """Seal under ``key`` (:data:`KEY_BYTES` bytes).
@@ -44,12 +45,22 @@ class UnknownSeal:
         """
         if len(key) != KEY_BYTES:
             raise UsageError(f"an unknowns key is {KEY_BYTES} bytes, got {len(key)}")
-        self._aead = AESGCM(key)
+        self._key = key
+        self._aead: AESGCM | None = None
+
+    def _cipher(self) -> AESGCM:
+        # cryptography is imported when an unknown is first sealed or opened, not when the
+        # store opens (a command that reads no unknown never loads it).
+        if self._aead is None:
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+            self._aead = AESGCM(self._key)
+        return self._aead
 
     def seal(self, words: str, *, conversation_id: str, unknown_id: str) -> bytes:
         """``words`` encrypted for the row ``unknown_id`` of ``conversation_id``."""
         nonce = secrets.token_bytes(_NONCE_BYTES)
-        sealed = self._aead.encrypt(
+        sealed = self._cipher().encrypt(
             nonce, words.encode("utf-8"), _bound_to(conversation_id, unknown_id)
         )
         return _VERSION + nonce + sealed
@@ -63,8 +74,11 @@ class UnknownSeal:
         if len(sealed) < 1 + _NONCE_BYTES + _TAG_BYTES or sealed[:1] != _VERSION:
             return None
         nonce, body = sealed[1 : 1 + _NONCE_BYTES], sealed[1 + _NONCE_BYTES :]
+        cipher = self._cipher()
+        from cryptography.exceptions import InvalidTag
+
         try:
-            plain = self._aead.decrypt(nonce, body, _bound_to(conversation_id, unknown_id))
+            plain = cipher.decrypt(nonce, body, _bound_to(conversation_id, unknown_id))
             return plain.decode("utf-8")
         except (InvalidTag, UnicodeDecodeError):
             return None

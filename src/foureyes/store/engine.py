@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select, text
 
@@ -14,23 +15,21 @@ from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database, GroupCommits
 from foureyes.store._migrate import upgrade_to_head
 from foureyes.store._sealing import KEY_BYTES, UnknownSeal
-from foureyes.store.alerts import SqlAlertRecords
-from foureyes.store.api_keys import SqlApiKeys
-from foureyes.store.assessments import SqlAssessmentLog
-from foureyes.store.evals import SqlEvalStore
-from foureyes.store.ledger import SqlSpendLedger
-from foureyes.store.observations import SqlObservationLog
-from foureyes.store.rate_limits import SqlRateBuckets
-from foureyes.store.tables import store_secrets
+from foureyes.store.tables import HMAC_KEY_NAME, UNKNOWNS_KEY_NAME, store_secrets
 from foureyes.store.traces import SqlTraceWriter
 from foureyes.store.unknowns import SqlOpenUnknowns
 
+if TYPE_CHECKING:
+    from foureyes.store.alerts import SqlAlertRecords
+    from foureyes.store.api_keys import SqlApiKeys
+    from foureyes.store.assessments import SqlAssessmentLog
+    from foureyes.store.evals import SqlEvalStore
+    from foureyes.store.ledger import SqlSpendLedger
+    from foureyes.store.observations import SqlObservationLog
+    from foureyes.store.rate_limits import SqlRateBuckets
+
 __all__ = ["Store"]
 
-_HMAC_KEY_NAME = "trace_hmac_key"
-# Seals open unknowns' words when [privacy] unknowns_key_env is unset. Kept next to the
-# rows it seals, it protects a copy of the unknowns table, not a copy of the store.
-_UNKNOWNS_KEY_NAME = "unknowns_seal_key"
 # What bounds the connections this role may open on this database (PostgreSQL); a
 # setting the server does not have (reserved_connections before 16) reads as 0.
 _CONNECTION_LIMITS = text(
@@ -56,7 +55,16 @@ class Store:
     ) -> None:
         self._db = db
         self._traces = traces
-        self._ledger = SqlSpendLedger(db, clock=clock)
+        self._clock = clock
+        # The other record keepers are built (and their modules imported) on first use:
+        # a command that only lists runs loads none of them.
+        self._ledger: SqlSpendLedger | None = None
+        self._assessments: SqlAssessmentLog | None = None
+        self._alerts: SqlAlertRecords | None = None
+        self._observations: SqlObservationLog | None = None
+        self._api_keys: SqlApiKeys | None = None
+        self._evals: SqlEvalStore | None = None
+        self._rate_buckets: SqlRateBuckets | None = None
         self._unknowns = SqlOpenUnknowns(
             db,
             privacy=traces.privacy,
@@ -65,14 +73,6 @@ class Store:
             clock=clock,
             pending=traces.pending,
         )
-        self._assessments = SqlAssessmentLog(
-            db, fingerprint=traces.fingerprint, pending=traces.pending
-        )
-        self._alerts = SqlAlertRecords(db)
-        self._observations = SqlObservationLog(db, clock=clock)
-        self._api_keys = SqlApiKeys(db, clock=clock)
-        self._evals = SqlEvalStore(db, clock=clock)
-        self._rate_buckets = SqlRateBuckets(db, clock=clock)
 
     @classmethod
     async def open(
@@ -123,8 +123,8 @@ class Store:
         except BaseException:
             await db.dispose()
             raise
-        key = env_key if env_key is not None else stored[_HMAC_KEY_NAME]
-        unknowns_key = env_unknowns_key or stored[_UNKNOWNS_KEY_NAME]
+        key = env_key if env_key is not None else stored[HMAC_KEY_NAME]
+        unknowns_key = env_unknowns_key or stored[UNKNOWNS_KEY_NAME]
         return cls(
             db,
             traces=SqlTraceWriter(db, privacy=privacy, hmac_key=key, clock=clock),
@@ -140,6 +140,10 @@ class Store:
     @property
     def ledger(self) -> SqlSpendLedger:
         """The spend ledger (a :class:`~foureyes.core.budget.SpendLedger`)."""
+        if self._ledger is None:
+            from foureyes.store.ledger import SqlSpendLedger
+
+            self._ledger = SqlSpendLedger(self._db, clock=self._clock)
         return self._ledger
 
     @property
@@ -150,31 +154,57 @@ class Store:
     @property
     def assessments(self) -> SqlAssessmentLog:
         """Triage assessments (fingerprints, never text) and the single-flight leases."""
+        if self._assessments is None:
+            from foureyes.store.assessments import SqlAssessmentLog
+
+            self._assessments = SqlAssessmentLog(
+                self._db, fingerprint=self._traces.fingerprint, pending=self._traces.pending
+            )
         return self._assessments
 
     @property
     def alerts(self) -> SqlAlertRecords:
         """Guardian-alert opt-ins, contacts, decisions and send attempts."""
+        if self._alerts is None:
+            from foureyes.store.alerts import SqlAlertRecords
+
+            self._alerts = SqlAlertRecords(self._db)
         return self._alerts
 
     @property
     def observations(self) -> SqlObservationLog:
         """Durable evidence-bound observations."""
+        if self._observations is None:
+            from foureyes.store.observations import SqlObservationLog
+
+            self._observations = SqlObservationLog(self._db, clock=self._clock)
         return self._observations
 
     @property
     def api_keys(self) -> SqlApiKeys:
         """Client and admin API keys (digests only)."""
+        if self._api_keys is None:
+            from foureyes.store.api_keys import SqlApiKeys
+
+            self._api_keys = SqlApiKeys(self._db, clock=self._clock)
         return self._api_keys
 
     @property
     def evals(self) -> SqlEvalStore:
         """Evaluation runs and their results."""
+        if self._evals is None:
+            from foureyes.store.evals import SqlEvalStore
+
+            self._evals = SqlEvalStore(self._db, clock=self._clock)
         return self._evals
 
     @property
     def rate_buckets(self) -> SqlRateBuckets:
         """Per-key request rate limits (token buckets shared by every process)."""
+        if self._rate_buckets is None:
+            from foureyes.store.rate_limits import SqlRateBuckets
+
+            self._rate_buckets = SqlRateBuckets(self._db, clock=self._clock)
         return self._rate_buckets
 
     @property
@@ -293,7 +323,7 @@ async def _stored_keys(
     db: Database, clock: WallClock, *, hmac: bool, unknowns: bool
 ) -> dict[str, bytes]:
     """The keys kept in the store that the environment does not give, made on first use."""
-    names = [name for name, use in ((_HMAC_KEY_NAME, hmac), (_UNKNOWNS_KEY_NAME, unknowns)) if use]
+    names = [name for name, use in ((HMAC_KEY_NAME, hmac), (UNKNOWNS_KEY_NAME, unknowns)) if use]
     if not names:
         return {}
     async with db.write("store_keys") as conn:

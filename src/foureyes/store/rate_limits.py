@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Integer, bindparam, case, cast, delete, func
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.types import Double
 
 from foureyes.core.errors import UsageError
@@ -87,7 +87,13 @@ def _lease_statement(dialect: str) -> Any:
     # floor: PostgreSQL's CAST to integer rounds, SQLite's truncates (the level is >= 0).
     whole = func.floor(level) if dialect == "postgresql" else cast(level, Integer)
     taken = cast(case((whole >= want, want), else_=whole), Integer)
-    insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(rate_buckets)
+    insert: Any
+    if dialect == "postgresql":
+        from sqlalchemy.dialects import postgresql  # loaded for a PostgreSQL store only
+
+        insert = postgresql.insert(rate_buckets)
+    else:
+        insert = sqlite.insert(rate_buckets)
     # A new key's bucket starts full, so its first lease gets min(want, burst) tokens.
     insert = insert.values(
         key=bindparam("key"),

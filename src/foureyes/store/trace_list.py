@@ -38,10 +38,12 @@ __all__ = [
     "RunFilter",
     "RunSummary",
     "TENANT_MAX",
+    "limited_list_query",
     "list_query",
     "require_tenant",
     "run_purpose",
     "run_tenant",
+    "summary_of",
 ]
 
 MAX_LIST = 1000
@@ -226,3 +228,34 @@ def list_query(where: RunFilter) -> Select[Any]:
     if where.before is not None:
         query = query.where(runs.trace_id < where.before)
     return query
+
+
+def limited_list_query(where: RunFilter, limit: int) -> Select[Any]:
+    """:func:`list_query` of at most ``limit`` runs (1 to :data:`MAX_LIST`).
+
+    Raises:
+        UsageError: ``limit`` is out of range, or ``where`` is not a filter (see
+            :func:`list_query`).
+    """
+    if not 1 <= limit <= MAX_LIST:
+        raise UsageError(f"limit must be between 1 and {MAX_LIST}, got {limit}")
+    return list_query(where).limit(limit)
+
+
+def summary_of(row: Any) -> RunSummary:
+    """The summary of one row of :func:`list_query`."""
+    return RunSummary(
+        trace_id=row.trace_id,
+        kind=row.kind,
+        purpose=row.purpose,
+        tenant=row.tenant,
+        conversation_id=row.conversation_id,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        outcome=row.outcome,
+        reason=row.reason,
+        risk_status=row.risk_status,
+        risk_level=row.risk_level,
+        risk_tier=row.risk_tier,
+        risk_confirmed=row.risk_confirmed,
+    )

@@ -30,7 +30,14 @@ from foureyes.store._clock import WallClock, require_utc, utc_now
 from foureyes.store._database import Database, DriverInsert, EncodedJSON
 from foureyes.store._pending import Opening, PendingRuns
 from foureyes.store.tables import gate_open_unknowns, trace_events, trace_runs, trace_texts
-from foureyes.store.trace_list import MAX_LIST, RunFilter, RunSummary, list_query, run_tenant
+from foureyes.store.trace_list import (
+    MAX_LIST,
+    RunFilter,
+    RunSummary,
+    limited_list_query,
+    run_tenant,
+    summary_of,
+)
 from foureyes.store.unknowns import expired_unknown_erasure
 
 __all__ = ["PRIVATE_TEXT_KEY", "PurgeCounts", "SqlTraceWriter", "new_trace_id"]
@@ -485,29 +492,10 @@ class SqlTraceWriter:
                 is not one of :data:`~foureyes.store.trace_list.RUN_PURPOSES`, or the
                 tenant is not a string of 1 to 128 characters.
         """
-        if not 1 <= limit <= MAX_LIST:
-            raise UsageError(f"limit must be between 1 and {MAX_LIST}, got {limit}")
-        query = list_query(where or RunFilter()).limit(limit)
+        query = limited_list_query(where or RunFilter(), limit)
         async with self._db.read("list_runs") as conn:
             rows = (await conn.execute(query)).all()
-        return [
-            RunSummary(
-                trace_id=row.trace_id,
-                kind=row.kind,
-                purpose=row.purpose,
-                tenant=row.tenant,
-                conversation_id=row.conversation_id,
-                started_at=row.started_at,
-                finished_at=row.finished_at,
-                outcome=row.outcome,
-                reason=row.reason,
-                risk_status=row.risk_status,
-                risk_level=row.risk_level,
-                risk_tier=row.risk_tier,
-                risk_confirmed=row.risk_confirmed,
-            )
-            for row in rows
-        ]
+        return [summary_of(row) for row in rows]
 
     async def purge_expired(
         self, now: dt.datetime | None = None, *, batch_size: int = PURGE_BATCH
