@@ -295,6 +295,7 @@ def test_the_writer_has_no_method_to_edit_or_delete() -> None:
         "ids_with_prefix",
         "list_runs",
         "purge_expired",
+        "recent_events",
         "reserve_run",
         "start_run",
     }
