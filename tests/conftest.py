@@ -7,8 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from foureyes.core.datadir import DATA_DIR_ENV
+
+# No test is timed (a loaded machine fails a wall-clock bound): hypothesis' per-example
+# deadline is off for every property test, not only for those that once tripped it.
+settings.register_profile("foureyes", deadline=None)
+settings.load_profile("foureyes")
 
 pytest_plugins = [
     "tests.helpers.browser",

@@ -39,8 +39,15 @@ def servers(
 
 def test_the_sweep_covers_every_reason_code() -> None:
     # The console chats in support mode, whose replies have no tool calls, so it cannot
-    # produce tool_not_allowed; tests/e2e/test_gateway.py produces it through /v1/check.
-    chat_reasons = set(ReasonCode) - {ReasonCode.TOOL_NOT_ALLOWED}
+    # produce tool_not_allowed or input_restricted, and its server's [input] stage blocks
+    # nothing by default; tests/e2e/test_gateway.py produces those four through /v1/check
+    # and a blocking [input] config.
+    chat_reasons = set(ReasonCode) - {
+        ReasonCode.TOOL_NOT_ALLOWED,
+        ReasonCode.INPUT_RESTRICTED,
+        ReasonCode.INPUT_BLOCKED,
+        ReasonCode.INPUT_UNCHECKED,
+    }
     assert {reason for _, reason in CASES} == chat_reasons
 
 

@@ -36,6 +36,7 @@ from foureyes.config import (
     AlertConfig,
     Config,
     GateConfig,
+    InputConfig,
     PrivacyConfig,
     RolesConfig,
     RouteConfig,
@@ -105,6 +106,9 @@ NORMAL_ANSWERS: Mapping[Role, str] = {
     Role.REVIEWER: packet("the agent never ran the tests"),
     Role.SELECTOR: SELECTION,
     Role.PRIMARY: "Done: nothing was left to change.",
+    Role.INPUT_CHECKER: json.dumps(
+        {"items": [{"sha256": "{{candidate_sha256}}", "categories": []}]}
+    ),
 }
 """What each role answers when it is not the one under test: a complete, valid answer
 that, left alone, releases, alerts, publishes or commits."""
@@ -317,6 +321,20 @@ SITES: Mapping[Role, Site] = {
         # The Primary is asked for tool calls: a tool_calls finish without any is unfinished.
         finish_failures={"tool_calls": ParseFailure.UNFINISHED},
     ),
+    # The model input check, told to block when it cannot judge ([input] on_failure), so
+    # that a failed check acting would be a released reply.
+    Role.INPUT_CHECKER: Site(
+        "approved",
+        {
+            Failure.TIMEOUT: "input_unchecked",
+            Failure.HTTP_ERROR: "input_unchecked",
+            Failure.RATE_LIMITED: "input_unchecked",
+            Failure.BAD_RESPONSE: "input_unchecked",
+            Failure.INCOMPLETE: "input_unchecked",
+            Failure.DIGEST_MISMATCH: "input_unchecked",
+        },
+        records_error_class=True,
+    ),
 }
 """Every model call site, by the role that calls it."""
 
@@ -406,6 +424,7 @@ def _config(simulator: RunningSimulator, transport: str, short: Role | None) -> 
         },
         roles=RolesConfig(**{role.value: role.value for role in Role}),
         gate=GateConfig(max_revisions=0),
+        input=InputConfig(model_check=True, on_failure="block"),
     )
 
 
@@ -506,6 +525,18 @@ async def _selector(world: World, stack: Stack, case: str) -> Seen:
     return Seen(bool(committed), outcome.status.value, detail, outcome.trace_id)
 
 
+async def _input(world: World, stack: Stack, case: str) -> Seen:
+    outcome = await stack.pipeline.handle(SupportMessage(text=CALM, conversation_id=case))
+    released = outcome.decision is Outcome.RELEASED
+    if not released:
+        assert DRAFT not in outcome.text
+    record = await world.store.traces.get(outcome.trace_id)
+    assert record is not None
+    [event] = [e.data for e in record.events if e.kind is EventKind.INPUT]
+    model = event["inputs"][0]["model"]
+    return Seen(released, outcome.reason.value, model.get("detail", ""), outcome.trace_id)
+
+
 async def _primary(world: World, stack: Stack, case: str) -> Seen:
     # One step: a complete answer ends the turn (it acted); any other stops the loop.
     workspace = world.folder / case
@@ -527,6 +558,7 @@ ENTRY_POINTS: Mapping[Role, Callable[[World, Stack, str], Awaitable[Seen]]] = {
     Role.REVIEWER: _reviewer,
     Role.SELECTOR: _selector,
     Role.PRIMARY: _primary,
+    Role.INPUT_CHECKER: _input,
 }
 
 

@@ -310,11 +310,12 @@ def test_the_model_check_strips_a_source_it_judges_an_injection(
 
 
 FAULTS = {
-    "timeout": ({"fault": "hang"}, "model_timeout"),
-    "malformed": ({"content": "It looks fine to me."}, "model_malformed"),
+    "timeout": ({"fault": "hang"}, "model_timeout", "RouteTimeout"),
+    "malformed": ({"content": "It looks fine to me."}, "model_malformed", "no_json"),
     "wrong_digest": (
         {"content": verdict(["prompt_injection"]), "fault": "wrong_digest"},
         "model_wrong_digest",
+        "verdict_mismatch",
     ),
 }
 DIRECTIONS = {
@@ -329,7 +330,7 @@ DIRECTIONS = {
 def test_each_failure_of_the_model_check_falls_to_the_configured_direction(
     simulator: RunningSimulator, start_server: Start, tmp_path: Path, fault: str, direction: str
 ) -> None:
-    rule, failure = FAULTS[fault]
+    rule, failure, detail = FAULTS[fault]
     simulator.load({"models": {**SCENARIO["models"], "checker-sim": [rule]}})
     server = start_server(
         config(simulator, tmp_path, checker=True, checker_timeout_s=1, on_failure=direction)
@@ -342,7 +343,7 @@ def test_each_failure_of_the_model_check_falls_to_the_configured_direction(
     event = input_event(server, reply)
     [message] = event["inputs"]
     assert message["failures"] == [failure]
-    assert message["model"] == {"failure": failure.removeprefix("model_")}
+    assert message["model"] == {"failure": failure.removeprefix("model_"), "detail": detail}
     assert event["action"] == direction
 
 

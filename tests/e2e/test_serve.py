@@ -49,6 +49,7 @@ def test_serve_with_no_config_answers_healthz_offline_and_sqlite(
         "reviewer",
         "selector",
         "primary",
+        "input_checker",
     }
     assert offline_serve.folder is not None and (offline_serve.folder / "serve.db").exists()
 

@@ -14,6 +14,7 @@ from foureyes.inputs.model_check import (
     CheckedText,
     InputVerdict,
     ItemVerdict,
+    ModelCheckError,
     ModelCheckFailure,
     ModelJudgement,
     bind_verdict,
@@ -71,7 +72,8 @@ def test_a_block_names_whether_a_finding_or_a_failure_caused_it() -> None:
     found = decide_input([judged("message", InputSite.MESSAGE, INJECTION)], blocking)
     assert (found.action, found.reason) == (InputAction.BLOCK, ReasonCode.INPUT_BLOCKED)
     failed = decide_input(
-        [judged("message", InputSite.MESSAGE, CALM, ModelCheckFailure.TIMEOUT)], blocking
+        [judged("message", InputSite.MESSAGE, CALM, ModelCheckError(ModelCheckFailure.TIMEOUT))],
+        blocking,
     )
     assert (failed.action, failed.reason) == (InputAction.BLOCK, ReasonCode.INPUT_UNCHECKED)
     assert failed.outcome("message").failures == ("model_timeout",)
@@ -86,7 +88,9 @@ def test_a_refused_scan_is_a_failure_never_clean() -> None:
 
 
 def test_a_source_stripped_by_a_finding_stays_stripped_when_a_failure_restricts() -> None:
-    item = judged("source:a", InputSite.SOURCE, INJECTION, ModelCheckFailure.MALFORMED)
+    item = judged(
+        "source:a", InputSite.SOURCE, INJECTION, ModelCheckError(ModelCheckFailure.MALFORMED)
+    )
     decision = decide_input([item], InputConfig())
     assert decision.action is InputAction.RESTRICT and decision.stripped == {"source:a"}
 
@@ -129,8 +133,10 @@ def requests(draw: st.DrawFn) -> tuple[InputConfig, list[JudgedInput]]:
         text = f"input {index}"
         found = draw(st.frozensets(st.sampled_from(CATEGORIES)))
         failure = draw(st.none() | st.sampled_from(list(ModelCheckFailure)))
-        model: ModelJudgement | ModelCheckFailure = (
-            failure if failure is not None else ModelJudgement({sha256_hex(text): found}, "c")
+        model: ModelJudgement | ModelCheckError = (
+            ModelCheckError(failure)
+            if failure is not None
+            else ModelJudgement({sha256_hex(text): found}, "c")
         )
         ref = "message" if site is InputSite.MESSAGE else f"{site.value}:{index}"
         items.append(JudgedInput(ref, site, CHECKS.scan(text), model))
@@ -170,8 +176,8 @@ def test_a_verdict_is_taken_only_for_exactly_the_digests_shown() -> None:
     assert isinstance(bind_verdict(InputVerdict(items=item), shown, route="r"), ModelJudgement)
     stranger = ItemVerdict(sha256="0" * 64, categories=[])
     for wrong in (item[:1], [*item, item[0]], [item[0], stranger]):
-        assert bind_verdict(InputVerdict(items=wrong), shown, route="r") is (
-            ModelCheckFailure.WRONG_DIGEST
+        assert bind_verdict(InputVerdict(items=wrong), shown, route="r") == ModelCheckError(
+            ModelCheckFailure.WRONG_DIGEST, "verdict_mismatch"
         )
 
 

@@ -34,6 +34,7 @@ async def test_the_app_starts_when_the_config_says_so() -> None:
         health = await client.get("/healthz")
     assert health.status_code == 200
     assert health.json()["offline_roles"] == [
+        "input_checker",
         "primary",
         "reviewer",
         "risk_l1",

@@ -39,6 +39,7 @@ __all__ = [
     "CheckedText",
     "InputVerdict",
     "ItemVerdict",
+    "ModelCheckError",
     "ModelCheckFailure",
     "ModelJudgement",
     "bind_verdict",
@@ -63,6 +64,16 @@ class ModelCheckFailure(StrEnum):
     """A call or spend limit of the route was used up: nothing was asked."""
     ROUTE_ERROR = "route_error"
     """The route failed otherwise (connection, HTTP error, bad response)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCheckError:
+    """The model check's failure, and how the call failed (for the trace)."""
+
+    reason: ModelCheckFailure
+    """Which failure."""
+    detail: str = ""
+    """The route error's class or the parse failure (``truncated``, ``several_objects``)."""
 
 
 class _Strict(BaseModel):
@@ -159,11 +170,11 @@ def checker_request(
 
 def bind_verdict(
     verdict: InputVerdict, texts: Sequence[CheckedText], *, route: str
-) -> ModelJudgement | ModelCheckFailure:
+) -> ModelJudgement | ModelCheckError:
     """Take ``verdict`` only if it names exactly the digests of ``texts``, each once (pure)."""
     named = [item.sha256 for item in verdict.items]
     if sorted(named) != sorted({t.sha256 for t in texts}) or len(set(named)) != len(named):
-        return ModelCheckFailure.WRONG_DIGEST
+        return ModelCheckError(ModelCheckFailure.WRONG_DIGEST, "verdict_mismatch")
     return ModelJudgement(
         categories={item.sha256: frozenset(item.categories) for item in verdict.items},
         route=route,
@@ -184,7 +195,7 @@ async def run_model_check(
     trace_id: str | None,
     deadline_s: float,
     retries: int = 1,
-) -> ModelJudgement | ModelCheckFailure:
+) -> ModelJudgement | ModelCheckError:
     """Ask the ``input_checker`` route about ``texts``; a failure is returned as data.
 
     One call (and ``retries`` retries of a broken answer), within ``deadline_s`` and a
@@ -199,12 +210,12 @@ async def run_model_check(
 
     try:
         result = await complete_structured(call, request, InputVerdict, retries=retries)
-    except (RouteTimeout, DeadlineExceeded):
-        return ModelCheckFailure.TIMEOUT
-    except LimitExceeded:
-        return ModelCheckFailure.BUDGET
-    except RouteError:
-        return ModelCheckFailure.ROUTE_ERROR
+    except (RouteTimeout, DeadlineExceeded) as exc:
+        return ModelCheckError(ModelCheckFailure.TIMEOUT, type(exc).__name__)
+    except LimitExceeded as exc:
+        return ModelCheckError(ModelCheckFailure.BUDGET, type(exc).__name__)
+    except RouteError as exc:
+        return ModelCheckError(ModelCheckFailure.ROUTE_ERROR, type(exc).__name__)
     if not result.ok:
-        return ModelCheckFailure.MALFORMED
+        return ModelCheckError(ModelCheckFailure.MALFORMED, result.reason.value)
     return bind_verdict(result.value, texts, route=route)

@@ -33,7 +33,7 @@ from typing import Any
 from foureyes.config import InputConfig
 from foureyes.core.reasons import ReasonCode
 from foureyes.inputs.check import FindingReason, InputCategory, InputScan
-from foureyes.inputs.model_check import ModelCheckFailure, ModelJudgement
+from foureyes.inputs.model_check import ModelCheckError, ModelJudgement
 
 __all__ = [
     "InputAction",
@@ -92,7 +92,7 @@ class JudgedInput:
     """What kind of input it is."""
     scan: InputScan
     """The deterministic scan of the text the models would see."""
-    model: ModelJudgement | ModelCheckFailure | None = None
+    model: ModelJudgement | ModelCheckError | None = None
     """The model check's judgement of the whole request, or its failure; ``None`` when
     the model check is off."""
     seen_sha256: str | None = None
@@ -117,8 +117,8 @@ class JudgedInput:
         if self.scan.refused is not None:
             reasons.append(str(self.scan.refused))
         reasons += sorted({f.reason for f in self.scan.findings if f.reason in _FAILED})
-        if isinstance(self.model, ModelCheckFailure):
-            reasons.append(f"model_{self.model.value}")
+        if isinstance(self.model, ModelCheckError):
+            reasons.append(f"model_{self.model.reason.value}")
         return tuple(reasons)
 
 
@@ -150,8 +150,8 @@ class InputOutcome:
             "model": None
             if model is None
             else (
-                {"failure": model.value}
-                if isinstance(model, ModelCheckFailure)
+                {"failure": model.reason.value, "detail": model.detail}
+                if isinstance(model, ModelCheckError)
                 else {
                     "route": model.route,
                     "categories": sorted(model.categories.get(self.judged.seen, ())),

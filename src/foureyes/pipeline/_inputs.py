@@ -26,7 +26,7 @@ from foureyes.inputs.check import InputCategory, InputScan
 from foureyes.inputs.masking import Masked, mask
 from foureyes.inputs.model_check import (
     CheckedText,
-    ModelCheckFailure,
+    ModelCheckError,
     ModelJudgement,
     run_model_check,
     topic_for,
@@ -73,7 +73,7 @@ class PreparedInput:
     """The decision on the deterministic scans alone."""
     _original: SupportMessage
     _original_request: ChatRequest | None
-    _model: asyncio.Task[ModelJudgement | ModelCheckFailure] | None = field(default=None)
+    _model: asyncio.Task[ModelJudgement | ModelCheckError] | None = field(default=None)
     _flagged_by: str | None = None
 
     def flag(self, flagged_by: str | None) -> None:
