@@ -40,6 +40,37 @@ def load_average() -> float:
     return os.getloadavg()[0]
 
 
+def machine_cpu() -> tuple[float, float]:
+    """CPU seconds the whole machine has spent busy and idle so far, all CPUs (/proc/stat).
+
+    Idle is ``idle`` plus ``iowait``; busy is every other state. Two readings around a
+    cell give how many CPUs were busy during it and how many were left idle.
+    """
+    with open("/proc/stat", encoding="ascii") as stat:
+        values = [int(x) for x in stat.readline().split()[1:9]]
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = values[3] + values[4]
+    return (sum(values) - idle) / tick, idle / tick
+
+
+def contention(
+    before: tuple[float, float], after: tuple[float, float], wall_s: float, ours_s: float
+) -> dict[str, float]:
+    """Per cell: the CPUs left idle and the CPUs busy with processes not under test.
+
+    ``ours_s`` is the CPU time of every measured process during the cell (the system
+    under test, the simulator, the load generator); whatever else the machine was busy
+    with in that wall time belongs to someone else (other helpers, PostgreSQL of another
+    run, the kernel).
+    """
+    busy = (after[0] - before[0]) / wall_s
+    idle = (after[1] - before[1]) / wall_s
+    return {
+        "idle_cpus": round(idle, 2),
+        "other_cpus": round(max(0.0, busy - ours_s / wall_s), 2),
+    }
+
+
 @dataclass
 class Cell:
     """One measured run: ``replies`` answered by ``system`` to ``concurrency`` clients."""

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from workers import postgres_cpu_seconds
+from gateway_parts import postgres_clock
 
 from foureyes.config import PrivacyConfig, StoreConfig
 from foureyes.server.limits import KeyLimiter, RateLimiter, StoreRateLimiter
@@ -100,7 +100,7 @@ def _postgres(choice: str) -> Iterator[tuple[str | None, Callable[[], float]]]:
         yield choice, _no_server_cpu
     else:
         with running_postgres(durable=True) as server:
-            yield server.url(server.create_database()), postgres_cpu_seconds
+            yield server.url(server.create_database()), postgres_clock(server.port)
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:

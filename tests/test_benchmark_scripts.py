@@ -10,6 +10,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 ARGS = ["--texts", "12", "--compare-texts", "4", "--scales", "1", "--json"]
@@ -67,3 +70,146 @@ def test_the_cli_startup_benchmark_refuses_zero_rounds() -> None:
         timeout=60,
     )
     assert result.returncode == 2 and "--rounds" in result.stderr
+
+
+# --- benchmarks/gateway.py and its parts (issue 39 item 1) ---------------------------------
+
+BENCH = ROOT / "benchmarks"
+
+
+def _bench_modules() -> Any:
+    """benchmarks/ on the path (its scripts import each other by bare name)."""
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    import gateway_report
+    import loadgen
+    import workers
+
+    return gateway_report, loadgen, workers
+
+
+def test_the_gateway_benchmark_alternates_the_systems_run_by_run_within_each_cell(
+    tmp_path: Path,
+) -> None:
+    # Three repeats of two clients counts and three systems, a handful of replies each:
+    # the cells come out A B C A B C A B C per (latency, clients), every reply checked and
+    # made of two upstream calls, each cell with its load and its CPU from /proc.
+    out = tmp_path / "run.json"
+    result = subprocess.run(
+        [sys.executable, "benchmarks/gateway.py", "--systems", "sdk,guard-reply,foureyes"]
+        + ["--clients", "1,2", "--latencies-ms", "0", "--replies", "6", "--serial-replies", "4"]
+        + ["--warmup", "1", "--repeats", "3", "--speculation-replies", "0", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text(encoding="utf-8"))
+    cells = report["cells"]
+    floor, guard, gateway = (
+        "floor: 2 upstream calls, no rail",
+        "foureyes Guard.reply (library)",
+        "foureyes gateway",
+    )
+    assert [(c["clients"], c["system"], c["run"]) for c in cells] == [
+        (n, system, run) for n in (1, 2) for run in (1, 2, 3) for system in (floor, guard, gateway)
+    ]
+    assert [c["replies"] for c in cells] == [4] * 9 + [6] * 9
+    for cell in cells:
+        assert cell["failures"] == 0 and cell["calls_per_reply"] == 2.0
+        assert cell["load_avg_before"] >= 0 and cell["idle_cpus"] >= 0
+        assert cell["other_cpus"] >= 0
+    by_system = {c["system"]: c for c in cells}
+    # The gateway's CPU is its own process's, the client's separate; in-process, one clock.
+    assert by_system[gateway]["server_cpu_ms"] is not None
+    assert by_system[gateway]["client_cpu_ms"] is not None
+    assert by_system[guard]["client_cpu_ms"] is None and by_system[guard]["server_cpu_ms"] > 0
+    assert by_system[floor]["server_cpu_ms"] is None
+    medians = {(m["system"], m["clients"]): m for m in report["medians"]}
+    assert medians[(gateway, 2)]["runs"] == 3
+    low, high = medians[(gateway, 2)]["replies_per_s_range"]
+    assert low <= medians[(gateway, 2)]["replies_per_s"] <= high
+    assert "Headline" not in result.stdout  # no IORails row to pair with: no headline
+    assert "aiohttp" in result.stdout and "openai SDK (2 calls" not in result.stdout
+
+
+def test_the_gateway_benchmark_refuses_zero_repeats_replies_and_unknown_systems() -> None:
+    for extra, word in (
+        (["--repeats", "0"], "--repeats"),
+        (["--replies", "0"], "--replies"),
+        (["--systems", "foureyes,nope"], "nope"),
+    ):
+        result = subprocess.run(
+            [sys.executable, "benchmarks/gateway.py", *extra],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 2 and word in result.stderr, extra
+
+
+def test_the_paired_ratio_is_run_k_over_run_k_with_its_median_and_range() -> None:
+    report, loadgen, _ = _bench_modules()
+
+    def cell(system: str, run: int, replies_per_s: float) -> Any:
+        made = loadgen.Cell(system, 0, 4, 100 / replies_per_s, [1.0] * 100, load_before=1.5)
+        made.load_after = 2.5
+        made.extra |= {"run": run, "server_cpu_ms": float(run), "other_cpus": 0.5}
+        return made
+
+    # IORails drifts down run by run; paired with its neighbour, foureyes is 1.0x, 1.5x,
+    # 2.0x: a median of medians would say 200/150 = 1.33x.
+    cells = [cell(report.IORAILS, 1, 200.0), cell(report.GUARD_REPLY, 1, 200.0)]
+    cells += [cell(report.IORAILS, 2, 150.0), cell(report.GUARD_REPLY, 2, 225.0)]
+    cells += [cell(report.IORAILS, 3, 100.0), cell(report.GUARD_REPLY, 3, 200.0)]
+    table = report.medians(cells)
+    mine = table[(report.GUARD_REPLY, 0, 4)]
+    assert mine["ratio"] == 1.5 and mine["ratio_range"] == [1.0, 2.0]
+    assert mine["replies_per_s"] == 200.0 and mine["replies_per_s_range"] == [200.0, 225.0]
+    assert mine["cpu_ms"] == 2.0 and mine["cpu_ms_range"] == [1.0, 3.0]
+    assert mine["load_avg_range"] == [1.5, 2.5] and mine["runs"] == 3
+    assert table[(report.IORAILS, 0, 4)]["ratio"] is None  # the reference has no ratio
+    headline = "\n".join(report._headline_table(cells))
+    assert "1.50× (1.00–2.00)" in headline and "1.5–2.5" in headline
+
+
+def test_the_cell_contention_splits_busy_cpus_into_ours_and_others() -> None:
+    _, loadgen, _ = _bench_modules()
+    # 10 s of wall time; the machine was busy 15 CPU-s and idle 5; ours took 6 of the 15.
+    split = loadgen.contention((100.0, 50.0), (115.0, 55.0), 10.0, 6.0)
+    assert split == {"idle_cpus": 0.5, "other_cpus": 0.9}
+    # Our clocks can run a tick ahead of /proc/stat's: never a negative "others".
+    assert loadgen.contention((0.0, 0.0), (1.0, 0.0), 1.0, 1.2)["other_cpus"] == 0.0
+    busy, idle = loadgen.machine_cpu()
+    assert busy > 0 and idle >= 0
+
+
+def test_the_two_worker_ceiling_counts_only_the_cpus_left_idle() -> None:
+    _, _, workers = _bench_modules()
+    cell = {
+        "replies_per_s": 500.0,
+        "server_cpu_ms": 1.0,
+        "postgres_cpu_ms": 0.4,
+        "simulator_cpu_ms": 0.3,
+        "client_cpu_ms": 0.3,
+    }  # 500 x 2 ms: one CPU busy with the processes under test
+    assert workers.busy_cpus(cell) == 1.0
+    assert workers.ceiling(cell | {"idle_cpus": 0.0}) == 1.0  # others took the second CPU
+    assert workers.ceiling(cell | {"idle_cpus": 0.5}) == 1.5
+    assert workers.ceiling(cell | {"idle_cpus": 3.0}) == 2.0  # never more than twice
+
+
+def test_the_postgres_clock_reads_one_cluster_found_by_its_port(
+    postgres_server: Any,
+) -> None:
+    _bench_modules()
+    import gateway_parts
+
+    pid = gateway_parts.postmaster_pid(postgres_server.port)
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert str(postgres_server.port).encode() in cmdline
+    assert gateway_parts.postgres_clock(postgres_server.port)() > 0
+    with pytest.raises(RuntimeError, match="no PostgreSQL postmaster"):
+        gateway_parts.postmaster_pid(gateway_parts.free_port())
