@@ -263,7 +263,7 @@ def _throughput_tables(cells: Sequence[Cell]) -> list[str]:
             "",
             "| system | run | clients | replies/s | p50 ms | p99 ms | upstream calls/reply "
             "| failed | server CPU ms/reply | simulator CPU ms/reply | client CPU ms/reply "
-            "| load avg before → after | CPUs idle | CPUs busy with others |",
+            "| load avg before → after | CPUs idle | CPUs busy with others (niced) |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- "
             "| ---: | ---: |",
         ]
@@ -275,7 +275,8 @@ def _throughput_tables(cells: Sequence[Cell]) -> list[str]:
                 f"| {_cpu(c.extra.get('server_cpu_ms'))} | {_cpu(c.extra.get('simulator_cpu_ms'))} "
                 f"| {_cpu(c.extra.get('client_cpu_ms'))} "
                 f"| {c.load_before:.1f} → {c.load_after:.1f} "
-                f"| {c.extra.get('idle_cpus', 'n/a')} | {c.extra.get('other_cpus', 'n/a')} |"
+                f"| {c.extra.get('idle_cpus', 'n/a')} | {c.extra.get('other_cpus', 'n/a')} "
+                f"({c.extra.get('niced_cpus', 'n/a')}) |"
             )
     return out
 
