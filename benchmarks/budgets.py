@@ -14,7 +14,7 @@ default store is an SQLite file).
     python benchmarks/budgets.py [--replies 1500] [--clients 16] [--rounds 2] [--postgres]
         [--json]
 
-Results and how to read them: benchmarks/README.md ("Daily budgets").
+Results: benchmarks/LOG.md ("Daily budgets").
 """
 
 from __future__ import annotations

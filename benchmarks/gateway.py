@@ -55,7 +55,7 @@ runs through benchmarks/nemo/serve_loopback.py, the same command bound to 127.0.
 ``--headline`` is ``--systems iorails,guard-reply,iorails-server,foureyes --clients
 1,4,16,64 --repeats 3 --speculation-replies 0`` (other options still apply).
 
-Results and how to read them: benchmarks/README.md.
+Results: benchmarks/README.md (current, and how to read them), benchmarks/LOG.md (history).
 """
 
 from __future__ import annotations
