@@ -72,6 +72,24 @@ def test_the_cli_startup_benchmark_refuses_zero_rounds() -> None:
     assert result.returncode == 2 and "--rounds" in result.stderr
 
 
+def test_the_model_check_benchmark_asks_the_checker_once_per_reply_and_releases_all() -> None:
+    result = subprocess.run(
+        [sys.executable, "benchmarks/input_model_check.py"]
+        + ["--replies", "2", "--rounds", "1", "--delay-ms", "5", "--check-ms", "1", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    cells = json.loads(result.stdout)["cells"]
+    assert set(cells) == {"faster", "slower"}
+    for cell in cells.values():
+        assert cell["off"]["checker_calls_per_reply"] == 0
+        assert cell["on"]["checker_calls_per_reply"] == 1
+        assert cell["off"]["released_share"] == cell["on"]["released_share"] == 1
+
+
 # --- benchmarks/gateway.py and its parts (issue 39 item 1) ---------------------------------
 
 BENCH = ROOT / "benchmarks"

@@ -193,6 +193,9 @@ class RolesConfig(_Section):
     """Route of the evidence selector."""
     primary: str = OFFLINE_ROUTE
     """Route of the agent evaluated by ``foureyes eval`` agent suites (the agent loop)."""
+    input_checker: str = OFFLINE_ROUTE
+    """Route of the model input check (``[input] model_check``); the offline engine
+    cannot judge inputs, so the check needs a model route."""
 
     def route_for(self, role: Role) -> str:
         """The route name configured for ``role``."""
@@ -663,10 +666,25 @@ class InputPatternConfig(_Section):
     ``*``: any."""
 
 
-class InputConfig(_Section):
-    """``[input]``: the deterministic input checks (:mod:`foureyes.inputs`, docs/inputs.md).
+InputAction = Literal["block", "restrict", "strip", "record"]
+"""What the ``[input]`` stage does with a finding (docs/inputs.md, "The stage")."""
+_CATEGORIES = ("prompt_injection", "jailbreak", "pii", "unsafe_content", "off_topic")
 
-    The checks are a library today: the gateway does not run them yet (issue 42).
+
+def _actions(**overrides: str) -> dict[str, Any]:
+    return {category: overrides.get(category, "record") for category in _CATEGORIES}
+
+
+class InputConfig(_Section):
+    """``[input]``: the input checks (:mod:`foureyes.inputs`, docs/inputs.md).
+
+    The gateway and :class:`foureyes.Guard` run them on every message, on every ``source``
+    and on every tool result before anything is drafted (the ``[input]`` stage), and code
+    decides per category what happens: ``block`` (no model drafts; the fallback goes out
+    with reason ``input_blocked``), ``restrict`` (the reply may carry no tool calls: a draft
+    with tool calls falls back with ``input_restricted``), ``strip`` (a source or tool
+    result only: its text is replaced by a marker in what every model sees) or ``record``
+    (the trace keeps the finding). Crisis triage always runs first and is never blocked.
     """
 
     max_chars: int = Field(default=200_000, ge=1, le=5_000_000)
@@ -678,6 +696,69 @@ class InputConfig(_Section):
     patterns: dict[str, InputPatternConfig] = Field(default_factory=dict)
     """The team's own pattern checks by id (``[a-z][a-z0-9_]*``, not a registered check's
     id)."""
+    enabled: bool = True
+    """Run the stage. ``false``: no input check runs and the trace says so."""
+    message: dict[
+        Literal["prompt_injection", "jailbreak", "pii", "unsafe_content", "off_topic"],
+        Literal["block", "restrict", "record"],
+    ] = Field(
+        default_factory=lambda: _actions(
+            prompt_injection="restrict", jailbreak="restrict", unsafe_content="block"
+        )
+    )
+    """What a finding in the user's message does, per category (a category left out:
+    ``record``). The heuristics flag a user who quotes an attack to ask about it exactly
+    like the attack (docs/inputs.md), so the default restricts rather than blocks."""
+    sources: dict[
+        Literal["prompt_injection", "jailbreak", "pii", "unsafe_content", "off_topic"],
+        InputAction,
+    ] = Field(
+        default_factory=lambda: _actions(
+            prompt_injection="strip", jailbreak="strip", unsafe_content="strip"
+        )
+    )
+    """What a finding in a ``source`` or a tool result does, per category (left out:
+    ``record``). Material carrying instructions is data, never an instruction to a model."""
+    on_failure: Literal["block", "restrict", "record"] = "restrict"
+    """What a check that could not judge does (a text too long or without UTF-8 bytes, a
+    check that raised, the model check's timeout, malformed answer, wrong digest, spent
+    budget or route error): the reply is ``restrict`` ed by default, never silently taken
+    as clean; ``block`` falls back with reason ``input_unchecked``."""
+    pii: Literal["keep", "mask"] = "keep"
+    """``mask``: personal data found in the message, the history, the sources and tool
+    results is replaced by placeholders (``[PHONE_1]``) before any text reaches a model
+    route, and the store keeps only the masked text."""
+    restore_pii: bool = False
+    """With ``pii = "mask"``: put the user's own values back into the delivered reply where
+    it repeats a placeholder (after the gate decided on the masked text; the record says so)."""
+    model_check: bool = False
+    """Also ask the ``input_checker`` role's model (its own route and budget) for a verdict
+    naming the SHA-256 of the exact text it judged; it runs beside triage and the draft."""
+    topic: dict[Locale, Annotated[str, Field(min_length=1, max_length=2000)]] = Field(
+        default_factory=dict
+    )
+    """The team's topic policy for the model check's ``off_topic`` category, per locale
+    ("only questions about our product"); empty: the checker reports no ``off_topic``."""
+    history_turns: int = Field(default=6, ge=0, le=50)
+    """Earlier turns the model check sees, so it may judge the conversation's arc."""
+    flag_turns: int = Field(default=3, ge=0, le=50)
+    """A conversation in which an injection or a jailbreak was restricted or blocked keeps
+    a flag for this many more messages: they are restricted too (no tool call released),
+    whatever their own checks find, as a crisis keeps its state. 0: no flag."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _actions_over_defaults(cls, data: Any) -> Any:
+        # A table that names one category keeps the defaults of the others.
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for key in ("message", "sources"):
+            given = data.get(key)
+            if isinstance(given, Mapping):
+                default = cls.model_fields[key].get_default(call_default_factory=True)
+                data[key] = {**default, **given}
+        return data
 
     @model_validator(mode="after")
     def _patterns_compile(self) -> InputConfig:
@@ -734,16 +815,25 @@ class ServerConfig(_Section):
     in WAL mode (checked at start)."""
     rate_limit_backend: Literal["memory", "store"] | None = None
     """Where the per-key token buckets live. ``store``: rows in the store, one statement
-    per request, so every process on the database shares each key's bucket (N workers or
-    N instances behind a load balancer allow exactly ``rate_per_minute``); a store that
-    cannot answer refuses the request (503). ``memory``: in this process, so N
-    instances allow up to N times the rate. Unset: ``store`` when ``workers`` is above 1,
-    else ``memory``; ``memory`` with more than one worker is refused."""
+    per lease of ``rate_lease_tokens``, so every process on the database shares each key's
+    bucket (N workers or N instances behind a load balancer never allow more than
+    ``rate_per_minute``); a store that cannot answer refuses the request (503).
+    ``memory``: in this process, so N instances allow up to N times the rate. Unset:
+    ``store`` when ``workers`` is above 1, else ``memory``; ``memory`` with more than one
+    worker is refused."""
     rate_per_minute: float = Field(default=600.0, gt=0, le=10_000_000)
     """Requests per minute each key may sustain (without keys: each loopback client),
     across every process sharing the buckets (see ``rate_limit_backend``)."""
     burst: int = Field(default=60, ge=1, le=1_000_000)
     """Requests a key may send at once before ``rate_per_minute`` applies."""
+    rate_lease_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    """With the ``store`` backend: tokens each process leases from a key's bucket in one
+    statement and then admits requests from itself, so the key's row is written once per
+    lease rather than once per request (no hot row for workers to queue on). Across every
+    process the limit is never exceeded; each process may under-admit by at most one
+    lease (tokens it leased and did not spend, which fade back as the bucket refills).
+    ``1``: one statement per request, exact. At most ``burst``. Unset: a tenth of the
+    burst, at most one second of ``rate_per_minute``, at least 1 (6 with the defaults)."""
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
     """Largest request body accepted, in bytes; a larger one gets HTTP 413 before it is
     read (a declared Content-Length is checked first, streamed bytes are counted)."""
@@ -781,6 +871,11 @@ class ServerConfig(_Section):
         ]
         if self.api_keys_env is not None and self.api_keys_env == self.admin_keys_env:
             problems.append("server.api_keys_env and server.admin_keys_env must differ")
+        if self.rate_lease_tokens is not None and self.rate_lease_tokens > self.burst:
+            problems.append(
+                f"server.rate_lease_tokens = {self.rate_lease_tokens} is more than "
+                f"server.burst = {self.burst}: a lease cannot hold more than the bucket"
+            )
         if self.workers > 1 and self.rate_limit_backend == "memory":
             problems.append(
                 f"server.rate_limit_backend = 'memory' with server.workers = {self.workers}: "
@@ -796,6 +891,13 @@ class ServerConfig(_Section):
         if self.rate_limit_backend is None:
             return self.workers > 1
         return self.rate_limit_backend == "store"
+
+    @property
+    def lease_tokens(self) -> int:
+        """Tokens a process leases at once (``rate_lease_tokens``, or its default)."""
+        if self.rate_lease_tokens is not None:
+            return self.rate_lease_tokens
+        return max(1, min(self.burst // 10, int(self.rate_per_minute // 60)))
 
 
 def _default_routes() -> dict[str, RouteConfig]:
@@ -830,7 +932,7 @@ class Config(BaseSettings):
     evidence: EvidenceConfig = EvidenceConfig()
     """The server's catalog source and kinds for evidence-bound facts."""
     input: InputConfig = InputConfig()
-    """Input checks (a library for now; the gateway does not run them yet)."""
+    """The input checks and the ``[input]`` stage before drafting."""
 
     @classmethod
     def settings_customise_sources(
@@ -864,6 +966,15 @@ class Config(BaseSettings):
         ]
         if missing:
             raise ValueError("; ".join(missing))
+        return self
+
+    @model_validator(mode="after")
+    def _input_checker_is_a_model(self) -> Config:
+        if self.input.model_check and self.routes[self.roles.input_checker].kind == "offline":
+            raise ValueError(
+                f"input.model_check needs roles.input_checker on a model route; route "
+                f"{self.roles.input_checker!r} is offline and cannot judge inputs"
+            )
         return self
 
     def route_for(self, role: Role) -> tuple[str, RouteConfig]:

@@ -1,7 +1,8 @@
 from foureyes.core.reasons import ReasonCode
 
 # docs/design.md 5 pins these wire strings; users and dashboards rely on them
-# (``tool_not_allowed`` came with tool calls in the candidate, issue 15).
+# (``tool_not_allowed`` came with tool calls in the candidate, issue 15; the three
+# ``input_*`` with the input stage, issue 42).
 PINNED = [
     "approved",
     "rejected",
@@ -16,6 +17,9 @@ PINNED = [
     "deadline_exceeded",
     "budget_exhausted",
     "tool_not_allowed",
+    "input_blocked",
+    "input_restricted",
+    "input_unchecked",
 ]
 
 

@@ -34,6 +34,7 @@ from foureyes.core.digest import sha256_hex
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
 from foureyes.gate import fallback_text
+from foureyes.risk.resources import default_registry, find_phone_numbers
 from foureyes.server import create_app
 from tests.helpers.server import RunningServer, serve_app
 from tests.helpers.simulator import RunningSimulator
@@ -333,6 +334,170 @@ def test_hostile_model_text_is_shown_as_text(tab: Tab) -> None:
     assert tab.page.locator("img").count() == 0
 
 
+# --- a region per conversation ----------------------------------------------------------
+
+CRISIS_ZH = "我不想活了，药已经准备好了，今晚就吃。"
+
+
+def _sent_regions(page: Page) -> list[str | None]:
+    """The ``foureyes.region`` of every chat request the page sends, in order (None: absent)."""
+    sent: list[str | None] = []
+
+    def on_request(request: Any) -> None:
+        if request.method == "POST" and request.url.endswith("/v1/chat/completions"):
+            body = json.loads(request.post_data or "{}")
+            sent.append((body.get("foureyes") or {}).get("region"))
+
+    page.on("request", on_request)
+    return sent
+
+
+def test_each_conversation_sends_its_own_region_and_a_cn_crisis_reply_gives_cn_lines(
+    tab: Tab,
+) -> None:
+    registry = default_registry()
+    tab.open()
+    page = tab.page
+    sent = _sent_regions(page)
+    region = page.locator("#region-select")
+    values = region.locator("option").evaluate_all("os => os.map(o => o.value)")
+    assert values == ["", *registry.served_regions()]  # exactly the registry's, and "none"
+    expect(region.locator("option").first).to_have_text(
+        "None: a crisis reply gives no phone number"
+    )
+    expect(region.locator("option[value=CN]")).to_have_text("mainland China (CN)")
+    expect(region).to_have_value("")
+
+    # Conversation A, region CN: the crisis reply lists the Chinese lines, rendered by code.
+    region.select_option("CN")
+    first = page.locator("#conversation-select").input_value()
+    in_cn = tab.send(CRISIS)
+    expect(in_cn.locator(".who .reason .code-raw")).to_have_text("generation_prohibited")
+    cn_reply = in_cn.locator(".reply-text").inner_text()
+    assert "12356" in cn_reply and "010-82951332" in cn_reply
+    assert {m.digits for m in find_phone_numbers(cn_reply)} <= {
+        d for e in registry.entries_for("CN") for d in e.dial_digits
+    }
+
+    # Conversation B, no region: the same text gets the region-less reply, no number at all.
+    page.locator("#new-conversation").click()
+    expect(region).to_have_value("")
+    expect(page.locator("#transcript > li")).to_have_count(0)
+    second = page.locator("#conversation-select").input_value()
+    assert second != first
+    no_region = tab.send(CRISIS)
+    bare = no_region.locator(".reply-text").inner_text()
+    assert "findahelpline.com" in bare and "12356" not in bare
+    assert find_phone_numbers(bare) == ()
+    assert sent == ["CN", None]
+
+    # B takes HK; switching back to A shows CN and A's turn, and B keeps HK.
+    region.select_option("HK")
+    page.locator("#conversation-select").select_option(first)
+    expect(region).to_have_value("CN")
+    expect(page.locator("#transcript .reply-text")).to_have_count(1)
+    expect(page.locator("#transcript .reply-text").first).to_contain_text("12356")
+    page.locator("#conversation-select").select_option(second)
+    expect(region).to_have_value("HK")
+    expect(page.locator("#transcript .reply-text").first).to_contain_text("findahelpline.com")
+    in_hk = tab.send(CRISIS)
+    assert "2389 2222" in in_hk.locator(".reply-text").inner_text()
+    assert sent == ["CN", None, "HK"]
+
+    # A reload (a language switch is one) keeps every conversation with its region.
+    page.reload()
+    expect(page.locator("#conversation-select")).to_have_value(second)
+    expect(region).to_have_value("HK")
+    expect(page.locator("#conversation-select option")).to_have_text(
+        [f"{first} · CN", f"{second} · HK"]
+    )
+    page.locator("#conversation-select").select_option(first)
+    expect(region).to_have_value("CN")
+    in_cn_again = tab.send(CRISIS)
+    assert "12356" in in_cn_again.locator(".reply-text").inner_text()
+    assert sent[-1] == "CN"
+
+
+@pytest.mark.parametrize(
+    ("stored", "conversations", "region"),
+    [
+        # A region the service does not serve (or never could) is dropped, not sent.
+        (
+            '[{"id": "console-a", "region": "ZZ", "turns": [1, null]}, {"id": 5}, null]',
+            ["console-a"],
+            "",
+        ),
+        ('[{"id": "console-b", "region": "<b>", "turns": "no"}]', ["console-b"], ""),
+        ('{"id": "console-c"}', None, ""),
+        ("{not json", None, ""),
+        ('[{"id": "console-d", "region": "HK", "turns": []}]', ["console-d"], "HK"),
+    ],
+)
+def test_a_broken_or_stale_stored_conversation_is_read_safely(
+    tab: Tab, stored: str, conversations: list[str] | None, region: str
+) -> None:
+    tab.open()
+    page = tab.page
+    store = "s => { sessionStorage.clear(); sessionStorage.setItem(STORE, s) }"
+    page.evaluate(store.replace("STORE", "'foureyes.console.conversations'"), stored)
+    page.reload()
+    expect(page.locator("#auth-status")).not_to_have_text("")
+    ids = page.locator("#conversation-select option").evaluate_all("os => os.map(o => o.value)")
+    if conversations is None:  # unreadable: one new conversation
+        assert len(ids) == 1 and ids[0].startswith("console-") and ids[0] != "console-c"
+    else:
+        assert ids == conversations
+    expect(page.locator("#region-select")).to_have_value(region)
+    expect(page.locator("#transcript > li")).to_have_count(0)
+    sent = _sent_regions(page)
+    tab.send("A calm evening.")
+    assert sent == [region or None]
+
+
+def test_the_transcript_of_an_older_page_becomes_a_conversation(tab: Tab) -> None:
+    tab.open()
+    page = tab.page
+    turn = {"user": "kept from before", "reply": "still here", "foureyes": None, "error": None}
+    page.evaluate(
+        """t => {
+          sessionStorage.clear();
+          sessionStorage.setItem('foureyes.console.conversation', 'console-older');
+          sessionStorage.setItem('foureyes.console.transcript', JSON.stringify([t]));
+        }""",
+        turn,
+    )
+    page.reload()
+    expect(page.locator("#conversation-select")).to_have_value("console-older")
+    expect(page.locator("#transcript .reply-text")).to_have_text(["still here"])
+    expect(page.locator("#region-select")).to_have_value("")
+    assert page.evaluate("sessionStorage.getItem('foureyes.console.transcript')") is None
+
+
+def test_a_zh_hans_crisis_message_in_a_cn_conversation_shows_the_cn_line_in_chinese(
+    chromium: Browser, service: RunningServer, simulator_process: RunningSimulator
+) -> None:
+    simulator_process.load(SCENARIO)
+    context = chromium.new_context(locale="zh-CN", timezone_id="UTC")
+    try:
+        tab = Tab(context.new_page(), service.url)
+        tab.open()
+        page = tab.page
+        region = page.locator("#region-select")
+        expect(page.locator("label[for=region-select]")).to_have_text("危机热线所在地区")
+        expect(region.locator("option").first).to_have_text("不设置：危机回复不提供电话号码")
+        bare = tab.send(CRISIS_ZH).locator(".reply-text").inner_text()
+        assert "findahelpline.com" in bare and find_phone_numbers(bare) == ()
+
+        page.locator("#new-conversation").click()
+        region.select_option("CN")
+        turn = tab.send(CRISIS_ZH)
+        expect(turn.locator(".who .reason .code-raw")).to_have_text("generation_prohibited")
+        reply = turn.locator(".reply-text").inner_text()
+        assert "12356" in reply and "中国大陆" in reply
+    finally:
+        context.close()
+
+
 # --- the trace list and a trace ---------------------------------------------------------
 
 
@@ -510,9 +675,12 @@ def test_a_screenshot_of_a_conversation_on_the_offline_default(
     try:
         tab = Tab(context.new_page(), offline_serve.url)
         tab.open()
+        # The conversation's region is set, so the crisis resources are that region's lines.
+        tab.page.locator("#region-select").select_option("CN")
         calm = tab.send("I had a rough day at work and I can't sleep.")
         crisis = tab.send(CRISIS)
         expect(calm.locator(".who .reason .code-raw")).to_have_text("approved")
+        expect(crisis.locator(".reply-text")).to_contain_text("12356")
         # The offline crisis models confirm nothing: no double confirmation is shown.
         crisis.locator("details.trail summary").click()
         expect(crisis.locator(".trail-body")).not_to_contain_text("confirmed by L1 and L2")

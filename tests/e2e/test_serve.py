@@ -12,7 +12,10 @@ from pathlib import Path
 
 import openai
 
+from foureyes.cli.serve_cmd import no_region_note
+from foureyes.risk.resources import default_registry
 from tests.helpers.postgres import free_port
+from tests.helpers.resources import resource_entry
 from tests.helpers.server import RunningServer, start_serve_process, stop_process
 
 FOUREYES = [sys.executable, "-m", "foureyes.cli"]
@@ -124,3 +127,49 @@ def test_serve_starts_when_the_config_says_no_second_model_reviews(tmp_path: Pat
         stop_process(server.process)
     assert status == 200 and "supervisor" in body["offline_roles"]  # type: ignore[operator]
     assert "counselor" not in body["offline_roles"]  # type: ignore[operator]
+
+
+PORTUGAL = {"en": "Portugal", "zh-Hans": "葡萄牙", "zh-Hant": "葡萄牙"}
+
+
+def _registry_config(tmp_path: Path, mode: str, region: str | None = None) -> Path:
+    line = resource_entry(id="pt-test", region="PT", numbers=["213 544 545"])
+    registry = tmp_path / "resources.json"
+    registry.write_text(json.dumps({"regions": {"PT": PORTUGAL}, "entries": [line]}), "utf-8")
+    config = tmp_path / "f.toml"
+    gate = "" if region is None else f'[gate]\nregion = "{region}"\n'
+    config.write_text(
+        f'{gate}[risk]\nresources_file = "{registry}"\nresources_mode = "{mode}"\n', "utf-8"
+    )
+    return config
+
+
+def _started_output(tmp_path: Path, *args: str) -> str:
+    server = start_serve_process(list(args), env=_env(tmp_path), cwd=tmp_path)
+    assert server.process is not None
+    return stop_process(server.process)
+
+
+def test_serve_with_no_region_names_the_regions_its_registry_serves(tmp_path: Path) -> None:
+    output = _started_output(tmp_path, "--config", str(_registry_config(tmp_path, "extend")))
+    [note] = [line for line in output.splitlines() if "gate.region is not set" in line]
+    served = sorted({*default_registry().served_regions(), "PT"})
+    assert note.endswith(f"the crisis-resource registry has lines for {', '.join(served)})")
+
+
+def test_serve_json_names_the_served_regions_of_a_replacing_registry(tmp_path: Path) -> None:
+    config = _registry_config(tmp_path, "replace")
+    output = _started_output(tmp_path, "--config", str(config), "--json")
+    notes = [json.loads(line) for line in output.splitlines() if line.startswith('{"warning"')]
+    assert {"warning": "no_region", "served_regions": ["PT"]} in notes
+
+
+def test_serve_with_a_region_says_nothing_of_regions(tmp_path: Path) -> None:
+    output = _started_output(tmp_path, "--config", str(_registry_config(tmp_path, "extend", "PT")))
+    assert "gate.region is not set" not in output and "has lines for" not in output
+
+
+def test_the_no_region_note_lists_the_served_regions_or_says_there_are_none() -> None:
+    assert no_region_note(("CN", "HK")).endswith("registry has lines for CN, HK)")
+    assert no_region_note(()).endswith("registry has lines for none)")
+    assert 'region = "CN"' in no_region_note(("CN",))

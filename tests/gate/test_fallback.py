@@ -32,7 +32,10 @@ def test_reasons_map_to_families() -> None:
         ReasonCode.RULE_VIOLATION,
         ReasonCode.TOOL_NOT_ALLOWED,
         ReasonCode.VERDICT_MISMATCH,
+        ReasonCode.INPUT_BLOCKED,
+        ReasonCode.INPUT_RESTRICTED,
     }
+    assert family_of(ReasonCode.INPUT_UNCHECKED) is FallbackFamily.UNAVAILABLE
     assert {r for r in FALLBACKS if r.is_review_failure} <= {
         r for r in FALLBACKS if family_of(r) is FallbackFamily.UNAVAILABLE
     }

@@ -212,8 +212,12 @@ def test_the_catalogue_lists_the_input_checks_then_the_output_rules_with_their_k
     entries = catalogue(InputConfig(patterns={"crypto_talk": team}))
     inputs = [e for e in entries if e.stage == "input"]
     outputs = [e for e in entries if e.stage == "output"]
-    assert [e.id for e in inputs] == [c.id for c in BUILTIN_CHECKS] + ["crypto_talk"]
-    assert inputs[-1].distribution == "config" and inputs[-1].categories == ("off_topic",)
+    assert [e.id for e in inputs] == [c.id for c in BUILTIN_CHECKS] + [
+        "crypto_talk",
+        "model_check",
+    ]
+    assert inputs[-2].distribution == "config" and inputs[-2].categories == ("off_topic",)
+    assert inputs[-1].kind is CheckKind.MODEL and len(inputs[-1].categories) == 5
     assert [e.id for e in outputs] == [r.id for r in BUILTIN_RULES]
     kinds = {e.id: e.kind for e in outputs}
     assert kinds["diagnosis_claim"] is CheckKind.DETERMINISTIC

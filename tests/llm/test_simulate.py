@@ -17,11 +17,14 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionUserMessageParam
 
-from foureyes.config import RouteConfig
+from foureyes.config import GateConfig, RouteConfig
 from foureyes.core.digest import sha256_hex
 from foureyes.core.errors import ConfigError
+from foureyes.gate import RuleCatalogue
 from foureyes.llm._scenario import (
     Fault,
     RuleBook,
@@ -29,6 +32,7 @@ from foureyes.llm._scenario import (
     last_message_text,
     load_scenario,
     parse_scenario,
+    registered_rule_ids,
     render_reply,
 )
 from tests.helpers.data import require_data
@@ -115,6 +119,92 @@ def test_invalid_scenarios_name_the_problem(data: dict[str, Any], expected: str)
     assert any(expected in p and p.startswith("s.json: ") for p in caught.value.problems), (
         caught.value.problems
     )
+
+
+def _verdict(*rules: str, fenced: bool = False) -> str:
+    violations = [{"rule": r, "span": [0, 1], "note": "x"} for r in rules]
+    verdict = json.dumps(
+        {
+            "candidate_sha256": "{{candidate_sha256}}",
+            "decision": "reject" if rules else "approve",
+            "violations": violations,
+            "missing": [],
+        }
+    )
+    return f"```json\n{verdict}\n```" if fenced else verdict
+
+
+@pytest.mark.parametrize("fenced", [False, True])
+def test_a_scripted_verdict_citing_a_rule_outside_the_catalogue_does_not_load(
+    fenced: bool,
+) -> None:
+    data = {
+        "models": {
+            "supervisor-sim": [
+                {"content": _verdict("dismissive")},
+                {"name": "typo", "content": _verdict("dismisive", fenced=fenced)},
+            ]
+        }
+    }
+    with pytest.raises(ConfigError) as caught:
+        parse_scenario(data, source="s.toml")
+    [problem] = caught.value.problems
+    assert problem.startswith("s.toml: models.supervisor-sim.1 (typo): ")
+    assert "cites rule 'dismisive', which is not in the rule catalogue" in problem
+    assert "(did you mean 'dismissive'?)" in problem
+    assert f"(known: {', '.join(sorted(registered_rule_ids()))})" in problem
+    assert "review_malformed" in problem
+
+
+def test_an_id_far_from_every_rule_has_no_guess_and_each_unknown_id_is_named() -> None:
+    data = {"models": {"s": [{"content": _verdict("be_nicer", "zzz", "too_long")}]}}
+    with pytest.raises(ConfigError) as caught:
+        parse_scenario(data)
+    assert len(caught.value.problems) == 2
+    be_nicer, zzz = caught.value.problems
+    assert "'be_nicer'" in be_nicer and "'zzz'" in zzz
+    assert "did you mean" not in zzz
+
+
+def test_extra_rule_ids_are_the_ids_a_deployment_adds() -> None:
+    data = {"extra_rule_ids": ["no_refund_promise"], "models": {"s": [{"content": _verdict()}]}}
+    data["models"]["s"].append({"content": _verdict("no_refund_promise", "dismissive")})
+    assert parse_scenario(data).extra_rule_ids == ("no_refund_promise",)
+    with pytest.raises(ConfigError, match="extra_rule_ids"):
+        parse_scenario({"extra_rule_ids": "x", "models": {"s": []}})
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"rule": "be_nicer"}',  # no verdict: no candidate_sha256 and decision
+        '{"candidate_sha256": "x", "decision": "reject", "violations": "be_nicer"}',
+        '{"candidate_sha256": "x", "decision": "reject", "violations": [{"rule": 3}]}',
+        "be_nicer",
+        '[{"rule": "be_nicer"}]',
+    ],
+)
+def test_content_that_is_no_verdict_or_cites_no_rule_id_is_left_to_the_gate(
+    content: str,
+) -> None:
+    assert parse_scenario({"models": {"s": [{"content": content}]}}).models["s"]
+
+
+def test_the_ids_a_scenario_checks_are_the_gate_catalogue() -> None:
+    assert set(registered_rule_ids()) == RuleCatalogue.from_config(GateConfig()).ids
+
+
+@given(
+    st.sampled_from(sorted(RuleCatalogue.builtin().ids))
+    | st.from_regex(r"[a-z_]{1,12}", fullmatch=True)
+)
+def test_a_verdict_loads_exactly_when_its_rule_is_in_the_catalogue(rule: str) -> None:
+    data = {"models": {"s": [{"content": _verdict(rule)}]}}
+    if rule in RuleCatalogue.builtin().ids:
+        assert parse_scenario(data).models["s"]
+    else:
+        with pytest.raises(ConfigError, match=re.escape(repr(rule))):
+            parse_scenario(data)
 
 
 @pytest.mark.parametrize(
@@ -505,6 +595,16 @@ def test_an_invalid_scenario_is_refused_at_run_time(simulator: RunningSimulator)
     assert "sim-default" in current["models"]
 
 
+def test_a_verdict_citing_an_unknown_rule_is_refused_when_put(simulator: RunningSimulator) -> None:
+    scenario = {"models": {"supervisor-sim": [{"content": _verdict("be_nicer")}]}}
+    response = httpx.put(f"{simulator.url}/_sim/scenario", json=scenario)
+    assert response.status_code == 422
+    [problem] = response.json()["error"]["problems"]
+    assert "cites rule 'be_nicer', which is not in the rule catalogue" in problem
+    assert "sim-default" in httpx.get(f"{simulator.url}/_sim/scenario").json()["models"]
+    simulator.load({**scenario, "extra_rule_ids": ["be_nicer"]})
+
+
 # --- real traffic -------------------------------------------------------------------------
 
 
@@ -614,6 +714,15 @@ def test_the_cli_rejects_a_bad_scenario_before_listening(tmp_path: Path, as_json
         problems = result.stderr.splitlines()
     assert any("models.m.0.fault" in p for p in problems)
     assert any("invalid regex '('" in p for p in problems)
+
+
+def test_the_cli_refuses_a_scripted_verdict_citing_an_unknown_rule(tmp_path: Path) -> None:
+    bad = tmp_path / "supervisor.toml"
+    bad.write_text(f"[[models.supervisor-sim]]\ncontent = '{_verdict('dismisive')}'\n")
+    result = _run_cli("--scenario", str(bad), "--port", "0", "--json")
+    assert result.returncode == 1
+    [problem] = json.loads(result.stdout)["problems"]
+    assert "'dismisive'" in problem and "did you mean 'dismissive'?" in problem
 
 
 def test_the_cli_reports_a_port_in_use() -> None:

@@ -112,8 +112,10 @@ async def test_the_whole_run_is_committed_in_one_trace_before_handle_returns(
     events = [(e.kind.value, e.stage) for e in record.events]
     # The speculative draft runs while triage reads the conversation's crisis state, so
     # the triage's event may come before or after the draft's; the rest is in order.
-    assert events[0] == ("risk", "l0") and ("risk", "triage") in events
+    # The input checks are decided by code before anything else, and recorded first.
+    assert events[:2] == [("input", "input"), ("risk", "l0")] and ("risk", "triage") in events
     assert [e for e in events if e != ("risk", "triage")] == [
+        ("input", "input"),
         ("risk", "l0"),
         ("model_call", "draft"),
         ("model_call", "review"),
@@ -527,6 +529,7 @@ async def test_in_segment_release_each_segment_is_durable_before_it_is_passed_on
     assert outcome.text == draft and [s.chars for s in outcome.gate.segments] == [25, 30]
     # Before the first segment left: triage, the calls so far and the segment's record.
     assert durable[0] == [
+        ("input", "input"),
         ("risk", "l0"),
         ("risk", "triage"),
         ("model_call", "draft"),

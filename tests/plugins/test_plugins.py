@@ -118,15 +118,16 @@ def env_with(tmp_path: Path, plugin_root: Path) -> dict[str, str]:
     return env
 
 
-def config_check(tmp_path: Path, plugin_root: Path, config: str | None = None) -> Any:
+def config_check(
+    tmp_path: Path, plugin_root: Path, config: str | None = None, **environ: str
+) -> Any:
     args = [*FOUREYES, "config", "check", "--json"]
     if config is not None:
         path = tmp_path / "foureyes.toml"
         path.write_text(config, encoding="utf-8")
         args += ["--config", str(path)]
-    result = subprocess.run(
-        args, env=env_with(tmp_path, plugin_root), capture_output=True, text=True, timeout=120
-    )
+    env = env_with(tmp_path, plugin_root) | environ
+    result = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
     assert "Traceback" not in result.stderr, result.stderr
     body = json.loads(result.stdout)
     assert (result.returncode == 0) == body["ok"], result

@@ -512,3 +512,35 @@ def test_a_number_presented_as_one_to_reach_is_found_in_any_phrasing(
 )
 def test_ordinary_numbers_and_listed_lines_are_not_fabrications(text: str) -> None:
     assert unverified_numbers(text, region="US") == ()
+
+
+def test_the_served_regions_are_those_with_an_entry_each_once_by_code(tmp_path: Path) -> None:
+    served = REGISTRY.served_regions()
+    assert served == tuple(sorted({e.region for e in REGISTRY.entries}))
+    assert {"CN", "HK", "TW", "US", "GB"} <= set(served) and len(set(served)) == len(served)
+    # A region named but with no entry is not served: its users get the region-less text.
+    path = write(
+        tmp_path, {"regions": {"JP": REGISTRY.regions["JP"], "PT": PT}, "entries": [JP_EXTRA]}
+    )
+    only_jp = registry_from_file(path, extend=False)
+    assert only_jp.served_regions() == ("JP",)
+    assert resources_for(Locale.EN, "PT", only_jp) == ()
+    pt = {**JP_EXTRA, "id": "pt-test", "region": "PT", "numbers": ["213 544 545"]}
+    extended = registry_from_file(
+        write(tmp_path, {"regions": {"PT": PT}, "entries": [pt]}), extend=True
+    )
+    assert extended.served_regions() == tuple(sorted({*served, "PT"}))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sets(st.sampled_from([e.id for e in REGISTRY.entries]), min_size=1))
+def test_a_region_is_served_exactly_when_a_user_of_it_is_shown_a_line(ids: set[str]) -> None:
+    kept = [e for e in REGISTRY.entries if e.id in ids]
+    registry = type(REGISTRY)(regions=REGISTRY.regions, entries=tuple(kept))
+    served = registry.served_regions()
+    assert list(served) == sorted(set(served))
+    for region in REGISTRY.regions:
+        shown = resources_for(Locale.EN, region, registry)
+        assert (region in served) == bool(shown)
+        if region not in served:  # the region-less guidance, no number of another region
+            assert find_phone_numbers(render_resources(Locale.EN, region, registry)) == ()

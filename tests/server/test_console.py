@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape as html_escape
 from html.parser import HTMLParser
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from foureyes.config import Config, GateConfig, StoreConfig
+from foureyes.config import Config, GateConfig, RiskConfig, StoreConfig
 from foureyes.core.digest import sha256_hex
 from foureyes.core.errors import UsageError
 from foureyes.core.locale import Locale
@@ -32,6 +34,7 @@ from foureyes.risk import (
     SuppressReason,
     Tier,
 )
+from foureyes.risk.resources import default_registry
 from foureyes.server.app import GATEWAY_MODEL, create_app
 from foureyes.server.console import (
     CONSOLE_CSP,
@@ -44,6 +47,7 @@ from foureyes.server.console import (
     page_locale,
     render_page,
 )
+from tests.helpers.resources import resource_entry
 from tests.helpers.server import app_client
 from tests.server._support import KEYS_ENV, config, keyed
 
@@ -191,6 +195,109 @@ async def test_rules_of_the_deployment_travel_with_the_page_in_its_locale() -> N
     assert rules["diagnosis_claim"] == "对用户作出诊断，或断言用户患有某种心理疾病。"
 
 
+# --- the chat's region menu ------------------------------------------------------------
+
+
+class _Menu(HTMLParser):
+    """The options (value, label) of one ``<select>``."""
+
+    def __init__(self, select_id: str) -> None:
+        super().__init__()
+        self.select_id = select_id
+        self.options: list[tuple[str, str]] = []
+        self._inside = False
+        self._value: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "select":
+            self._inside = attributes.get("id") == self.select_id
+        elif tag == "option" and self._inside:
+            self._value = attributes.get("value") or ""
+            self.options.append((self._value, ""))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "select":
+            self._inside = False
+        self._value = None
+
+    def handle_data(self, data: str) -> None:
+        if self._value is not None:
+            value, text = self.options[-1]
+            self.options[-1] = (value, text + data)
+
+
+def menu(html: str, select_id: str = "region-select") -> list[tuple[str, str]]:
+    parser = _Menu(select_id)
+    parser.feed(html)
+    parser.close()
+    return parser.options
+
+
+async def test_the_region_menu_lists_exactly_the_regions_the_registry_serves() -> None:
+    registry = default_registry()
+    response, page = await get_page("/console?lang=zh-Hans")
+
+    options = menu(response.text)
+    assert [value for value, _ in options] == ["", *registry.served_regions()]
+    assert options[0][1] == "不设置：危机回复不提供电话号码"  # no gate.region: no number
+    assert ("CN", "中国大陆 (CN)") in options and ("HK", "香港 (HK)") in options
+    assert page.config()["regions"] == list(registry.served_regions())
+    hint = console_strings().text("chat.region_hint", Locale.ZH_HANS)
+    assert html_escape(hint) in response.text
+
+
+@pytest.mark.parametrize("mode", ["extend", "replace"])
+async def test_the_region_menu_follows_the_configured_registry(tmp_path: Path, mode: str) -> None:
+    portugal = {"en": "Portugal", "zh-Hans": "葡萄牙", "zh-Hant": "葡萄牙"}
+    line = resource_entry(id="pt-test", region="PT", numbers=["213 544 545"])
+    # Japan is named but has no entry in the file: it is served only through the packaged one.
+    names = {"PT": portugal, "JP": default_registry().regions["JP"]}
+    path = tmp_path / "resources.json"
+    path.write_text(json.dumps({"regions": names, "entries": [line]}), encoding="utf-8")
+    risk = RiskConfig(resources_file=path, resources_mode=mode)
+    cfg = Config(store=StoreConfig(url=config().store.url), risk=risk)
+    async with app_client(create_app(cfg, {})) as client:
+        response = await client.get("/console?lang=en")
+
+    codes = [value for value, _ in menu(response.text)]
+    if mode == "replace":
+        assert codes == ["", "PT"]
+    else:
+        assert codes == ["", *sorted({*default_registry().served_regions(), "PT"})]
+    assert ("PT", "Portugal (PT)") in menu(response.text)
+
+
+@pytest.mark.parametrize(
+    ("region", "label"),
+    [
+        ("CN", "The service's default: mainland China (CN)"),
+        # A configured region the registry has no line for is still named, by its code.
+        ("NL", "The service's default: NL"),
+    ],
+)
+async def test_the_region_menu_s_first_choice_names_the_service_s_region(
+    region: str, label: str
+) -> None:
+    cfg = Config(store=StoreConfig(url=config().store.url), gate=GateConfig(region=region))
+    async with app_client(create_app(cfg, {})) as client:
+        response = await client.get("/console?lang=en")
+
+    options = menu(response.text)
+    assert options[0] == ("", label)
+    assert "NL" not in [value for value, _ in options]
+
+
+def test_hostile_region_names_are_escaped() -> None:
+    regions = [("CN", HOSTILE)]
+    html = render_page(
+        console_strings(), Locale.EN, model="m", rules={}, assets=ASSETS, regions=regions
+    )
+    page = parse(html)
+    assert not [tag for tag, _ in page.tags if tag == "img"]
+    assert menu(html)[1] == ("CN", f"{HOSTILE} (CN)")
+
+
 # --- locales ------------------------------------------------------------------------
 
 
@@ -332,6 +439,7 @@ def test_every_string_the_page_uses_exists_and_every_string_is_used() -> None:
     in_page_code = {f"level.{level}" for level in LEVEL_FILTERS} | {"traces.any"}
     in_page_code |= {f"purpose.{purpose}" for purpose in PURPOSE_FILTERS}
     in_page_code |= {f"reasonname.{reason.value}" for reason in ReasonCode}
+    in_page_code |= {"chat.region_none", "chat.region_default"}  # the region menu's first choice
     used = in_template | in_script | in_page_code
     assert used - set(catalogue.entries) == set()
     assert set(catalogue.entries) - used == set()

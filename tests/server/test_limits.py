@@ -173,9 +173,15 @@ def _refuse_rate_writes(path: str) -> None:
     conn.close()
 
 
-async def test_a_store_limiter_that_cannot_answer_refuses_the_request() -> None:
+@pytest.mark.parametrize("lease", [1, 4])
+async def test_a_store_limiter_that_cannot_answer_refuses_the_request(lease: int) -> None:
+    # The store is asked once per lease: requests the lease taken before the failure still
+    # covers go ahead (at most the lease; its last token fades as soon as time passes, the
+    # bucket having been full), and from the first that needs a new lease on, every one
+    # is refused.
     reached: list[str] = []
-    app = create_app(keyed(rate_limit_backend="store"), KEYS_ENV)
+    limits = {"rate_limit_backend": "store", "rate_per_minute": 0.001, "rate_lease_tokens": lease}
+    app = create_app(keyed(**limits), KEYS_ENV)
 
     @app.get("/probe")
     async def probe(_: ClientKey) -> dict[str, str]:
@@ -185,15 +191,21 @@ async def test_a_store_limiter_that_cannot_answer_refuses_the_request() -> None:
     async with app_client(app) as client:
         assert (await client.get("/probe", headers=bearer(CLIENT_KEY))).status_code == 200
         _refuse_rate_writes(os.environ["FOUREYES_STORE__URL"].removeprefix("sqlite+aiosqlite:///"))
+        statuses = [
+            (await client.get("/probe", headers=bearer(CLIENT_KEY))).status_code
+            for _ in range(2 * lease)
+        ]
         refused = await client.get(
             "/probe", headers=bearer(CLIENT_KEY) | {"accept-language": "zh-CN"}
         )
 
-    # Fail closed: never admitted unlimited; the handler ran for the first request only.
+    # Fail closed: never admitted unlimited; the handler ran for the leased requests only.
+    covered = statuses.index(503)
+    assert covered < lease and statuses == [200] * covered + [503] * (2 * lease - covered)
     assert refused.status_code == 503
     assert refused.json()["error"]["code"] == "store_unavailable"
     assert refused.json()["error"]["message"].startswith("服务的存储暂时不可用")
-    assert reached == ["probe"]
+    assert reached == ["probe"] * (1 + covered)
 
 
 def test_the_backend_defaults_to_the_store_with_workers_and_memory_with_them_is_refused() -> None:

@@ -408,3 +408,33 @@ def test_trace_ids_sort_by_start_time() -> None:
     assert ids == sorted(ids)
     assert len(set(ids)) == len(ids)
     assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+
+
+async def test_recent_events_are_the_conversations_latest_finished_runs_newest_first(
+    open_store: OpenStore, store_url: str
+) -> None:
+    store = await open_store(store_url)
+    writer = store.traces
+    ids = []
+    for n, (tenant, conversation) in enumerate(
+        [("local", "c"), ("local", "c"), ("key:k1", "c"), ("local", "other"), ("local", "c")]
+    ):
+        trace_id = await writer.start_run(
+            "guard_message", conversation_id=conversation, meta={"tenant": tenant}
+        )
+        await writer.append(trace_id, _event(EventKind.INPUT, "input", n=n))
+        await writer.append(trace_id, _event(EventKind.DECISION, "gate", n=n))
+        await writer.finish_run(trace_id, outcome="released", reason="approved")
+        ids.append(trace_id)
+    unfinished = await writer.start_run("guard_message", conversation_id="c")
+    await writer.append(unfinished, _event(EventKind.INPUT, "input", n=99))
+
+    recent = await writer.recent_events("local", "c", EventKind.INPUT, runs=2)
+
+    # Only that tenant's conversation, only finished runs, only input events, newest first.
+    assert recent == [(ids[4], {"n": 4}), (ids[1], {"n": 1})]
+    assert await writer.recent_events("key:k1", "c", EventKind.INPUT, runs=5) == [
+        (ids[2], {"n": 2})
+    ]
+    with pytest.raises(UsageError):
+        await writer.recent_events("local", "c", EventKind.INPUT, runs=0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -69,6 +70,7 @@ def serve(
         plugins = discover_plugins(cfg)
         default_screen_model()  # L0's learned screen: a bad file stops the start here
         run(_preflight(cfg))
+        served = _served_regions(cfg) if cfg.gate.region is None else ()
     except (ConfigError, StoreError) as exc:
         fail(exc, as_json=as_json)
     bind_host = host or cfg.server.host
@@ -89,8 +91,8 @@ def serve(
         )
     if cfg.gate.region is None:
         # Said, not refused: a client may name foureyes.region on each request.
-        note = {"warning": "no_region"}
-        typer.echo(json.dumps(note) if as_json else NO_REGION_NOTE, err=True)
+        note = {"warning": "no_region", "served_regions": list(served)}
+        typer.echo(json.dumps(note) if as_json else no_region_note(served), err=True)
     if cfg.evidence.configured and cfg.evidence.owner_service_url is None:
         # Said, not refused: the embedded default is one process and one trust domain.
         note = {"warning": "owner_in_process"}
@@ -137,12 +139,34 @@ OWNER_IN_PROCESS_NOTE = (
     '(docs/evidence.md, "Two processes, two roles")'
 )
 
-NO_REGION_NOTE = (
-    "note: gate.region is not set: a crisis reply to a request that names no "
-    "foureyes.region shows no phone number, only the advice to call the local emergency "
-    'number and the international directory (set [gate] region, e.g. region = "CN")'
-)
-"""What ``serve`` says at start-up when no ``gate.region`` is configured."""
+
+def no_region_note(served: Sequence[str]) -> str:
+    """What ``serve`` says at start-up when no ``gate.region`` is configured.
+
+    Args:
+        served: the regions the deployment's crisis-resource registry has lines for
+            (:meth:`~foureyes.risk.resources.ResourceRegistry.served_regions`), the values
+            of ``gate.region`` or ``foureyes.region`` for which a crisis reply shows a number.
+    """
+    regions = ", ".join(served) if served else "none"
+    return (
+        "note: gate.region is not set: a crisis reply to a request that names no "
+        "foureyes.region shows no phone number, only the advice to call the local emergency "
+        'number and the international directory (set [gate] region, e.g. region = "CN"; '
+        f"the crisis-resource registry has lines for {regions})"
+    )
+
+
+def _served_regions(cfg: Config) -> tuple[str, ...]:
+    """The regions the registry ``[risk] resources_file`` configures serves.
+
+    Raises:
+        ConfigError: the file is missing or malformed.
+    """
+    from foureyes.risk.resources import registry_from_file
+
+    extend = cfg.risk.resources_mode == "extend"
+    return registry_from_file(cfg.risk.resources_file, extend=extend).served_regions()
 
 
 def usable_cpus() -> int | None:

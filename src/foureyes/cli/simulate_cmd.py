@@ -36,8 +36,9 @@ def simulate(
     """Serve scripted OpenAI-compatible replies, with faults, until interrupted.
 
     Once listening it prints the URL (with --json, one line: {"url", "base_url", "port"}).
-    A scenario that is not TOML/JSON, has unknown keys, a bad regex or an unknown fault
-    exits with status 1 before anything listens.
+    A scenario that is not TOML/JSON, has unknown keys, a bad regex, an unknown fault or
+    a scripted verdict citing a rule outside the catalogue exits with status 1 before
+    anything listens.
     """
     try:
         simulator = Simulator(load_scenario(scenario), log_path=log)

@@ -40,6 +40,15 @@ class ReasonCode(StrEnum):
     TOOL_NOT_ALLOWED = "tool_not_allowed"
     """The candidate calls a tool that ``gate.tools_deny`` names or that a non-empty
     ``gate.tools_allow`` does not; settled in code, before any review."""
+    INPUT_BLOCKED = "input_blocked"
+    """An input check found what ``[input]`` blocks (in the message, a source or a tool
+    result): no model drafted a reply."""
+    INPUT_RESTRICTED = "input_restricted"
+    """The input was restricted (a finding, or a check that could not judge) and the
+    draft carried tool calls, which a restricted input may not release."""
+    INPUT_UNCHECKED = "input_unchecked"
+    """An input check could not judge (timeout, malformed answer, wrong digest, budget,
+    route error, a text it refused) and ``[input] on_failure`` is ``block``."""
 
     @property
     def is_fallback(self) -> bool:

@@ -24,6 +24,8 @@ class Role(StrEnum):
     """Selects ``(kind, evidence_ref)`` pairs; never writes facts."""
     PRIMARY = "primary"
     """The agent under evaluation in :mod:`foureyes.evals` (the agent loop's model)."""
+    INPUT_CHECKER = "input_checker"
+    """Judges one input (a message, a source, a tool result) by its digest (``[input]``)."""
 
 
 CRISIS_ROLES = frozenset({Role.RISK_L1, Role.RISK_L2})

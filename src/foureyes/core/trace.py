@@ -30,6 +30,8 @@ class EventKind(StrEnum):
     """What was handed over, by digest (written after the decision)."""
     ERROR = "error"
     """An expected failure turned into data, with its class and reason."""
+    INPUT = "input"
+    """The input checks of a run: each input's digest, findings and action (no text)."""
 
 
 @dataclass(frozen=True, slots=True)

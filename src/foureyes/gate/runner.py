@@ -321,7 +321,12 @@ class PendingReply:
         )
 
     async def finish(
-        self, policy: GenerationPolicy, *, on_segment: SegmentSink | None = None
+        self,
+        policy: GenerationPolicy,
+        *,
+        on_segment: SegmentSink | None = None,
+        refused: ReasonCode | None = None,
+        no_tool_calls: bool = False,
     ) -> GateOutcome:
         """Decide under ``policy``, record the decision, then deliver.
 
@@ -336,11 +341,20 @@ class PendingReply:
         fallback continuation if the gate stopped; the decision record (appended before
         this returns) says which segments went out and why the stream ended.
 
+        With ``refused`` (an input check blocked the message: ``input_blocked``,
+        ``input_unchecked``) nothing is drafted and the fallback goes out with that reason,
+        unless the policy prohibits generation (the crisis reply comes first). With
+        ``no_tool_calls`` (a restricted input) a draft that calls tools falls back with
+        ``input_restricted``.
+
         Raises:
             StoreError: the trace or the ledger could not be written; nothing was delivered.
-            UsageError: the reply was already finished or discarded.
+            UsageError: the reply was already finished or discarded, or ``refused`` is
+                ``approved``.
         """
-        if on_segment is not None and self.streams_segments(policy):
+        if refused is not None and not refused.is_fallback:
+            raise UsageError("'approved' does not refuse a reply")
+        if on_segment is not None and refused is None and self.streams_segments(policy):
             self._close()
             return await self._finish_segments(policy, on_segment)
         self._close()
@@ -348,14 +362,17 @@ class PendingReply:
         attempts: list[Attempt] = []
         limit: ReasonCode | None = None
         candidate: Proposal[str] | None = None
-        if policy.allows_generation:
+        if policy.allows_generation and refused is None:
             try:
                 attempts, limit, candidate = await run.attempts(policy)
             except BaseException:
                 await run.discard()
                 raise
+            if no_tool_calls and run.tool_calls and limit is None:
+                limit = ReasonCode.INPUT_RESTRICTED
         else:
             await run.discard()
+            limit = refused
         last = attempts[-1] if attempts else None
         decision = decide(
             policy,

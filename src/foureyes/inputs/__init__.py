@@ -16,8 +16,10 @@ and jailbreak heuristics in en, zh-Hans and zh-Hant, and personal data (phone nu
 e-mail). :func:`mask` replaces personal data by placeholders reversibly within a request
 (:meth:`Masked.restore`). Checks are plugins in the ``foureyes.checks`` entry-point group
 (a local classifier wraps the same way, :data:`CheckKind.MODEL`); :func:`catalogue` lists
-them beside the output rules. Everything here is pure and synchronous; the gateway does
-not run it yet. docs/inputs.md has the details and the measured rates.
+them beside the output rules. Everything here is pure and synchronous; the gateway and
+:class:`foureyes.Guard` run it as the ``[input]`` stage (:mod:`foureyes.inputs.stage`
+decides, :mod:`foureyes.inputs.model_check` asks the ``input_checker`` model).
+docs/inputs.md has the details and the measured rates.
 """
 
 from foureyes.inputs.check import (

@@ -236,6 +236,19 @@ def catalogue(config: InputConfig | None = None) -> tuple[CatalogueEntry, ...]:
     entries = [_check_entry(p.obj, p.distribution) for p in registered_checks()]
     if config is not None:
         entries += [_check_entry(c, "config") for c in team_checks(config.patterns)]
+    entries.append(
+        CatalogueEntry(
+            "input",
+            "model_check",
+            "the input_checker role's model, asked about every input by its SHA-256 "
+            "(the conversation's arc, the team's topic); "
+            + ("on" if config is not None and config.model_check else "off: [input] model_check"),
+            ("*",),
+            CheckKind.MODEL,
+            tuple(sorted(InputCategory)),
+            "foureyes",
+        )
+    )
     # Imported here: the gate will run the input checks, so the gate imports this package,
     # not the other way round at import time.
     from foureyes.gate.rules import registered_rules

@@ -7,6 +7,7 @@ docs/simulate.md documents the format for users.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
@@ -28,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from foureyes import plugins
 from foureyes.config import read_text_file, validation_problems
 from foureyes.core.errors import ConfigError
 
@@ -46,6 +48,7 @@ __all__ = [
     "last_message_text",
     "load_scenario",
     "parse_scenario",
+    "registered_rule_ids",
     "render_reply",
     "wire_chunks",
     "wire_completion",
@@ -203,6 +206,10 @@ class Scenario(_Spec):
     """When set, requests must carry ``Authorization: Bearer <api_key>`` or get HTTP 401."""
     models: dict[str, tuple[Rule, ...]] = Field(min_length=1)
     """Rules by model name, tried in order for each request to that model."""
+    extra_rule_ids: tuple[str, ...] = ()
+    """Rule ids a scripted verdict may cite besides the registered rules (the
+    ``foureyes.rules`` entry points): the deployment's ``[gate.extra_rules]``, or an id a
+    test has the Supervisor cite on purpose to see the gate refuse it (``review_malformed``)."""
 
     @model_validator(mode="after")
     def _named_models(self) -> Scenario:
@@ -214,14 +221,77 @@ class Scenario(_Spec):
 def parse_scenario(data: Any, *, source: str = "scenario") -> Scenario:
     """Validate already decoded scenario data (a TOML or JSON document).
 
+    A rule whose content is a Supervisor's verdict (a JSON object with ``candidate_sha256``
+    and ``decision``, fenced or not) may cite only rule ids the gate knows: the registered
+    rules and the scenario's ``extra_rule_ids``. The gate refuses a verdict citing any other
+    id (``review_malformed``), so a scenario scripting one is refused here, when it loads.
+
     Raises:
-        ConfigError: naming each unknown key, bad regex, unknown fault or inconsistent rule,
-            prefixed with ``source``.
+        ConfigError: naming each unknown key, bad regex, unknown fault, inconsistent rule
+            or rule id outside the catalogue (with the close ones and every known one),
+            prefixed with ``source``; or the rule plugins cannot be loaded.
     """
     try:
-        return Scenario.model_validate(data)
+        scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         raise ConfigError([f"{source}: {p}" for p in validation_problems(exc)]) from None
+    cited = [
+        (model, index, rule, rule_id)
+        for model, rules in scenario.models.items()
+        for index, rule in enumerate(rules)
+        for rule_id in _cited_rule_ids(rule.content)
+    ]
+    if not cited:
+        return scenario
+    known = set(registered_rule_ids()) | set(scenario.extra_rule_ids)
+    problems = [
+        f"{source}: models.{model}.{index}"
+        + (f" ({rule.name})" if rule.name else "")
+        + f": the verdict cites rule {rule_id!r}, which is not in the rule catalogue"
+        + _did_you_mean(rule_id, known)
+        + f" (known: {', '.join(sorted(known))}); the gate would refuse it as"
+        " review_malformed (an id the deployment adds goes in extra_rule_ids)"
+        for model, index, rule, rule_id in cited
+        if rule_id not in known
+    ]
+    if problems:
+        raise ConfigError(problems)
+    return scenario
+
+
+def registered_rule_ids() -> tuple[str, ...]:
+    """The ids of every registered rule (``foureyes.rules`` entry points), sorted.
+
+    Raises:
+        ConfigError: a rule entry point cannot be loaded or clashes with another
+            (:func:`foureyes.plugins.load`).
+    """
+    return tuple(p.name for p in plugins.load(plugins.RULES, lambda _name, obj: obj))
+
+
+_VERDICT_FENCE = re.compile(r"\A\s*```(?:json)?[ \t]*\n(.*)```\s*\Z", re.DOTALL | re.IGNORECASE)
+
+
+def _cited_rule_ids(content: str | None) -> list[str]:
+    """The rule ids a verdict in ``content`` cites; none when it is no verdict."""
+    if content is None:
+        return []
+    fenced = _VERDICT_FENCE.match(content)
+    try:
+        data = json.loads(fenced.group(1) if fenced else content)
+    except ValueError:
+        return []
+    if not isinstance(data, dict) or not {"candidate_sha256", "decision"} <= data.keys():
+        return []
+    violations = data.get("violations")
+    if not isinstance(violations, list):
+        return []
+    return [v["rule"] for v in violations if isinstance(v, dict) and isinstance(v.get("rule"), str)]
+
+
+def _did_you_mean(word: str, known: set[str]) -> str:
+    close = difflib.get_close_matches(word, sorted(known), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
 def load_scenario(path: str | Path) -> Scenario:

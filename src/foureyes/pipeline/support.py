@@ -49,16 +49,19 @@ from typing import Any
 
 from foureyes.config import Config
 from foureyes.core.errors import StoreError
+from foureyes.core.reasons import ReasonCode
 from foureyes.core.tenancy import new_conversation_id, scoped_conversation
 from foureyes.core.trace import EventKind, TraceEvent
-from foureyes.gate import GateRunner, GivenDraft, PendingReply, ReplyRequest
+from foureyes.gate import GateOutcome, GateRunner, GivenDraft, PendingReply, ReplyRequest
 from foureyes.gate.runner import SegmentSink
+from foureyes.inputs.stage import flagging_run
 from foureyes.llm import telemetry
 from foureyes.llm.calls import ModelCaller
 from foureyes.llm.provider import ChatRequest
 from foureyes.llm.routes import Routes
 from foureyes.pipeline._buffer import EventObserver, HeldTraces
-from foureyes.pipeline.floor import apply_floor
+from foureyes.pipeline._inputs import InputStage, PreparedInput
+from foureyes.pipeline.floor import AppliedPolicy, apply_floor
 from foureyes.pipeline.outcome import (
     CallRecord,
     PipelineTimings,
@@ -153,6 +156,9 @@ class SupportPipeline:
             self.caller, traces=self._traces, unknowns=store.unknowns, registry=registry
         )
         """The release gate."""
+        self._runs = store.traces
+        self.inputs = InputStage(config)
+        """The ``[input]`` stage: every input judged before anything is drafted."""
         self._alerts = alerts
         self._alerting: set[asyncio.Task[AlertOutcome]] = set()
 
@@ -231,6 +237,11 @@ class SupportPipeline:
             kind, operation = CHECK_RUN_KIND, "foureyes.draft_check"
         started_wall = dt.datetime.now(dt.UTC)
         started = time.perf_counter()
+        # The inputs are judged first: what the store keeps and what any model sees is the
+        # message as the stage leaves it (personal data masked, injected material withheld).
+        prepared = self.inputs.prepare(message, own_request)
+        if prepared is not None:
+            message, own_request = prepared.message, prepared.own_request
         # Reserved, not written: the first record that names the run writes its header
         # in the same transaction (the triage's assessment when L0 escalated; otherwise
         # the triage's record is held too, and the final commit writes all three).
@@ -247,6 +258,7 @@ class SupportPipeline:
                 "earlier_turns": len(message.history),
                 "given_draft": given is not None,
                 "own_model": own_request is not None,
+                "input_checks": prepared is not None,
             },
         )
         try:
@@ -262,6 +274,7 @@ class SupportPipeline:
                     given,
                     own_request,
                     on_segment,
+                    prepared,
                 )
                 span.annotate(
                     decision=outcome.decision.value,
@@ -287,6 +300,9 @@ class SupportPipeline:
         except BaseException as exc:
             await self._record_failure(trace_id, exc)
             raise
+        finally:
+            if prepared is not None:
+                await prepared.cancel()
         return outcome
 
     async def _answer(
@@ -299,20 +315,27 @@ class SupportPipeline:
         given: GivenDraft | None,
         own_request: ChatRequest | None,
         on_segment: RunSegmentSink | None,
+        prepared: PreparedInput | None,
     ) -> SupportOutcome:
         conversation = message.conversation_id or new_conversation_id()
-        request = ReplyRequest(
-            message=message.text,
-            history=message.history,
-            # The gate keeps open unknowns by this key: the conversation under its tenant
-            # (none for a conversation of one message, which no later message continues).
-            conversation_id=None
-            if message.conversation_id is None
-            else scoped_conversation(message.tenant, message.conversation_id),
-            region=message.region,
-            locale=message.locale,
-            sources=message.sources,
-        )
+        request = self._reply_request(message)
+        if prepared is not None:
+            turns = self.config.input.flag_turns
+            if turns and message.conversation_id is not None:
+                # As a crisis keeps its state: an attack restricts the next few messages.
+                events = await self._runs.recent_events(
+                    message.tenant, message.conversation_id, EventKind.INPUT, runs=turns
+                )
+                prepared.flag(flagging_run(events))
+            if prepared.blocks_now:
+                speculate_allowed = False
+            else:
+                prepared.start_model_check(
+                    self.caller, trace_id=trace_id, deadline_s=self.config.gate.deadline_s
+                )
+            if not prepared.model_pending:
+                # Decided by code alone, recorded first: the rest of the run follows it.
+                await self._traces.append(trace_id, prepared.event(prepared.deterministic))
         screening = self.triage.screen(
             TriageRequest(
                 text=message.text,
@@ -341,16 +364,35 @@ class SupportPipeline:
             )
         try:
             triage = await self.triage.finish(screening)
+            decision = None if prepared is None else await prepared.decide()
         except BaseException:
             if pending is not None:
                 await pending.discard()
             raise
+        refused: ReasonCode | None = None
+        if prepared is not None and decision is not None:
+            if prepared.model_pending:
+                await self._traces.append(trace_id, prepared.event(decision))
+            refused = decision.reason if decision.blocks else None
+            withheld, withheld_request = prepared.withheld(decision)
+            if withheld is not message or refused is not None:
+                # The model check strips what the draft under way has read, or blocks:
+                # that draft is dropped unread, and any new one reads only what is left.
+                if pending is not None:
+                    await pending.discard()
+                    pending = None
+                message, own_request = withheld, withheld_request
+                request = self._reply_request(message)
         triage_ms = (time.perf_counter() - started) * 1000
         applied = apply_floor(triage)
         alerting = self._consider_alert(triage)
         if pending is None:
             pending = self.gate.begin(
-                request, trace_id=trace_id, speculate=False, given=given, own_request=own_request
+                request,
+                trace_id=trace_id,
+                speculate=False,
+                given=given,
+                own_request=None if refused is not None else own_request,
             )
         durable: SegmentSink | None = None
         if on_segment is not None:
@@ -361,7 +403,53 @@ class SupportPipeline:
                 await self._traces.flush(trace_id)
                 await sink(trace_id, segment)
 
-        gate = await pending.finish(applied.policy, on_segment=durable)
+        gate = await pending.finish(
+            applied.policy,
+            on_segment=durable,
+            refused=refused,
+            no_tool_calls=decision is not None and decision.restricts_tools,
+        )
+        return self._outcome(
+            gate,
+            trace_id=trace_id,
+            conversation=conversation,
+            triage=triage,
+            applied=applied,
+            alerting=alerting,
+            started=started,
+            started_wall=started_wall,
+            triage_ms=triage_ms,
+            speculate=speculate,
+        )
+
+    def _reply_request(self, message: SupportMessage) -> ReplyRequest:
+        return ReplyRequest(
+            message=message.text,
+            history=message.history,
+            # The gate keeps open unknowns by this key: the conversation under its tenant
+            # (none for a conversation of one message, which no later message continues).
+            conversation_id=None
+            if message.conversation_id is None
+            else scoped_conversation(message.tenant, message.conversation_id),
+            region=message.region,
+            locale=message.locale,
+            sources=message.sources,
+        )
+
+    def _outcome(
+        self,
+        gate: GateOutcome,
+        *,
+        trace_id: str,
+        conversation: str,
+        triage: TriageResult,
+        applied: AppliedPolicy,
+        alerting: asyncio.Task[AlertOutcome] | None,
+        started: float,
+        started_wall: dt.datetime,
+        triage_ms: float,
+        speculate: bool,
+    ) -> SupportOutcome:
         total_ms = (time.perf_counter() - started) * 1000
         calls = tuple(
             CallRecord.of_event(event, started_wall)

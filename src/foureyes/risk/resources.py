@@ -181,6 +181,14 @@ class ResourceRegistry(_Frozen):
             raise ValueError(f"regions without names: {', '.join(unnamed)}")
         return self
 
+    def served_regions(self) -> tuple[str, ...]:
+        """The regions with at least one entry, by code: those a user can be shown a line of.
+
+        A region named in :attr:`regions` with no entry is not served (its users get the
+        region-less guidance, as a user of an unlisted region does).
+        """
+        return tuple(sorted({e.region for e in self.entries}))
+
     def entries_for(self, region: str | None) -> tuple[ResourceEntry, ...]:
         """The entries of ``region``; every entry when ``region`` is ``None``."""
         return tuple(e for e in self.entries if region is None or e.region == region)

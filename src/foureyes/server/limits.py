@@ -3,10 +3,12 @@
 - :class:`RateLimiter` keeps one token bucket per key in this process: several processes
   each enforce the configured rate on their own, so a key may get up to N times
   ``server.rate_per_minute`` from N of them. :class:`StoreRateLimiter` keeps the buckets
-  in the store (one statement per request), shared by every process on the database; a
-  store that cannot answer refuses the request (``StoreError``, answered 503), never
-  admits it unlimited. Both are a :class:`KeyLimiter`; :func:`key_limiter` picks the one
-  ``server.rate_limit_backend`` names.
+  in the store, shared by every process on the database: each process leases up to
+  ``server.rate_lease_tokens`` tokens from a key's bucket in one statement and spends them
+  itself (a :class:`TokenLease`), so the key's row is written once per lease, not once per
+  request; a store that cannot answer refuses the request (``StoreError``, answered 503),
+  never admits it unlimited. Both are a :class:`KeyLimiter`; :func:`key_limiter` picks the
+  one ``server.rate_limit_backend`` names.
 - :class:`BodyGuardMiddleware` answers 413 when the declared ``Content-Length`` is over
   ``server.max_body_bytes`` without reading the body at all, counts the bytes of bodies
   streamed without one and stops at the limit, refuses JSON bodies that are not UTF-8,
@@ -40,7 +42,7 @@ from foureyes.core.errors import StoreError, UsageError
 from foureyes.server._logging import log_event, server_logger
 from foureyes.server._memo import remember_short
 from foureyes.server.errors import ApiError, ErrorCode, error_response, locale_from_accept_language
-from foureyes.store.rate_limits import SqlRateBuckets
+from foureyes.store.rate_limits import BucketLease, SqlRateBuckets
 
 __all__ = [
     "BodyGuardMiddleware",
@@ -48,6 +50,7 @@ __all__ = [
     "RateDecision",
     "RateLimiter",
     "StoreRateLimiter",
+    "TokenLease",
     "add_cors",
     "key_limiter",
     "read_json",
@@ -161,12 +164,97 @@ class RateLimiter:
             }
 
 
+class TokenLease:
+    """Tokens one process leased from a key's bucket in the store, spent here one by one.
+
+    Pure and synchronous: the times are the store clock's seconds, passed in. A lease of
+    ``size`` tokens taken at ``at`` left ``tokens`` in the store's bucket, so ``headroom =
+    burst - size - tokens`` more tokens had to come back before the bucket, refilled as if
+    nobody took anything since, would hold more than ``burst - size``. From then on the
+    store refills into the room the lease's tokens left, so the lease fades at the refill
+    rate: it may spend a token at ``now`` while ``spent + 1 <= size - decay(now)``, where
+    ``decay(now) = max(0, rate * (now - at) - headroom)``. That keeps the limit exact
+    across processes:
+
+    *Never over.* For any span ``[a, b]``, the requests admitted in it by every process
+    together are at most ``burst + rate * (b - a)``. Proof: those spent from leases taken
+    in the span are at most the tokens the store gave out in it, at most ``L(a) + rate *
+    (b - a)`` (``L`` the store bucket's level); those spent from leases held at ``a`` are at
+    most each lease's ``usable(a) = size - spent - decay(a)`` (the spend rule, ``decay``
+    never decreasing). Let ``e`` be the earliest lease with ``usable(a) > 0``: since it,
+    the store only refilled (at most ``rate`` a second) and gave out the later leases, so
+    ``L(a) <= tokens_e - sum(size_i of later leases) + rate * (a - at_e)``, and the sum of
+    ``usable(a)`` is at most ``sum(size_i of later leases) + size_e - decay_e(a)``. Both
+    together: ``L(a) + sum usable(a) <= tokens_e + size_e + rate * (a - at_e) - decay_e(a)
+    <= burst`` (whether or not ``decay_e`` has started, by the headroom's definition).
+    The property test in tests/server/test_rate_leases.py checks it over interleavings.
+
+    *Under by at most one lease per process.* Tokens are lost only when leased and not
+    spent: a process holds one lease per key, of at most ``size`` tokens; a lease is given
+    up only once it has no whole token left, and what fades of it is only what the refill
+    puts back into the store meanwhile. So while the rate is negligible (or within a
+    lease's headroom) P processes admit at least ``burst - P * size`` of a bucket's
+    ``burst`` together. A lease taken from a full bucket has no headroom: it fades from
+    its first moment, so its last token is spent only by the requests waiting for the
+    lease (they are admitted as of its time) and is otherwise left to the store, whose
+    bucket regains it as the refill goes on.
+
+    A lease of 0 tokens is a refusal: the store held less than one token (``tokens``) at
+    ``at``, so nobody can take one before ``at + (1 - tokens) / rate``; until then this
+    process refuses the key without asking the store again.
+    """
+
+    __slots__ = ("at", "headroom", "size", "spent", "tokens")
+
+    def __init__(self, lease: BucketLease, *, burst: int) -> None:
+        """The lease the store statement returned (``lease.taken`` tokens at ``lease.at``)."""
+        self.size = lease.taken
+        """Tokens leased."""
+        self.tokens = lease.tokens
+        """Tokens the store's bucket held after the lease."""
+        self.at = lease.at
+        """When the lease was taken (store clock seconds)."""
+        self.headroom = max(0.0, burst - lease.taken - lease.tokens)
+        """Refill the store's bucket takes before it refills over this lease."""
+        self.spent = 0
+        """Tokens spent (requests admitted) from the lease."""
+
+    def usable(self, now: float, rate_per_s: float) -> float:
+        """Tokens the lease may still spend at ``now`` (whole ones count)."""
+        decay = max(0.0, rate_per_s * max(0.0, now - self.at) - self.headroom)
+        return self.size - self.spent - decay
+
+    def live(self, now: float, rate_per_s: float) -> bool:
+        """Whether the lease still decides at ``now`` (a whole token left, or a refusal)."""
+        if self.size == 0:
+            return self.at + (1.0 - self.tokens) / rate_per_s > now
+        return self.usable(now, rate_per_s) >= 1.0
+
+    def decide(self, now: float, rate_per_s: float) -> RateDecision | None:
+        """Spend a token at ``now``, or refuse; ``None`` when the store must be asked again."""
+        if self.size == 0:
+            wait = self.at + (1.0 - self.tokens) / rate_per_s - now
+            if wait > 0:
+                return RateDecision(allowed=False, retry_after_s=wait, remaining=0)
+            return None
+        left = self.usable(now, rate_per_s) - 1.0
+        if left < 0:
+            return None
+        self.spent += 1
+        return RateDecision(allowed=True, retry_after_s=0.0, remaining=int(left) + int(self.tokens))
+
+
 class StoreRateLimiter:
     """Token buckets per key in the store, shared by every process on the database.
 
     The same buckets as :class:`RateLimiter` (``burst`` at once, refilled continuously at
-    ``rate_per_minute``), each request one atomic statement on the key's row
-    (:class:`~foureyes.store.rate_limits.SqlRateBuckets`); the time is the store's clock.
+    ``rate_per_minute``); the time is the store's clock. A process leases up to
+    ``lease_tokens`` tokens of a key's bucket in one atomic statement on the key's row
+    (:meth:`~foureyes.store.rate_limits.SqlRateBuckets.lease`) and admits requests from
+    the lease until it is spent (:class:`TokenLease`: never more than the bucket allows
+    across processes, fewer by at most one lease per process). Requests for a key whose
+    lease is spent wait for one statement together. ``lease_tokens = 1`` is one statement
+    per request, as exact as a single bucket.
     """
 
     def __init__(
@@ -175,6 +263,7 @@ class StoreRateLimiter:
         *,
         rate_per_minute: float,
         burst: int,
+        lease_tokens: int = 1,
         sweep_every: int = 1024,
     ) -> None:
         """Allow ``burst`` requests at once per key, refilled at ``rate_per_minute``.
@@ -184,24 +273,36 @@ class StoreRateLimiter:
         in-memory limiter drops its full buckets, so the table holds only recent keys.
 
         Raises:
-            UsageError: the rate is not positive and finite, ``burst`` is below 1, or
-                ``sweep_every`` is below 1.
+            UsageError: the rate is not positive and finite, ``burst`` is below 1,
+                ``lease_tokens`` is below 1 or above ``burst``, or ``sweep_every`` is
+                below 1.
         """
         _check_rate(rate_per_minute, burst)
         if sweep_every < 1:
             raise UsageError("sweep_every must be at least 1")
+        if not 1 <= lease_tokens <= burst:
+            raise UsageError("lease_tokens must be at least 1 and at most the burst")
         self._buckets = buckets
         self._rate_per_s = rate_per_minute / 60.0
         self._burst = burst
+        self._lease_tokens = lease_tokens
         self._sweep_every = sweep_every
         self._admitted = 0
+        self._leases: dict[str, TokenLease] = {}
+        self._renewing: dict[str, asyncio.Task[TokenLease]] = {}
         self.sweeping: asyncio.Task[int] | None = None
         """The background sweep in progress, if any (tests and shutdown await it)."""
 
+    @property
+    def lease_tokens(self) -> int:
+        """Tokens leased from the store at once."""
+        return self._lease_tokens
+
     async def aclose(self) -> None:
-        """Wait for a background sweep still running."""
-        if self.sweeping is not None:
-            await asyncio.gather(self.sweeping, return_exceptions=True)
+        """Wait for a background sweep and lease statements still running."""
+        running = [*self._renewing.values(), *([self.sweeping] if self.sweeping else [])]
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
 
     async def sweep(self) -> int:
         """Delete the full buckets now; how many.
@@ -233,26 +334,62 @@ class StoreRateLimiter:
             self.sweeping = None
 
     async def admit(self, key: str) -> RateDecision:
-        """Take one token from ``key``'s bucket in the store if there is one.
+        """Take one token of ``key``'s bucket: from this process's lease, else a new lease.
 
         Raises:
             StoreError: the store could not be written; the request must be refused.
         """
-        taken = await self._buckets.take(key, rate_per_s=self._rate_per_s, burst=self._burst)
-        self._maybe_sweep()
-        if taken.granted:
-            return RateDecision(allowed=True, retry_after_s=0.0, remaining=int(taken.tokens))
-        return RateDecision(
-            allowed=False,
-            retry_after_s=(1.0 - taken.tokens) / self._rate_per_s,
-            remaining=0,
-        )
+        held = self._leases.get(key)
+        now = self._buckets.now() if held is not None else 0.0
+        while True:
+            decision = None if held is None else held.decide(now, self._rate_per_s)
+            if decision is not None:
+                if decision.allowed:
+                    self._maybe_sweep()
+                return decision
+            renewing = self._renewing.get(key)
+            if renewing is None:
+                renewing = asyncio.get_running_loop().create_task(self._renew(key))
+                renewing.add_done_callback(_retrieve)
+                self._renewing[key] = renewing
+            # Shielded: a caller that goes away does not cancel the others' statement.
+            held = await asyncio.shield(renewing)
+            # Spent as of the lease's time, as a single take is as of its statement's.
+            now = held.at
+
+    async def _renew(self, key: str) -> TokenLease:
+        try:
+            taken = await self._buckets.lease(
+                key, want=self._lease_tokens, rate_per_s=self._rate_per_s, burst=self._burst
+            )
+            lease = TokenLease(taken, burst=self._burst)
+            self._leases[key] = lease
+            if len(self._leases) > _MAX_BUCKETS:
+                # Dropping a lease only gives up its tokens (never admits more); the ones
+                # with nothing left lose nothing at all.
+                self._leases = {
+                    k: v for k, v in self._leases.items() if v.live(lease.at, self._rate_per_s)
+                }
+            return lease
+        finally:
+            del self._renewing[key]
+
+
+def _retrieve(task: asyncio.Task[TokenLease]) -> None:
+    # Every waiter sees the failure; this only keeps asyncio from reporting it unread.
+    if not task.cancelled():
+        task.exception()
 
 
 def key_limiter(server: ServerConfig, buckets: SqlRateBuckets) -> KeyLimiter:
     """The limiter ``server.rate_limit_backend`` (resolved with ``server.workers``) names."""
     if server.shared_rate_limits:
-        return StoreRateLimiter(buckets, rate_per_minute=server.rate_per_minute, burst=server.burst)
+        return StoreRateLimiter(
+            buckets,
+            rate_per_minute=server.rate_per_minute,
+            burst=server.burst,
+            lease_tokens=server.lease_tokens,
+        )
     return RateLimiter.from_config(server)
 
 

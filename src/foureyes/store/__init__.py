@@ -29,13 +29,14 @@ from foureyes.store.observations import (
     SqlObservationLog,
     StoredObservation,
 )
-from foureyes.store.rate_limits import BucketTake, SqlRateBuckets
+from foureyes.store.rate_limits import BucketLease, BucketTake, SqlRateBuckets
 from foureyes.store.traces import PurgeCounts, SqlTraceWriter, new_trace_id
 from foureyes.store.unknowns import OpenUnknown, SqlOpenUnknowns
 
 __all__ = [
     "ApiKeyRecord",
     "AttemptState",
+    "BucketLease",
     "BucketTake",
     "Contact",
     "EvalResultRow",

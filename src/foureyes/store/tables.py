@@ -484,6 +484,9 @@ rate_buckets = Table(
     # Whether the last request took a token: the one statement that updates the row
     # returns it, so the caller learns its answer without a second read.
     Column("granted", Boolean, nullable=False),
+    # How many tokens the last statement took: 0 when refused, up to the lease asked for
+    # (revision 0019). RETURNING sees only the new row, so the count is kept on it.
+    Column("taken", Integer, nullable=False, server_default="0"),
 )
 """One token bucket per rate-limited key, shared by every process on the database."""
 

@@ -410,6 +410,42 @@ class SqlTraceWriter:
         )
         return TraceRecord(run=header, events=tuple(_event(trace_id, row, kept) for row in rows))
 
+    async def recent_events(
+        self, tenant: str, conversation_id: str, kind: EventKind, *, runs: int
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The ``kind`` events of the conversation's ``runs`` latest finished runs.
+
+        As ``(trace_id, data)``, newest run first: what a conversation's state is read from
+        (the input stage's flag). Only events whose data holds no private text are meant
+        to be read this way; their data is returned as stored.
+
+        Raises:
+            StoreError: the store could not be read.
+            UsageError: ``runs`` is out of range.
+        """
+        if not 1 <= runs <= MAX_LIST:
+            raise UsageError(f"runs must be between 1 and {MAX_LIST}, got {runs}")
+        latest = (
+            select(trace_runs.c.trace_id, trace_runs.c.started_at)
+            .where(
+                trace_runs.c.tenant == tenant,
+                trace_runs.c.conversation_id == conversation_id,
+                trace_runs.c.finished_at.is_not(None),
+            )
+            .order_by(trace_runs.c.started_at.desc(), trace_runs.c.trace_id.desc())
+            .limit(runs)
+            .subquery()
+        )
+        query = (
+            select(trace_events.c.trace_id, trace_events.c.data)
+            .join(latest, latest.c.trace_id == trace_events.c.trace_id)
+            .where(trace_events.c.kind == kind.value)
+            .order_by(latest.c.started_at.desc(), trace_events.c.trace_id.desc())
+        )
+        async with self._db.read("recent_events") as conn:
+            rows = (await conn.execute(query)).all()
+        return [(row.trace_id, dict(row.data)) for row in rows]
+
     async def ids_with_prefix(self, prefix: str, *, limit: int = 2) -> list[str]:
         """The ids of runs whose id starts with ``prefix`` (lowercase hex), at most ``limit``.
 

@@ -6,6 +6,11 @@ The template (``templates/console.html``) holds two kinds of placeholders:
 it puts in. The page's data for the script (its locale, strings, the gateway's model id,
 the rule descriptions) travels in a ``<script type="application/json">`` block, which the
 browser never executes, escaped so no text can end the block early.
+
+The chat's region menu lists the regions the deployment's crisis-resource registry serves
+(:meth:`~foureyes.risk.resources.ResourceRegistry.served_regions`), each by its name in
+the page's locale, after a first choice that sends no region (the service's ``gate.region``
+then applies, or none).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -73,6 +78,8 @@ def render_page(
     model: str,
     rules: Mapping[str, str],
     assets: PageAssets,
+    regions: Sequence[tuple[str, str]] = (),
+    default_region: str | None = None,
 ) -> str:
     """The console page in ``locale``.
 
@@ -82,6 +89,10 @@ def render_page(
         model: the model id the chat pane sends to ``/v1/chat/completions``.
         rules: rule id to its description in ``locale`` (for the decision trail).
         assets: where the stylesheet and the script are served.
+        regions: the regions the chat's region menu offers, as (code, name in
+            ``locale``), in menu order: those the crisis-resource registry serves.
+        default_region: the service's ``gate.region``, what a message naming no
+            region gets; it labels the menu's first choice.
 
     Raises:
         UsageError: the template names a string or slot that does not exist.
@@ -91,7 +102,20 @@ def render_page(
         return catalogue.text(key, locale)
 
     strings = catalogue.strings(locale)
-    data = {"lang": locale.value, "model": model, "rules": dict(rules), "strings": strings}
+    data = {
+        "lang": locale.value,
+        "model": model,
+        "rules": dict(rules),
+        "strings": strings,
+        "regions": [code for code, _ in regions],
+    }
+    names = dict(regions)
+    if default_region is None:
+        no_region = text("chat.region_none")
+    else:
+        # A configured region the registry serves no line of is named by its code alone.
+        named = f"{names[default_region]} ({default_region})" if default_region in names else None
+        no_region = f"{text('chat.region_default')}: {named or default_region}"
     any_value = ("", text("traces.any"))
     slots = {
         "lang": html.escape(locale.value),
@@ -112,6 +136,9 @@ def render_page(
         ),
         "level_options": _options(
             [any_value, *((v, text(f"level.{v}")) for v in LEVEL_FILTERS)], ""
+        ),
+        "region_options": _options(
+            [("", no_region), *((code, f"{name} ({code})") for code, name in regions)], ""
         ),
     }
 

@@ -24,6 +24,7 @@ from foureyes.config import Config
 from foureyes.core.digest import sha256_hex
 from foureyes.core.locale import Locale
 from foureyes.gate.rules import RuleCatalogue
+from foureyes.risk.resources import ResourceRegistry
 from foureyes.server.console.catalogue import Catalogue, console_strings
 from foureyes.server.console.page import PageAssets, render_page
 from foureyes.server.errors import ApiError, ErrorCode, locale_from_accept_language
@@ -95,9 +96,17 @@ def console_router(*, model: str, catalogue: Catalogue | None = None) -> APIRout
     async def page(request: Request, lang: str | None = None) -> HTMLResponse:
         """The console page, in the language asked for."""
         locale = page_locale(lang, request.headers.get("accept-language"))
-        config: Config = request.app.state.service.config
+        service = request.app.state.service
+        config: Config = service.config
+        registry: ResourceRegistry = service.pipeline.registry
         body = render_page(
-            strings, locale, model=model, rules=_rule_texts(config, locale), assets=page_assets
+            strings,
+            locale,
+            model=model,
+            rules=_rule_texts(config, locale),
+            assets=page_assets,
+            regions=[(code, registry.regions[code][locale]) for code in registry.served_regions()],
+            default_region=config.gate.region,
         )
         headers = _SECURITY_HEADERS | {"cache-control": "no-store", "vary": "Accept-Language"}
         return HTMLResponse(body, headers=headers)

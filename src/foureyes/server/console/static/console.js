@@ -11,8 +11,10 @@
   const config = JSON.parse(document.getElementById("fe-config").textContent);
   const S = config.strings;
   const KEY_STORE = "foureyes.console.key";
-  const CONVERSATION_STORE = "foureyes.console.conversation";
-  const TRANSCRIPT_STORE = "foureyes.console.transcript";
+  const CONVERSATION_STORE = "foureyes.console.conversation"; // the open conversation's id
+  const CONVERSATIONS_STORE = "foureyes.console.conversations"; // every conversation of the tab
+  const TRANSCRIPT_STORE = "foureyes.console.transcript"; // the one conversation of older pages
+  const REGIONS = new Set(config.regions || []); // those the service's registry serves
   const GATE_SCHEMA = "foureyes.gate.decision/1";
   const TRACE_ID = /^[0-9a-f]{32}$/;
   const PAGE_SIZE = 50;
@@ -435,17 +437,46 @@
     return `console-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
   }
 
+  function parsed(key, fallback) {
+    try {
+      const value = JSON.parse(sessionStorage.getItem(key) || "null");
+      return value === null ? fallback : value;
+    } catch (error) {
+      return fallback;
+    }
+  }
+
+  /** A conversation: its id (the request's ``user``), its region ("" for none), its turns. */
+  function conversation(id, region, turns) {
+    const kept = Array.isArray(turns) ? turns.filter((turn) => turn && typeof turn === "object") : [];
+    return { id, region: REGIONS.has(region) ? region : "", turns: kept };
+  }
+
+  /** The tab's conversations, and the one open; a region the service no longer serves is dropped. */
+  function loadConversations() {
+    const stored = parsed(CONVERSATIONS_STORE, []);
+    const list = (Array.isArray(stored) ? stored : [])
+      .filter((c) => c && typeof c.id === "string" && c.id)
+      .map((c) => conversation(c.id, c.region, c.turns));
+    const open = sessionStorage.getItem(CONVERSATION_STORE);
+    if (!list.length) list.push(conversation(open || randomId(), "", parsed(TRANSCRIPT_STORE, [])));
+    sessionStorage.removeItem(TRANSCRIPT_STORE);
+    return { list, open: list.some((c) => c.id === open) ? open : last(list).id };
+  }
+
+  const loaded = loadConversations();
   const state = {
-    conversation: sessionStorage.getItem(CONVERSATION_STORE) || randomId(),
-    turns: JSON.parse(sessionStorage.getItem(TRANSCRIPT_STORE) || "[]"),
+    conversations: loaded.list,
+    open: loaded.open,
     busy: false,
     traceFilters: null,
     traceCursor: null,
   };
+  const current = () => state.conversations.find((c) => c.id === state.open);
 
   function saveChat() {
-    sessionStorage.setItem(CONVERSATION_STORE, state.conversation);
-    sessionStorage.setItem(TRANSCRIPT_STORE, JSON.stringify(state.turns));
+    sessionStorage.setItem(CONVERSATION_STORE, state.open);
+    sessionStorage.setItem(CONVERSATIONS_STORE, JSON.stringify(state.conversations));
   }
 
   function traceLink(id) {
@@ -484,10 +515,21 @@
     return h("li", { class: "turn", dataset: { turn: index, reason: summary.reason } }, user, reply);
   }
 
+  /** The conversation menu (each with its region) and the open conversation's region. */
+  function renderMenus() {
+    const open = current();
+    const menu = $("conversation-select");
+    menu.replaceChildren(...state.conversations.map((c) =>
+      h("option", { value: c.id }, c.region ? `${c.id} · ${c.region}` : c.id)));
+    menu.value = open.id;
+    $("region-select").value = open.region;
+  }
+
   function renderChat() {
-    $("conversation-id").textContent = state.conversation;
-    $("transcript").replaceChildren(...state.turns.map(renderTurn));
-    $("chat-empty").hidden = state.turns.length > 0;
+    const open = current();
+    renderMenus();
+    $("transcript").replaceChildren(...open.turns.map(renderTurn));
+    $("chat-empty").hidden = open.turns.length > 0;
   }
 
   async function send(event) {
@@ -498,14 +540,16 @@
     state.busy = true;
     $("send").disabled = true;
     $("chat-status").textContent = t("chat.sending");
-    const messages = state.turns.filter((turn) => !turn.error).flatMap((turn) => [
+    // The turn belongs to the conversation it was sent in, even if another is opened meanwhile.
+    const chat = current();
+    const messages = chat.turns.filter((turn) => !turn.error).flatMap((turn) => [
       { role: "user", content: turn.user }, { role: "assistant", content: turn.reply }]);
     messages.push({ role: "user", content: text });
     const turn = { user: text, reply: null, foureyes: null, error: null };
+    const body = { model: config.model, messages, user: chat.id };
+    if (chat.region) body.foureyes = { region: chat.region };
     try {
-      const data = await api("/v1/chat/completions", {
-        method: "POST", body: { model: config.model, messages, user: state.conversation },
-      });
+      const data = await api("/v1/chat/completions", { method: "POST", body });
       const choice = data.choices && data.choices[0];
       turn.reply = (choice && choice.message && choice.message.content) || "";
       turn.foureyes = data.foureyes || null;
@@ -513,10 +557,12 @@
     } catch (error) {
       turn.error = error.message;
     }
-    state.turns.push(turn);
+    chat.turns.push(turn);
     saveChat();
-    $("transcript").append(renderTurn(turn, state.turns.length - 1));
-    $("chat-empty").hidden = true;
+    if (current() === chat) {
+      $("transcript").append(renderTurn(turn, chat.turns.length - 1));
+      $("chat-empty").hidden = true;
+    }
     $("chat-status").textContent = turn.error
       ? `${t("chat.failed")}: ${turn.error}`
       : `${label("outcome", turn.foureyes && turn.foureyes.decision)} · ${turn.foureyes && turn.foureyes.reason}`;
@@ -526,11 +572,26 @@
   }
 
   function newConversation() {
-    state.conversation = randomId();
-    state.turns = [];
+    const chat = conversation(randomId(), "", []);
+    state.conversations.push(chat);
+    state.open = chat.id;
     saveChat();
     renderChat();
     $("message").focus();
+  }
+
+  function openConversation(event) {
+    if (!state.conversations.some((c) => c.id === event.target.value)) return;
+    state.open = event.target.value;
+    saveChat();
+    renderChat();
+  }
+
+  function chooseRegion(event) {
+    const region = event.target.value;
+    current().region = REGIONS.has(region) ? region : "";
+    saveChat();
+    renderMenus();
   }
 
   // ---- traces -----------------------------------------------------------------------
@@ -851,6 +912,8 @@
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) $("chat-form").requestSubmit();
     });
     $("new-conversation").addEventListener("click", newConversation);
+    $("conversation-select").addEventListener("change", openConversation);
+    $("region-select").addEventListener("change", chooseRegion);
     $("trace-filters").addEventListener("submit", (event) => {
       event.preventDefault();
       loadTraces(true);
