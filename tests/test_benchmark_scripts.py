@@ -152,6 +152,44 @@ def test_the_gateway_benchmark_alternates_the_systems_run_by_run_within_each_cel
     assert "aiohttp" in result.stdout and "openai SDK (2 calls" not in result.stdout
 
 
+NEMO_PYTHON = BENCH / ".venv-nemo" / "bin" / "python"
+
+
+@pytest.mark.skipif(
+    not NEMO_PYTHON.exists(), reason="NeMo's venv is absent: bash benchmarks/nemo/setup.sh"
+)
+def test_the_headline_pairs_iorails_in_its_own_process_with_guard_reply_run_by_run(
+    tmp_path: Path,
+) -> None:
+    # NeMo as a library stays up for the whole run (library_bench.py --serve) so its cells
+    # alternate with foureyes' ones; its CPU is read from its own process in /proc.
+    out = tmp_path / "run.json"
+    result = subprocess.run(
+        [sys.executable, "benchmarks/gateway.py", "--systems", "iorails,guard-reply"]
+        + ["--clients", "2", "--latencies-ms", "0", "--replies", "6", "--warmup", "2"]
+        + ["--repeats", "2", "--speculation-replies", "0", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text(encoding="utf-8"))
+    iorails, guard = "NeMo IORails (library)", "foureyes Guard.reply (library)"
+    assert [(c["system"], c["run"]) for c in report["cells"]] == [
+        (iorails, 1),
+        (guard, 1),
+        (iorails, 2),
+        (guard, 2),
+    ]
+    for cell in report["cells"]:
+        assert cell["failures"] == 0 and cell["calls_per_reply"] == 2.0
+        assert cell["replies"] == 6 and cell["server_cpu_ms"] is not None
+    medians = {m["system"]: m for m in report["medians"]}
+    assert medians[guard]["ratio"] is not None and len(medians[guard]["ratio_range"]) == 2
+    assert "Headline" in result.stdout
+
+
 def test_the_gateway_benchmark_refuses_zero_repeats_replies_and_unknown_systems() -> None:
     for extra, word in (
         (["--repeats", "0"], "--repeats"),
