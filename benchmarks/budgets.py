@@ -14,7 +14,7 @@ default store is an SQLite file).
     python benchmarks/budgets.py [--replies 1500] [--clients 16] [--rounds 2] [--postgres]
         [--json]
 
-Results and how to read them: benchmarks/README.md ("Daily budgets").
+Results: benchmarks/LOG.md ("Daily budgets").
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 
 import gateway_parts as parts
 from loadgen import drive, measured_round, start_simulator, stop_process
-from workers import LeanClient, postgres_cpu_seconds
+from workers import LeanClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.helpers.postgres import PostgresServer, running_postgres  # noqa: E402
@@ -50,11 +50,13 @@ def _postgres(wanted: bool) -> Iterator[PostgresServer | None]:
         yield server
 
 
-async def _round(url: str, pid: int, replies: int, clients: int, postgres: bool) -> dict[str, Any]:
+async def _round(
+    url: str, pid: int, replies: int, clients: int, postgres: PostgresServer | None
+) -> dict[str, Any]:
     client = LeanClient(url)
     clocks = {"server": lambda: parts.cpu_seconds(pid)}
-    if postgres:
-        clocks["postgres"] = postgres_cpu_seconds
+    if postgres is not None:
+        clocks["postgres"] = parts.postgres_clock(postgres.port)
     try:
         await drive(client.reply, clients * 4, clients)  # warm the pools
         return await measured_round(client.reply, replies, clients, clocks)
@@ -85,7 +87,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 order = GATEWAYS if number % 2 == 0 else GATEWAYS[::-1]
                 for name in order:
                     url, pid = live[name]
-                    cell = await _round(url, pid, args.replies, args.clients, postgres is not None)
+                    cell = await _round(url, pid, args.replies, args.clients, postgres)
                     rounds.append({"round": number + 1, "gateway": name, **cell})
                     print(json.dumps(rounds[-1]), file=sys.stderr, flush=True)
         finally:

@@ -12,7 +12,7 @@ server's CPU per reply is read from ``/proc``.
 
     python benchmarks/escalation.py [--replies 800] [--clients 16] [--rounds 1] [--json]
 
-Results and how to read them: benchmarks/README.md ("Daily budgets").
+Results: benchmarks/LOG.md ("Daily budgets").
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ run was opened by the caller, so the gate writes only its decision record), and
 
     python benchmarks/gate.py [--replies 400] [--warmup 50] [--json]
 
-Results and how to read them: benchmarks/README.md.
+Results: benchmarks/README.md (current, and how to read them), benchmarks/LOG.md (history).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ no time is printed then): a count the machine's load does not move.
 
     python benchmarks/gateway_asgi.py [--system app|guard] [--replies 3000] [--calls]
 
-Results: benchmarks/README.md ("The gateway's routes on the app itself").
+Results: benchmarks/LOG.md ("The gateway's routes on the app itself").
 """
 
 from __future__ import annotations

@@ -10,12 +10,12 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import openai
+import aiohttp
 from loadgen import http_get, start_process, stop_process
 
 from foureyes import Guard
@@ -72,72 +72,110 @@ class Outcome:
     trace_id: str | None = None
 
 
-def sdk_client(base_url: str) -> openai.AsyncOpenAI:
-    """The load generator's client for every HTTP system (aiohttp, no retries)."""
-    return openai.AsyncOpenAI(
-        base_url=base_url,
-        api_key="unused",
-        max_retries=0,
-        timeout=120,
-        http_client=openai.DefaultAioHttpClient(),
-    )
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+class LeanHttp:
+    """The load generator's HTTP client for every server: one aiohttp session, no SDK.
+
+    A reply is one JSON ``POST`` and its JSON answer, nothing else (no retries, no
+    response models): the thinnest client the benchmark can have, the same for every
+    system, so the client's CPU is small beside the servers' and no system pays for
+    another's SDK. Create it inside the running event loop.
+    """
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0),
+            timeout=aiohttp.ClientTimeout(total=120),
+        )
+
+    async def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """``POST`` ``body`` as JSON to ``path``; the status and the decoded answer."""
+        data = json.dumps(body).encode()
+        async with self.session.post(self.base_url + path, data=data, headers=JSON_HEADERS) as r:
+            answer: dict[str, Any] = json.loads(await r.read())
+            return r.status, answer
+
+    async def chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], str]:
+        """A ``POST /chat/completions``: status, answer and the first choice's text."""
+        status, answer = await self.post("/chat/completions", body)
+        text = ""
+        if status == 200:
+            text = answer["choices"][0]["message"].get("content") or ""
+        return status, answer, text
+
+    async def aclose(self) -> None:
+        await self.session.close()
 
 
 class BareSdk:
-    """The floor: a draft call, then one check call that sees the draft's digest."""
+    """The floor: a draft call, then one check call that sees the draft's digest.
+
+    Both calls go straight to the simulator through :class:`LeanHttp` (the key ``sdk``
+    is historical: it once used the ``openai`` SDK).
+    """
 
     def __init__(self, sim_url: str) -> None:
-        self.client = sdk_client(sim_url)
+        self.client = LeanHttp(sim_url)
 
     async def reply(self, n: int) -> Outcome:
-        draft = await self.client.chat.completions.create(
-            model="counselor-sim",
-            messages=[
-                {"role": "system", "content": "You are a supportive listener."},
-                {"role": "user", "content": MESSAGE},
-            ],
+        _, _, text = await self.client.chat(
+            {
+                "model": "counselor-sim",
+                "messages": [
+                    {"role": "system", "content": "You are a supportive listener."},
+                    {"role": "user", "content": MESSAGE},
+                ],
+            }
         )
-        text = draft.choices[0].message.content or ""
         digest = hashlib.sha256(text.encode()).hexdigest()
-        verdict = await self.client.chat.completions.create(
-            model="supervisor-sim",
-            messages=[{"role": "user", "content": f"Review this reply (sha256 {digest}):\n{text}"}],
+        _, _, verdict = await self.client.chat(
+            {
+                "model": "supervisor-sim",
+                "messages": [
+                    {"role": "user", "content": f"Review this reply (sha256 {digest}):\n{text}"}
+                ],
+            }
         )
-        return Outcome(digest in (verdict.choices[0].message.content or ""))
+        return Outcome(digest in verdict)
 
     async def aclose(self) -> None:
-        await self.client.close()
+        await self.client.aclose()
 
 
 class NemoServer:
-    """NeMo over HTTP through the SDK, its config chosen per request.
+    """NeMo over HTTP through :class:`LeanHttp`, its config chosen per request.
 
     ``nemoguardrails server``, or IORails behind benchmarks/nemo/iorails_asgi.py (which
     serves its one config and ignores the choice).
     """
 
     def __init__(self, url: str, pid: int) -> None:
-        self.client = sdk_client(url + "/v1")
+        self.client = LeanHttp(url + "/v1")
         self.pid = pid
 
     async def reply(self, n: int) -> Outcome:
-        answer = await self.client.chat.completions.create(
-            model="counselor-sim",
-            messages=[{"role": "user", "content": MESSAGE}],
-            extra_body={"guardrails": {"config_id": NEMO_CONFIG_ID}},
+        status, _, text = await self.client.chat(
+            {
+                "model": "counselor-sim",
+                "messages": [{"role": "user", "content": MESSAGE}],
+                "guardrails": {"config_id": NEMO_CONFIG_ID},
+            }
         )
-        return Outcome(answer.choices[0].message.content == DRAFT)
+        return Outcome(status == 200 and text == DRAFT)
 
     async def aclose(self) -> None:
-        await self.client.close()
+        await self.client.aclose()
 
 
 class FoureyesGateway:
-    """``foureyes serve`` through the SDK; every reply is a new conversation."""
+    """``foureyes serve`` through :class:`LeanHttp`; every reply is a new conversation."""
 
     def __init__(self, name: str, url: str, pid: int, message: str) -> None:
         self.name = name
-        self.client = sdk_client(url + "/v1")
+        self.client = LeanHttp(url + "/v1")
         self.pid = pid
         self.message = message
         self.sent = 0
@@ -146,19 +184,79 @@ class FoureyesGateway:
         # A fresh conversation per reply keeps per-conversation limits (L1's daily cap,
         # single-flight triage) out of a throughput measurement.
         self.sent += 1
-        answer = await self.client.chat.completions.create(
-            model=GATEWAY_MODEL,
-            messages=[{"role": "user", "content": self.message}],
-            user=f"bench-{id(self):x}-{self.sent}",
+        status, answer, text = await self.client.chat(
+            {
+                "model": GATEWAY_MODEL,
+                "messages": [{"role": "user", "content": self.message}],
+                "user": f"bench-{self.name}-{id(self):x}-{self.sent}",
+            }
         )
-        meta: dict[str, Any] = getattr(answer, "foureyes", None) or {}
+        meta: dict[str, Any] = answer.get("foureyes") or {}
         # Released as drafted; an escalating message's reply also carries crisis resources.
-        text = answer.choices[0].message.content or ""
-        ok = meta.get("reason") == "approved" and text.startswith(DRAFT)
+        ok = status == 200 and meta.get("reason") == "approved" and text.startswith(DRAFT)
         return Outcome(ok, meta.get("trace_id"))
 
     async def aclose(self) -> None:
-        await self.client.close()
+        await self.client.aclose()
+
+
+class NemoLibrary:
+    """NeMo as a library in its own interpreter (benchmarks/nemo/library_bench.py --serve).
+
+    One process for the whole run, so its cells can alternate with foureyes' cell by
+    cell: :meth:`warm`, then :meth:`run` one measured cell, its CPU read from ``/proc``
+    of that process around the measured part only.
+    """
+
+    def __init__(self, nemo_python: Path, config_dir: Path, engine: str) -> None:
+        args = [str(nemo_python), str(HERE / "nemo" / "library_bench.py"), "--serve"]
+        args += ["--config", str(config_dir), "--message", MESSAGE, "--expect", DRAFT]
+        args += ["--engine", engine]
+        env = dict(os.environ) | {"NEMO_GUARDRAILS_NO_USAGE_STATS": "1"}
+        self.engine = engine
+        self.process = subprocess.Popen(
+            args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        self.pid = self.process.pid
+        ready = self._read()
+        if ready.get("ready") is not True:
+            raise RuntimeError(f"NeMo {engine} did not start: {ready}")
+
+    def _read(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"NeMo {self.engine} benchmark exited ({self.process.wait()})")
+            if line.startswith("{"):  # anything else is a library printing to stdout
+                answer: dict[str, Any] = json.loads(line)
+                return answer
+
+    def _ask(self, command: str) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return self._read()
+
+    def warm(self, concurrency: int, replies: int) -> None:
+        """Unmeasured replies (the engine's caches and connection pools)."""
+        self._ask(f"{concurrency} {replies}")
+
+    def run(self, concurrency: int, replies: int) -> dict[str, Any]:
+        """One measured cell; NeMo's own figures plus ``proc_cpu_s``, read from /proc."""
+        before = tree_cpu_seconds(self.pid)
+        result = self._ask(f"{concurrency} {replies}")
+        result["proc_cpu_s"] = tree_cpu_seconds(self.pid) - before
+        return result
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 def released(outcome: SupportOutcome) -> Outcome:
@@ -171,7 +269,7 @@ class InProcess:
     """foureyes in this process (the library API, ``Guard``) on the simulator's routes.
 
     ``mode`` ``reply``: :meth:`Guard.reply`, support mode (triage, draft, review, gate,
-    durable record). ``mode`` ``check``: the host drafts with the ``openai`` SDK (one call
+    durable record). ``mode`` ``check``: the host drafts with :class:`LeanHttp` (one call
     to the Counselor's model), then :meth:`Guard.check` judges that draft (triage, review,
     gate, durable record): two upstream calls per reply either way. Every reply is a new
     conversation, as for the gateway. Its CPU is this process's (``in_process``).
@@ -183,7 +281,7 @@ class InProcess:
         self.name = name
         self.guard = guard
         self.mode = mode
-        self.host = sdk_client(sim_url) if mode == "check" else None
+        self.host = LeanHttp(sim_url) if mode == "check" else None
         self.sent = 0
 
     @classmethod
@@ -201,13 +299,12 @@ class InProcess:
         user = f"bench-{self.name}-{self.sent}"
         if self.host is None:
             return released(await self.guard.reply(messages, user=user))
-        draft = await self.host.chat.completions.create(model="counselor-sim", messages=messages)
-        text = draft.choices[0].message.content or ""
+        _, _, text = await self.host.chat({"model": "counselor-sim", "messages": messages})
         return released(await self.guard.check(messages, text, user=user))
 
     async def aclose(self) -> None:
         if self.host is not None:
-            await self.host.close()
+            await self.host.aclose()
         await self.guard.aclose()
 
 
@@ -356,27 +453,6 @@ def nemo_config(template: Path, configs: Path, sim_url: str) -> Path:
     return target
 
 
-def run_library_bench(
-    nemo_python: Path,
-    config_dir: Path,
-    plan: Sequence[tuple[int, int]],
-    warmup: int,
-    engine: str = "llmrails",
-) -> dict[str, Any]:
-    """benchmarks/nemo/library_bench.py with ``engine`` (``llmrails`` or ``iorails``)."""
-    args = [str(nemo_python), str(HERE / "nemo" / "library_bench.py"), "--config", str(config_dir)]
-    args += ["--message", MESSAGE, "--expect", DRAFT, "--warmup", str(warmup), "--engine", engine]
-    args += ["--cells", ",".join(f"{c}:{r}" for c, r in plan)]
-    env = dict(os.environ) | {"NEMO_GUARDRAILS_NO_USAGE_STATS": "1"}
-    done = subprocess.run(
-        args, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=3600
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"NeMo {engine} benchmark failed:\n{done.stderr[-3000:]}")
-    report: dict[str, Any] = json.loads(done.stdout)
-    return report
-
-
 def nemo_version(nemo_python: Path) -> str:
     if not nemo_python.exists():
         return "absent"
@@ -392,6 +468,66 @@ def cpu_count() -> int:
 def cpu_seconds(pid: int) -> float:
     """CPU time (user + system, all threads) a process has used so far."""
     return sum(cpu_times(Path(f"/proc/{pid}/stat")))
+
+
+def _stat_fields(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        return stat.read().rsplit(")", 1)[1].split()
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of ``pid``, every live descendant, and every descendant already reaped.
+
+    The processes under test and nothing else: uvicorn's worker processes, or a
+    PostgreSQL cluster's backends under its postmaster (a backend that exited and was
+    waited for is in its parent's ``cutime``/``cstime``, so it is not lost).
+    """
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parent = int(_stat_fields(int(entry))[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            fields = _stat_fields(current)
+        except OSError:
+            continue
+        total += sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+        todo += children.get(current, [])
+    return total
+
+
+def postmaster_pid(port: int) -> int:
+    """The postmaster of the PostgreSQL cluster listening on ``port`` (its ``-p`` option).
+
+    Raises:
+        RuntimeError: no ``postgres`` process was started with ``-p port``.
+    """
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                args = cmdline.read().split(b"\0")
+        except OSError:
+            continue
+        if args and args[0].endswith(b"postgres"):
+            pairs = zip(args, args[1:], strict=False)
+            if any(flag == b"-p" and value == str(port).encode() for flag, value in pairs):
+                return int(entry)
+    raise RuntimeError(f"no PostgreSQL postmaster listens on port {port}")
+
+
+def postgres_clock(port: int) -> Callable[[], float]:
+    """CPU seconds so far of one PostgreSQL cluster (its postmaster and backends) only."""
+    pid = postmaster_pid(port)
+    return lambda: tree_cpu_seconds(pid)
 
 
 def cpu_times(stat: Path) -> tuple[float, float]:

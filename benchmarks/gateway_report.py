@@ -25,7 +25,7 @@ FOUREYES = "foureyes gateway"
 FOUREYES_SDK = "foureyes gateway, openai SDK transport"
 FOUREYES_NO_GROUP = "foureyes gateway, no group commit"
 GATEWAYS = (FOUREYES, FOUREYES_SDK, FOUREYES_NO_GROUP)
-SDK = "openai SDK (2 calls, no rail)"
+SDK = "floor: 2 upstream calls, no rail"
 KINDS = (
     ("library", IORAILS, (IORAILS, LLMRAILS, GUARD_REPLY, GUARD_CHECK, SDK)),
     ("server", IORAILS_SERVER, (IORAILS_SERVER, NEMO_SERVER, *GATEWAYS)),
@@ -168,12 +168,30 @@ Key = tuple[str, int, int]
 """A cell's system, model latency (ms) and clients."""
 
 
-def medians(cells: Sequence[Cell]) -> dict[Key, dict[str, Any]]:
-    """Per system, latency and clients: the median replies/s and CPU ms/reply over runs.
+def reference_of(system: str) -> str | None:
+    """The IORails row a system's ratios are to: its kind's (library or server)."""
+    for _kind, reference, systems in KINDS:
+        if system in systems:
+            return reference
+    return None
 
-    ``cpu_ms`` is the median of the runs that have one (``None`` when none does: the bare
-    SDK has no server); ``runs`` is how many runs the medians are over and ``failures``
-    the failed replies of all of them.
+
+def _spread(values: Sequence[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def medians(cells: Sequence[Cell]) -> dict[Key, dict[str, Any]]:
+    """Per system, latency and clients: medians and ranges over runs, paired ratios.
+
+    ``replies_per_s`` and ``cpu_ms`` are medians (``cpu_ms`` of the runs that have one,
+    ``None`` when none does: the floor has no server), ``*_range`` their ``[min, max]``;
+    ``ratio`` is the median of the paired ratios to IORails of the same kind (run k over
+    run k, measured back to back), ``ratio_range`` their range; ``load_avg_range`` the
+    one-minute load average over the cells' starts and ends, ``other_cpus`` the median CPUs
+    busy with processes not under test; ``runs`` how many runs, ``failures`` the failed
+    replies of all of them.
     """
     grouped: dict[Key, list[Cell]] = {}
     for cell in cells:
@@ -181,9 +199,30 @@ def medians(cells: Sequence[Cell]) -> dict[Key, dict[str, Any]]:
     out = {}
     for key, runs in grouped.items():
         cpu = [c.extra["server_cpu_ms"] for c in runs if c.extra.get("server_cpu_ms") is not None]
+        throughput = _spread([c.throughput for c in runs])
+        assert throughput is not None
+        cpu_spread = _spread(cpu)
+        reference = reference_of(key[0])
+        ratios: list[float] = []
+        if reference is not None and reference != key[0]:
+            theirs = {c.extra.get("run", 1): c for c in grouped.get((reference, *key[1:]), [])}
+            ratios = [
+                c.throughput / theirs[c.extra.get("run", 1)].throughput
+                for c in runs
+                if c.extra.get("run", 1) in theirs
+            ]
+        ratio = _spread(ratios)
+        loads = [x for c in runs for x in (c.load_before, c.load_after)]
+        others = [c.extra["other_cpus"] for c in runs if "other_cpus" in c.extra]
         out[key] = {
-            "replies_per_s": statistics.median(c.throughput for c in runs),
-            "cpu_ms": statistics.median(cpu) if cpu else None,
+            "replies_per_s": throughput["median"],
+            "replies_per_s_range": [throughput["min"], throughput["max"]],
+            "cpu_ms": cpu_spread["median"] if cpu_spread else None,
+            "cpu_ms_range": [cpu_spread["min"], cpu_spread["max"]] if cpu_spread else None,
+            "ratio": round(ratio["median"], 3) if ratio else None,
+            "ratio_range": [round(ratio["min"], 3), round(ratio["max"], 3)] if ratio else None,
+            "load_avg_range": [round(min(loads), 2), round(max(loads), 2)],
+            "other_cpus": round(statistics.median(others), 2) if others else None,
             "runs": len(runs),
             "failures": sum(c.failures for c in runs),
         }
@@ -196,6 +235,21 @@ def _ratio(mine: Mapping[str, Any] | None, other: Mapping[str, Any] | None) -> s
     return f"{mine['replies_per_s'] / other['replies_per_s']:.2f}×"
 
 
+def _paired(row: Mapping[str, Any] | None) -> str:
+    """A paired ratio, median (min–max)."""
+    if not row or row.get("ratio") is None:
+        return "n/a"
+    low, high = row["ratio_range"]
+    return f"{row['ratio']:.2f}× ({low:.2f}–{high:.2f})"
+
+
+def _with_range(row: Mapping[str, Any] | None, name: str, digits: int = 1) -> str:
+    if not row or row.get(name) is None:
+        return "–"
+    low, high = row[f"{name}_range"]
+    return f"{row[name]:.{digits}f} ({low:.{digits}f}–{high:.{digits}f})"
+
+
 def _cpu(value: Any) -> str:
     return "–" if value is None else f"{value:.2f}"
 
@@ -205,11 +259,13 @@ def _throughput_tables(cells: Sequence[Cell]) -> list[str]:
     for latency in sorted({c.latency_ms for c in cells}):
         out += [
             "",
-            f"Model latency {latency} ms per call:",
+            f"Model latency {latency} ms per call, every run in the order measured:",
             "",
             "| system | run | clients | replies/s | p50 ms | p99 ms | upstream calls/reply "
-            "| failed | server CPU ms/reply | simulator CPU ms/reply | load avg before → after |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+            "| failed | server CPU ms/reply | simulator CPU ms/reply | client CPU ms/reply "
+            "| load avg before → after | CPUs idle | CPUs busy with others (niced) |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- "
+            "| ---: | ---: |",
         ]
         for c in (c for c in cells if c.latency_ms == latency):
             out.append(
@@ -217,8 +273,60 @@ def _throughput_tables(cells: Sequence[Cell]) -> list[str]:
                 f"| {c.p50:.1f} | {c.p99:.1f} "
                 f"| {c.extra.get('calls_per_reply', 'n/a')} | {c.failures} "
                 f"| {_cpu(c.extra.get('server_cpu_ms'))} | {_cpu(c.extra.get('simulator_cpu_ms'))} "
-                f"| {c.load_before:.1f} → {c.load_after:.1f} |"
+                f"| {_cpu(c.extra.get('client_cpu_ms'))} "
+                f"| {c.load_before:.1f} → {c.load_after:.1f} "
+                f"| {c.extra.get('idle_cpus', 'n/a')} | {c.extra.get('other_cpus', 'n/a')} "
+                f"({c.extra.get('niced_cpus', 'n/a')}) |"
             )
+    return out
+
+
+HEADLINE = ((GUARD_REPLY, IORAILS), (FOUREYES, IORAILS_SERVER))
+"""The headline's pairs: the library with the library, the server with the server."""
+
+
+def _headline_table(cells: Sequence[Cell]) -> list[str]:
+    """The headline: foureyes against IORails, library and server, medians and ratios."""
+    table = medians(cells)
+    present = {c.system for c in cells}
+    pairs = [(mine, ref) for mine, ref in HEADLINE if mine in present and ref in present]
+    if not pairs:
+        return []
+    runs = max(m["runs"] for m in table.values())
+    out = [
+        "",
+        f"Headline (medians of {runs} strictly alternated runs, (min–max); × is the median "
+        "of the paired ratios of replies/s, run k over run k; CPU is ms per reply of the "
+        "process under test):",
+        "",
+    ]
+    head = "| model latency | clients "
+    rule = "| ---: | ---: "
+    for mine, ref in pairs:
+        head += f"| {mine} replies/s | {ref} replies/s | × | CPU ms: foureyes | CPU ms: IORails "
+        rule += "| ---: | ---: | ---: | ---: | ---: "
+    out += [head + "| load avg | CPUs busy with others | failed |", rule + "| --- | ---: | ---: |"]
+    for latency in sorted({c.latency_ms for c in cells}):
+        for n in sorted({c.concurrency for c in cells}):
+            line = f"| {latency} ms | {n} "
+            loads: list[float] = []
+            others: list[float] = []
+            failed = 0
+            for mine, ref in pairs:
+                a, b = table.get((mine, latency, n)), table.get((ref, latency, n))
+                line += (
+                    f"| {_with_range(a, 'replies_per_s')} | {_with_range(b, 'replies_per_s')} "
+                    f"| {_paired(a)} | {_with_range(a, 'cpu_ms', 2)} "
+                    f"| {_with_range(b, 'cpu_ms', 2)} "
+                )
+                for row in (a, b):
+                    if row:
+                        loads += row["load_avg_range"]
+                        others += [] if row["other_cpus"] is None else [row["other_cpus"]]
+                        failed += row["failures"]
+            load = f"{min(loads):.1f}–{max(loads):.1f}" if loads else "–"
+            other = f"{statistics.median(others):.2f}" if others else "–"
+            out.append(line + f"| {load} | {other} | {failed} |")
     return out
 
 
@@ -228,25 +336,27 @@ def _peer_table(cells: Sequence[Cell]) -> list[str]:
     runs = max((m["runs"] for m in table.values()), default=0)
     out = [
         "",
-        f"Library with library, server with server (medians of {runs} runs; ratios of "
-        "replies/s to NeMo IORails of the same kind, within the run):",
+        f"Library with library, server with server (medians of {runs} runs, (min–max); "
+        "× IORails: median (min–max) of the paired ratios of replies/s to NeMo IORails of "
+        "the same kind, run k over run k, back to back):",
         "",
         "| kind | system | model latency | clients | replies/s | CPU ms/reply | × IORails "
-        "| failed |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| load avg | failed |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |",
     ]
-    for kind, reference, systems in KINDS:
+    for kind, _reference, systems in KINDS:
         for latency in sorted({c.latency_ms for c in cells}):
             for system in systems:
                 for n in sorted({c.concurrency for c in cells}):
                     row = table.get((system, latency, n))
                     if row is None:
                         continue
+                    low, high = row["load_avg_range"]
                     out.append(
-                        f"| {kind} | {system} | {latency} ms | {n} | {row['replies_per_s']:.1f} "
-                        f"| {_cpu(row['cpu_ms'])} "
-                        f"| {_ratio(row, table.get((reference, latency, n)))} "
-                        f"| {row['failures']} |"
+                        f"| {kind} | {system} | {latency} ms | {n} "
+                        f"| {_with_range(row, 'replies_per_s')} "
+                        f"| {_with_range(row, 'cpu_ms', 2)} | {_paired(row)} "
+                        f"| {low:.1f}–{high:.1f} | {row['failures']} |"
                     )
     return out
 
@@ -258,7 +368,7 @@ def _ratio_table(cells: Sequence[Cell]) -> list[str]:
         "Throughput ratios of each foureyes gateway over the others (medians over runs):",
         "",
         "| gateway | model latency | clients | NeMo server (goal ≥ 5×) "
-        "| NeMo LLMRails (goal > 1×) | bare SDK |",
+        "| NeMo LLMRails (goal > 1×) | floor (no rail) |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for gateway in (g for g in GATEWAYS if any(c.system == g for c in cells)):
@@ -331,9 +441,11 @@ def report(env: Mapping[str, Any], argv: Sequence[str], results: Mapping[str, An
         "",
         "Machine: {cpus} CPUs shared by every process, Python {python}; foureyes {foureyes} "
         "({commit}), "
-        "openai {openai} (client), nemoguardrails {nemoguardrails}; load average "
+        "aiohttp {aiohttp} (the bare client of every HTTP server), nemoguardrails "
+        "{nemoguardrails}; load average "
         "{load_avg_start} at start, {load_avg_end} at end".format(**env),
     ]
+    out += _headline_table(cells)
     out += _peer_table(cells)
     out += _throughput_tables(cells)
     out += _ratio_table(cells)

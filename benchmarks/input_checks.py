@@ -24,7 +24,7 @@ results (docs/inputs.md). Only ``InputChecks.builtin()`` runs: no entry point, n
 
     python benchmarks/input_checks.py [--data DIR] [--json] [--show-misses N]
 
-Results and how to read them: benchmarks/README.md ("Input checks").
+Results: benchmarks/README.md (current), benchmarks/LOG.md ("Input checks").
 """
 
 from __future__ import annotations

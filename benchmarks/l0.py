@@ -13,7 +13,7 @@ characters when it is there, else synthetic messages built from the lexicon's vo
 
     python benchmarks/l0.py [--data DIR] [--texts 1000] [--compare-texts 60] [--json]
 
-Results and how to read them: benchmarks/README.md.
+Results: benchmarks/README.md (current, and how to read them), benchmarks/LOG.md (history).
 """
 
 from __future__ import annotations

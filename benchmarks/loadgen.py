@@ -40,6 +40,49 @@ def load_average() -> float:
     return os.getloadavg()[0]
 
 
+def machine_cpu() -> tuple[float, float, float]:
+    """CPU seconds the whole machine has spent busy, idle and niced so far (/proc/stat).
+
+    Idle is ``idle`` plus ``iowait``; busy is every other state; niced (a part of busy) is
+    user time at a lower priority, which a process at the default priority takes first.
+    Two readings around a cell give how many CPUs were busy, idle and niced during it.
+    """
+    with open("/proc/stat", encoding="ascii") as stat:
+        values = [int(x) for x in stat.readline().split()[1:9]]
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = values[3] + values[4]
+    return (sum(values) - idle) / tick, idle / tick, values[1] / tick
+
+
+def contention(
+    before: tuple[float, float, float],
+    after: tuple[float, float, float],
+    wall_s: float,
+    ours_s: float,
+    ours_niced: bool | None = None,
+) -> dict[str, float]:
+    """Per cell: the CPUs left idle, busy with processes not under test, and niced.
+
+    ``ours_s`` is the CPU time of every measured process during the cell (the system
+    under test, the simulator, the load generator); whatever else the machine was busy
+    with in that wall time belongs to someone else (other helpers, the kernel).
+    ``niced_cpus`` is the part of it at a lower priority than ours (``ours_niced``: our
+    processes run niced themselves, so the niced time is partly ours; default: whether
+    this process is), which the scheduler hands to ours when they want it.
+    """
+    if ours_niced is None:
+        ours_niced = os.getpriority(os.PRIO_PROCESS, 0) > 0
+    busy = (after[0] - before[0]) / wall_s
+    idle = (after[1] - before[1]) / wall_s
+    others = max(0.0, busy - ours_s / wall_s)
+    niced = (after[2] - before[2]) / wall_s - (ours_s / wall_s if ours_niced else 0.0)
+    return {
+        "idle_cpus": round(idle, 2),
+        "other_cpus": round(others, 2),
+        "niced_cpus": round(min(others, max(0.0, niced)), 2),
+    }
+
+
 @dataclass
 class Cell:
     """One measured run: ``replies`` answered by ``system`` to ``concurrency`` clients."""

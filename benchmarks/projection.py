@@ -11,7 +11,7 @@
 
     python benchmarks/projection.py [--repeats 7] [--json]
 
-Results and how to read them: benchmarks/README.md.
+Results: benchmarks/README.md (current, and how to read them), benchmarks/LOG.md (history).
 """
 
 from __future__ import annotations

@@ -50,9 +50,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gateway_parts import cpu_seconds
+from gateway_parts import cpu_seconds, postgres_clock
 from sqlalchemy import Engine, event
-from workers import postgres_cpu_seconds
 
 from foureyes.config import PrivacyConfig, StoreConfig
 from foureyes.server.limits import KeyLimiter, RateLimiter, StoreRateLimiter
@@ -120,7 +119,7 @@ def _postgres(choice: str) -> Iterator[tuple[str | None, Callable[[], float]]]:
         yield choice, _no_server_cpu
     else:
         with running_postgres(durable=True) as server:
-            yield server.url(server.create_database()), postgres_cpu_seconds
+            yield server.url(server.create_database()), postgres_clock(server.port)
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:

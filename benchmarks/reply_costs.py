@@ -17,7 +17,7 @@ first on ``PYTHONPATH`` (before/after pairs).
 
     python benchmarks/reply_costs.py [--replies 20000] [--rounds 5]
 
-Numbers mean something only on an idle machine; results: benchmarks/README.md.
+Numbers mean something only on an idle machine; results: benchmarks/LOG.md.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ collector then keeps them, so that round's CPU is not comparable.
     python benchmarks/reply_threads.py [--replies 3000] [--clients 16] [--rounds 3]
         [--settle-collector] [--count-garbage]
 
-Linux only (``/proc``). Results and how to read them: benchmarks/README.md.
+Linux only (``/proc``). Results: benchmarks/README.md (current, and how to read them),
+benchmarks/LOG.md (history).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ p99 are across messages. "first call" times each message once on a freshly loade
 
     python benchmarks/screen_model.py [--data DIR] [--texts 1000] [--json]
 
-Results and how to read them: benchmarks/README.md.
+Results: benchmarks/README.md (current, and how to read them), benchmarks/LOG.md (history).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ It reports the process CPU time per commit (all threads) and the wall-time media
 
     python benchmarks/store_commit.py [--commits 500] [--rounds 3] [--json]
 
-Results and how to read them: benchmarks/README.md.
+Results: benchmarks/README.md (current, and how to read them), benchmarks/LOG.md (history).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ transport, repeats alternating, and reports the median throughput of each and th
 
     python benchmarks/transport.py [--calls 2000] [--concurrency 32] [--repeats 5] [--json]
 
-Results and how to read them: benchmarks/README.md.
+Results: benchmarks/README.md (current, and how to read them), benchmarks/LOG.md (history).
 """
 
 from __future__ import annotations

@@ -10,6 +10,12 @@ on stdout: per concurrency level, the wall time and every reply's latency in ms.
 
     .venv-nemo/bin/python benchmarks/nemo/library_bench.py --config DIR --message TEXT \
         --cells 1:200,16:400,64:400 [--engine llmrails|iorails] [--warmup 20] [--expect TEXT]
+    .venv-nemo/bin/python benchmarks/nemo/library_bench.py --serve --config DIR ...
+
+``--serve`` keeps one engine for a whole run, so benchmarks/gateway.py can alternate it
+with foureyes cell by cell: it prints ``{"ready": true}`` once the engine is up, then reads
+one command a line from stdin, ``CONCURRENCY REPLIES``, and answers each with one JSON line
+(the cell, as in ``--cells``); it stops at the end of its input.
 
 ``--expect`` is the draft the simulator returns: a reply that differs (e.g. NeMo's refusal)
 is counted as a failure, so a misconfigured rail cannot pass for a fast one.
@@ -71,12 +77,16 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True)
     parser.add_argument("--message", required=True)
-    parser.add_argument("--cells", required=True, help="concurrency:replies,...")
+    parser.add_argument("--cells", help="concurrency:replies,...")
+    parser.add_argument("--serve", action="store_true", help="cells from stdin, one a line")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--expect")
     parser.add_argument("--engine", choices=("llmrails", "iorails"), default="llmrails")
     args = parser.parse_args()
-    cells = [tuple(int(x) for x in cell.split(":")) for cell in args.cells.split(",")]
+    if (args.cells is None) == (not args.serve):
+        parser.error("give exactly one of --cells and --serve")
+    given = (args.cells or "").split(",")
+    cells = [tuple(int(x) for x in cell.split(":")) for cell in given if cell]
 
     config = RailsConfig.from_path(args.config)
     if args.engine == "iorails":
@@ -84,13 +94,21 @@ async def main() -> None:
         await rails.startup()
     else:
         rails = LLMRails(config)
+    if args.serve:
+        print(json.dumps({"ready": True}), flush=True)
+        loop = asyncio.get_running_loop()
+        while line := await loop.run_in_executor(None, sys.stdin.readline):
+            concurrency, replies = (int(x) for x in line.split())
+            cell = await drive(rails, args.message, replies, concurrency, args.expect)
+            print(json.dumps(cell), flush=True)
     results = []
     for concurrency, replies in cells:
         await drive(rails, args.message, max(args.warmup, concurrency), concurrency, args.expect)
         results.append(await drive(rails, args.message, replies, concurrency, args.expect))
     if args.engine == "iorails":
         await rails.shutdown()
-    json.dump({"cells": results}, sys.stdout)
+    if not args.serve:
+        json.dump({"cells": results}, sys.stdout)
 
 
 if __name__ == "__main__":
