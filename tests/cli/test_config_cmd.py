@@ -475,3 +475,21 @@ def test_tables_piped_into_a_file_are_plain_rows_with_whole_values(tmp_path: Pat
             "primary",
         )
     ]
+
+
+def test_check_lists_the_input_checks_and_refuses_a_team_pattern_reusing_one(
+    tmp_path: Path,
+) -> None:
+    listed = runner.invoke(app, ["config", "check", "--json"])
+    assert listed.exit_code == 0, listed.output
+    checks = {c["name"] for c in json.loads(listed.output)["plugins"]["checks"]}
+    assert {"instruction_override", "pii_phone", "pii_email"} <= checks
+
+    path = tmp_path / "foureyes.toml"
+    path.write_text(
+        '[input.patterns.pii_email]\ncategory = "pii"\npatterns = ["@"]\n', encoding="utf-8"
+    )
+    refused = runner.invoke(app, ["config", "check", "--json", "--config", str(path)])
+    assert refused.exit_code == 1
+    problems = json.loads(refused.output)["problems"]
+    assert any("input.patterns.pii_email reuses the id of a check" in p for p in problems)

@@ -331,7 +331,7 @@ def test_foureyes_own_entry_points_missing_is_a_stale_install(tmp_path: Path) ->
     assert body["problems"] == [
         f"foureyes registers no {group} entry points: its installed metadata is stale "
         "(reinstall it, e.g. pip install -e .)"
-        for group in ("foureyes.route_kinds", "foureyes.rules")
+        for group in ("foureyes.route_kinds", "foureyes.rules", "foureyes.checks")
     ]
 
 

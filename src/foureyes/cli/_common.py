@@ -128,21 +128,29 @@ def load(path: Path | None, *, as_json: bool) -> Config:
 
 
 def discover_plugins(config: Config) -> dict[str, list[dict[str, str]]]:
-    """The route kinds and rules registered by entry point, as ``config check`` lists them.
+    """The route kinds, rules and input checks registered by entry point, as ``config
+    check`` lists them (``foureyes checks list`` shows the whole catalogue).
 
-    Loads both groups and builds the rule catalogue ``config`` makes, so that a broken
-    plugin, an id clash or an extra rule reusing a registered id fails here, at start-up.
+    Loads the three groups and builds the rule catalogue and the input checks ``config``
+    makes, so that a broken plugin, an id clash, an extra rule or a team pattern reusing a
+    registered id fails here, at start-up.
 
     Raises:
         ConfigError: naming each plugin that cannot be used (see :mod:`foureyes.plugins`).
     """
     # Imported here so that commands that use no route or rule do not load the gate.
     from foureyes.gate.rules import RuleCatalogue, registered_rules
+    from foureyes.inputs import InputChecks, registered_checks
     from foureyes.llm.routes import route_kinds
 
     problems: list[str] = []
     listing: dict[str, list[dict[str, str]]] = {}
-    for group, discover in (("route_kinds", route_kinds), ("rules", registered_rules)):
+    groups = (
+        ("route_kinds", route_kinds),
+        ("rules", registered_rules),
+        ("checks", registered_checks),
+    )
+    for group, discover in groups:
         try:
             listing[group] = [plugin.as_json() for plugin in discover()]
         except ConfigError as exc:
@@ -150,6 +158,7 @@ def discover_plugins(config: Config) -> dict[str, list[dict[str, str]]]:
     if not problems:
         try:
             RuleCatalogue.from_config(config.gate)
+            InputChecks.from_config(config.input)
         except ConfigError as exc:
             problems.extend(exc.problems)
     if problems:
