@@ -128,12 +128,12 @@ def load(path: Path | None, *, as_json: bool) -> Config:
 
 
 def discover_plugins(config: Config) -> dict[str, list[dict[str, str]]]:
-    """The route kinds, rules and input checks registered by entry point, as ``config
-    check`` lists them (``foureyes checks list`` shows the whole catalogue).
+    """The route kinds, rules and input checks registered by entry point (``config check``).
 
-    Loads the three groups and builds the rule catalogue and the input checks ``config``
-    makes, so that a broken plugin, an id clash, an extra rule or a team pattern reusing a
-    registered id fails here, at start-up.
+    ``foureyes checks list`` shows the whole catalogue. Loads the three groups and builds
+    the rule catalogue and the input checks ``config`` makes, so that a broken plugin, an
+    id clash, an extra rule or a team pattern reusing a registered id fails here, at
+    start-up.
 
     Raises:
         ConfigError: naming each plugin that cannot be used (see :mod:`foureyes.plugins`).

@@ -23,7 +23,7 @@ from foureyes.config import CONFIG_ENV, Config
 from foureyes.core.budget import utc_day
 from foureyes.core.errors import ConfigError
 from foureyes.core.roles import Role
-from foureyes.risk.resources import registry_from_file, secondary_entries, stale_entries
+from foureyes.risk.resources import configured_registry, secondary_entries, stale_entries
 from foureyes.risk.screen_model import default_screen_model
 
 app = typer.Typer(no_args_is_help=True, help="Inspect and validate configuration.")
@@ -217,9 +217,7 @@ def _print_summary(
 def _resource_report(cfg: Config) -> tuple[list[str], list[str], list[str]]:
     """Problems, stale entries and secondary-sourced entries of the registry ``serve`` loads."""
     try:
-        registry = registry_from_file(
-            cfg.risk.resources_file, extend=cfg.risk.resources_mode == "extend"
-        )
+        registry = configured_registry(cfg.risk)
     except ConfigError as exc:
         return list(exc.problems), [], []
     stale = [

@@ -163,10 +163,9 @@ def _served_regions(cfg: Config) -> tuple[str, ...]:
     Raises:
         ConfigError: the file is missing or malformed.
     """
-    from foureyes.risk.resources import registry_from_file
+    from foureyes.risk.resources import configured_registry
 
-    extend = cfg.risk.resources_mode == "extend"
-    return registry_from_file(cfg.risk.resources_file, extend=extend).served_regions()
+    return configured_registry(cfg.risk).served_regions()
 
 
 def usable_cpus() -> int | None:

@@ -34,7 +34,7 @@ from foureyes.core.errors import ConfigError, UsageError
 from foureyes.core.locale import Locale
 from foureyes.core.reasons import ReasonCode
 from foureyes.gate.rules import RuleCatalogue, RuleContext
-from foureyes.risk.resources import ResourceRegistry, default_registry, registry_from_file
+from foureyes.risk.resources import ResourceRegistry, configured_registry, default_registry
 
 if TYPE_CHECKING:
     from foureyes.config import Config
@@ -459,9 +459,7 @@ def configured_texts(config: Config) -> FallbackTexts | None:
     """
     if config.gate.texts_file is None:
         return None
-    registry = registry_from_file(
-        config.risk.resources_file, extend=config.risk.resources_mode == "extend"
-    )
+    registry = configured_registry(config.risk)
     return load_fallback_texts(
         config.gate.texts_file,
         gate=config.gate,

@@ -73,7 +73,7 @@ from foureyes.risk.assess import Turn as RiskTurn
 from foureyes.risk.guardian import AlertOutcome, GuardianAlerts
 from foureyes.risk.l0 import L0Gate
 from foureyes.risk.notifiers import build_notifier
-from foureyes.risk.resources import ResourceRegistry, registry_from_file
+from foureyes.risk.resources import ResourceRegistry, configured_registry
 from foureyes.risk.result import TriageResult
 from foureyes.risk.triage import Triage, TriageRequest
 from foureyes.store import Store
@@ -134,9 +134,7 @@ class SupportPipeline:
                 ``[risk] resources_file`` is missing or malformed.
         """
         if registry is None:
-            registry = registry_from_file(
-                config.risk.resources_file, extend=config.risk.resources_mode == "extend"
-            )
+            registry = configured_registry(config.risk)
         self.registry = registry
         """The crisis-resource registry the gate and rendered resources use."""
         self.config = config

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import phonenumbers
 from phonenumbers import Leniency, PhoneNumberMatcher
@@ -53,12 +53,16 @@ from foureyes.core.errors import ConfigError
 from foureyes.core.fold import normalise_digits
 from foureyes.core.locale import Locale
 
+if TYPE_CHECKING:
+    from foureyes.config import RiskConfig
+
 __all__ = [
     "PhoneMention",
     "ResourceEntry",
     "ResourceKind",
     "ResourceRegistry",
     "SourceKind",
+    "configured_registry",
     "default_registry",
     "find_phone_numbers",
     "load_registry",
@@ -250,6 +254,15 @@ def load_registry(path: Path | None = None) -> ResourceRegistry:
         ConfigError: the file cannot be read, is not JSON, or breaks the schema.
     """
     return _validated(_read(path), path)
+
+
+def configured_registry(risk: RiskConfig) -> ResourceRegistry:
+    """The registry ``[risk] resources_file`` and ``resources_mode`` configure.
+
+    Raises:
+        ConfigError: the file is missing, is not JSON, or the result breaks the schema.
+    """
+    return registry_from_file(risk.resources_file, extend=risk.resources_mode == "extend")
 
 
 def registry_from_file(path: Path | None, *, extend: bool) -> ResourceRegistry:
