@@ -319,7 +319,12 @@ class SupportPipeline:
         request = self._reply_request(message)
         if prepared is not None:
             turns = self.config.input.flag_turns
-            if turns and message.conversation_id is not None:
+            # The flag restricts tool calls, so it is read only where the reply may carry
+            # some: a team model offered tools, or a given draft that calls them.
+            tools = (own_request is not None and bool(own_request.tools)) or (
+                given is not None and bool(given.tool_calls)
+            )
+            if turns and tools and message.conversation_id is not None:
                 # As a crisis keeps its state: an attack restricts the next few messages.
                 events = await self._runs.recent_events(
                     message.tenant, message.conversation_id, EventKind.INPUT, runs=turns
