@@ -73,6 +73,8 @@ class PreparedInput:
     """The decision on the deterministic scans alone."""
     _original: SupportMessage
     _original_request: ChatRequest | None
+    _masks: dict[str, Masked]
+    """Each masked text by its ref (the earlier turns' too, which are not judged inputs)."""
     _model: asyncio.Task[ModelJudgement | ModelCheckError] | None = field(default=None)
     _flagged_by: str | None = None
 
@@ -137,7 +139,9 @@ class PreparedInput:
         stripped = decision.stripped
         if stripped <= self.deterministic.stripped:
             return self.message, self.own_request
-        return _apply(self._original, self._original_request, self.items, decision)
+        return _apply(
+            self._original, self._original_request, self.items, decision, masks=self._masks
+        )
 
     def event(self, decision: InputDecision) -> TraceEvent:
         """The stage's trace event: decision, digests, findings, masking; never a text."""
@@ -201,6 +205,7 @@ class InputStage:
             deterministic=decision,
             _original=message,
             _original_request=own_request,
+            _masks=masks,
         )
         prepared.message, prepared.own_request = _apply(
             message, own_request, prepared.items, decision, masks=masks
@@ -214,12 +219,11 @@ def _apply(
     items: Sequence[_Item],
     decision: InputDecision,
     *,
-    masks: dict[str, Masked] | None = None,
+    masks: dict[str, Masked],
 ) -> tuple[SupportMessage, ChatRequest | None]:
     """``message`` and ``own_request`` as models see them: masked, then stripped."""
     seen = {i.ref: i.seen for i in items}
-    if masks is not None:
-        seen.update({ref: m.text for ref, m in masks.items()})
+    seen.update({ref: m.text for ref, m in masks.items()})
     stripped = decision.stripped
     # What the user and tools wrote, as it was, to what models may see instead.
     replace: dict[str, str] = {}
