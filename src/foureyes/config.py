@@ -731,10 +731,8 @@ class InputConfig(_Section):
     pii: Literal["keep", "mask"] = "keep"
     """``mask``: personal data found in the message, the history, the sources and tool
     results is replaced by placeholders (``[PHONE_1]``) before any text reaches a model
-    route, and the store keeps only the masked text."""
-    restore_pii: bool = False
-    """With ``pii = "mask"``: put the user's own values back into the delivered reply where
-    it repeats a placeholder (after the gate decided on the masked text; the record says so)."""
+    route, and the store keeps only the masked text. The delivered reply is the text the
+    gate approved: a placeholder the model repeats stays a placeholder."""
     model_check: bool = False
     """Also ask the ``input_checker`` role's model (its own route and budget) for a verdict
     naming the SHA-256 of the exact text it judged; it runs beside triage and the draft."""

@@ -205,3 +205,10 @@ def test_a_conversation_is_flagged_by_its_latest_restricted_attack_only() -> Non
         [judged("message", InputSite.MESSAGE, CALM)], InputConfig(), flagged_by="t1"
     )
     assert decision.action is InputAction.RESTRICT and decision.as_json()["flagged_by"] == "t1"
+
+
+def test_the_input_section_has_no_option_that_does_nothing() -> None:
+    # Restoring masked values into the reply would change its bytes after the decision,
+    # so there is no such option: a config asking for it is refused, not ignored.
+    with pytest.raises(ValueError, match="restore_pii"):
+        InputConfig(pii="mask", restore_pii=True)  # type: ignore[call-arg]
