@@ -459,3 +459,51 @@ def test_a_source_the_model_check_strips_leaves_the_masking_in_place(
     assert PHONE not in sent and "[PHONE_1]" in sent
     reviews = sent_to(simulator, "supervisor")
     assert reviews and all(source not in json.dumps(r["messages"]) for r in reviews)
+
+
+# -- the stage's own switches ------------------------------------------------------------------
+
+
+def test_the_stage_switched_off_judges_nothing_and_the_header_says_so(
+    simulator: RunningSimulator, start_server: Start, tmp_path: Path
+) -> None:
+    simulator.load(SCENARIO)
+    server = start_server(config(simulator, tmp_path, enabled=False))
+
+    reply = ask(server, messages(INJECTED))
+
+    assert outcome(reply) == ("released", "approved") and reply.choices[0].message.tool_calls
+    trace_id = reply.model_extra["foureyes"]["trace_id"]
+    trace = httpx2.get(f"{server.base_url}/traces/{trace_id}", timeout=10).json()
+    assert trace["run"]["meta"]["input_checks"] is False
+    assert [e for e in trace["events"] if e["kind"] == "input"] == []
+
+
+def test_no_flag_is_kept_with_flag_turns_zero(
+    simulator: RunningSimulator, start_server: Start, tmp_path: Path
+) -> None:
+    simulator.load(SCENARIO)
+    server = start_server(config(simulator, tmp_path, flag_turns=0))
+
+    first = ask(server, messages(INJECTED), conversation_id="arc0")
+    second = ask(server, messages(BOOK), conversation_id="arc0")
+
+    assert outcome(first) == ("fallback", "input_restricted")
+    assert outcome(second) == ("released", "approved")
+
+
+def test_the_checker_sees_only_the_configured_number_of_earlier_turns(
+    simulator: RunningSimulator, start_server: Start, tmp_path: Path
+) -> None:
+    simulator.load({"models": checked([])})
+    server = start_server(
+        config(simulator, tmp_path, checker=True, history_turns=1, topic={"en": "Bookings."})
+    )
+
+    ask(server, messages(BOOK))
+
+    [check] = sent_to(simulator, "checker")
+    shown = json.loads(check["messages"][-1]["content"])
+    # messages() holds two earlier turns; one is shown, the latest, and the topic policy.
+    assert shown["earlier_turns"] == [{"role": "assistant", "text": "Hello, how can I help?"}]
+    assert shown["topic_policy"] == "Bookings."
