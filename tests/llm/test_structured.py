@@ -361,11 +361,14 @@ verdicts = st.builds(
 # Prose before the object holds no "{" (it would start another candidate object) and no
 # "[" (with a "]" after, the whole text could be one JSON array).
 leading_prose = st.text(st.characters(blacklist_characters="{["), max_size=40)
+# Prose after it holds no "{" either: "{}" there is a second object, which the parser
+# refuses by contract (several_objects); a fresh-clone run once drew exactly that.
+trailing_prose = st.text(st.characters(blacklist_characters="{"), max_size=40)
 fast = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @fast
-@given(verdicts, leading_prose, st.text(max_size=40), st.booleans(), st.booleans())
+@given(verdicts, leading_prose, trailing_prose, st.booleans(), st.booleans())
 def test_valid_instances_round_trip_through_any_wrapping(
     verdict: Verdict, before: str, after: str, fenced: bool, pretty: bool
 ) -> None:
