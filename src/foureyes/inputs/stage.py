@@ -79,7 +79,10 @@ class InputAction(StrEnum):
     @property
     def rank(self) -> int:
         """Its place in the order above (0 for ``pass``)."""
-        return list(InputAction).index(self)
+        return _RANK[self]
+
+
+_RANK = {action: rank for rank, action in enumerate(InputAction)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,6 @@ speculative draft); :meth:`PreparedInput.decide` combines both into the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from foureyes.config import Config, InputConfig
@@ -55,6 +54,11 @@ class _Item:
     scan: InputScan
     seen: str
     """The text models see (masked when configured)."""
+    seen_sha256: str
+    """Its SHA-256: what the model check is shown and answers by."""
+
+    def judged(self, model: ModelJudgement | ModelCheckError | None = None) -> JudgedInput:
+        return JudgedInput(self.ref, self.site, self.scan, model, seen_sha256=self.seen_sha256)
 
 
 @dataclass(slots=True)
@@ -81,9 +85,7 @@ class PreparedInput:
     def flag(self, flagged_by: str | None) -> None:
         """Apply the conversation's flag (:func:`~foureyes.inputs.stage.flagging_run`)."""
         self._flagged_by = flagged_by
-        judged = [
-            JudgedInput(i.ref, i.site, i.scan, seen_sha256=sha256_hex(i.seen)) for i in self.items
-        ]
+        judged = [i.judged() for i in self.items]
         self.deterministic = decide_input(judged, self.config, flagged_by=flagged_by)
 
     @property
@@ -100,7 +102,7 @@ class PreparedInput:
         """Ask the ``input_checker`` about the inputs models would see, in the background."""
         if not self.config.model_check or not self.items:
             return
-        texts = [CheckedText(i.ref, i.site.value, i.seen, sha256_hex(i.seen)) for i in self.items]
+        texts = [CheckedText(i.ref, i.site.value, i.seen, i.seen_sha256) for i in self.items]
         keep = self.config.history_turns
         turns = self.message.history[-keep:] if keep else ()
         history = [(t.role, t.text) for t in turns if t.role != "tool"]
@@ -122,10 +124,7 @@ class PreparedInput:
         if self._model is None:
             return self.deterministic
         judgement = await self._model
-        judged = [
-            JudgedInput(i.ref, i.site, i.scan, judgement, seen_sha256=sha256_hex(i.seen))
-            for i in self.items
-        ]
+        judged = [i.judged(judgement) for i in self.items]
         return decide_input(judged, self.config, flagged_by=self._flagged_by)
 
     async def cancel(self) -> None:
@@ -139,9 +138,7 @@ class PreparedInput:
         stripped = decision.stripped
         if stripped <= self.deterministic.stripped:
             return self.message, self.own_request
-        return _apply(
-            self._original, self._original_request, self.items, decision, masks=self._masks
-        )
+        return _apply(self._original, self._original_request, decision, masks=self._masks)
 
     def event(self, decision: InputDecision) -> TraceEvent:
         """The stage's trace event: decision, digests, findings, masking; never a text."""
@@ -184,7 +181,7 @@ class InputStage:
                 masked[ref] = done.as_json()
                 seen = done.text
             if site is not None:
-                items.append(_Item(ref, site, result, seen))
+                items.append(_Item(ref, site, result, seen, sha256_hex(seen)))
 
         judge("message", InputSite.MESSAGE, message.text)
         for source in message.sources:
@@ -194,8 +191,7 @@ class InputStage:
                 judge(f"history.{index}", InputSite.TOOL_RESULT, turn.text)
             elif want_mask and turn.text:
                 judge(f"history.{index}", None, turn.text)
-        judged = [JudgedInput(i.ref, i.site, i.scan, seen_sha256=sha256_hex(i.seen)) for i in items]
-        decision = decide_input(judged, self.config)
+        decision = decide_input([i.judged() for i in items], self.config)
         prepared = PreparedInput(
             config=self.config,
             message=message,
@@ -207,23 +203,20 @@ class InputStage:
             _original_request=own_request,
             _masks=masks,
         )
-        prepared.message, prepared.own_request = _apply(
-            message, own_request, prepared.items, decision, masks=masks
-        )
+        prepared.message, prepared.own_request = _apply(message, own_request, decision, masks=masks)
         return prepared
 
 
 def _apply(
     message: SupportMessage,
     own_request: ChatRequest | None,
-    items: Sequence[_Item],
     decision: InputDecision,
     *,
     masks: dict[str, Masked],
 ) -> tuple[SupportMessage, ChatRequest | None]:
     """``message`` and ``own_request`` as models see them: masked, then stripped."""
-    seen = {i.ref: i.seen for i in items}
-    seen.update({ref: m.text for ref, m in masks.items()})
+    # A text that is neither masked nor stripped is shown as it was written.
+    seen = {ref: m.text for ref, m in masks.items()}
     stripped = decision.stripped
     # What the user and tools wrote, as it was, to what models may see instead.
     replace: dict[str, str] = {}
