@@ -403,7 +403,10 @@ _TEXTS = st.lists(_FRAGMENTS, max_size=8).map("".join)
 def test_spans_index_the_original_text_and_fold_to_the_term(text: str) -> None:
     for match in GATE.scan(text).matches:
         assert 0 <= match.start < match.end <= len(text)
-        assert normalise(text[match.start : match.end]).text == match.term
+        # The lexicon also reads the look-alike fold (k1ll, D1E), so a span folds to its
+        # term under the keyword fold or, for a look-alike match, under that fold.
+        span = text[match.start : match.end]
+        assert match.term in (normalise(span).text, normalise(span, lookalikes=True).text)
 
 
 @settings(max_examples=300, deadline=None)
